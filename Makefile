@@ -1,0 +1,46 @@
+# Two commands do all set-up: `make demo` and `make test`. Both create or refresh .venv from
+# pyproject.toml (and setup.py) when it is missing or older than them.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.pmctx-installed
+PYTEST_WORKERS ?= 2
+
+.PHONY: demo demo-quick test test-slow lint format bench bench-quick clean
+
+$(STAMP): pyproject.toml setup.py
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/pmctx demo --out pmctx-demo
+
+demo-quick: $(STAMP)
+	$(BIN)/pmctx demo --quick --out pmctx-demo
+
+test: $(STAMP)
+	$(BIN)/ruff check pmctx models tests benchmarks setup.py
+	$(BIN)/ruff format --check pmctx models tests benchmarks setup.py
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" --durations=15
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m slow --durations=15
+
+lint: $(STAMP)
+	$(BIN)/ruff check pmctx models tests benchmarks setup.py
+	$(BIN)/ruff format --check pmctx models tests benchmarks setup.py
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix pmctx models tests benchmarks setup.py
+	$(BIN)/ruff format pmctx models tests benchmarks setup.py
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+bench-quick: $(STAMP)
+	$(BIN)/python -m benchmarks --quick
+
+clean:
+	rm -rf $(VENV) pmctx-demo pmctx-fit build dist *.egg-info

@@ -1,0 +1,1 @@
+"""Benchmarks of pmctx's samplers: ``python -m benchmarks [NAME ...] [--quick]``."""

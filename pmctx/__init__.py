@@ -1,0 +1,27 @@
+"""pmctx: PyMC/ArviZ models and Gibbs step methods for cognitive science and neuroscience.
+
+The library lives in ``pmctx`` (step methods, kernels, validation, I/O, testing tools, CLI);
+model declarations live in ``pmctx.models``, one module per model.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("pmctx")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0.0.0"
+
+
+class PmctxWarning(UserWarning):
+    """Base class of every warning pmctx emits (turned into errors in pmctx's own tests)."""
+
+
+class TruncationWarning(PmctxWarning):
+    """A truncated nonparametric model ran out of inactive components."""
+
+
+class ConvergenceWarning(PmctxWarning):
+    """An optimiser or sampler did not converge as requested."""
+
+
+__all__ = ["ConvergenceWarning", "PmctxWarning", "TruncationWarning", "__version__"]

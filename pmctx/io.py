@@ -1,0 +1,171 @@
+"""InferenceData construction, log-likelihood groups and files on disk.
+
+One conversion path for every pmctx inference routine that does not go through
+``pm.sample`` (particle filters, Laplace approximations, custom samplers): arrays with leading
+``(chain, draw)`` axes in, ``arviz.InferenceData`` with named dims out.
+
+Examples
+--------
+>>> import numpy as np
+>>> from pmctx.io import to_inference_data
+>>> idata = to_inference_data(
+...     {"mu": np.zeros((2, 10))},
+...     log_likelihood={"y": np.full((2, 10, 3), -1.0)},
+...     observed_data={"y": np.array([0.1, 0.2, 0.3])},
+...     dims={"y": ["obs"]},
+... )
+>>> sorted(idata.groups())
+['log_likelihood', 'observed_data', 'posterior']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import pymc as pm
+
+__all__ = [
+    "add_log_likelihood",
+    "load_idata",
+    "save_figure",
+    "save_idata",
+    "to_inference_data",
+    "write_summary",
+]
+
+
+def _check_sample_axes(group: str, arrays: Mapping[str, np.ndarray]) -> None:
+    for name, values in arrays.items():
+        if np.ndim(values) < 2:
+            raise ValueError(
+                f"{group}[{name!r}] must have leading (chain, draw) axes, got shape "
+                f"{np.shape(values)}. Add them, e.g. values[None, :] for a single chain."
+            )
+
+
+def to_inference_data(
+    posterior: Mapping[str, np.ndarray],
+    *,
+    sample_stats: Mapping[str, np.ndarray] | None = None,
+    log_likelihood: Mapping[str, np.ndarray] | None = None,
+    observed_data: Mapping[str, np.ndarray] | None = None,
+    constant_data: Mapping[str, np.ndarray] | None = None,
+    coords: Mapping[str, np.ndarray] | None = None,
+    dims: Mapping[str, list[str]] | None = None,
+    attrs: Mapping[str, object] | None = None,
+) -> az.InferenceData:
+    """Build ``InferenceData`` from dictionaries of arrays.
+
+    Parameters
+    ----------
+    posterior : dict of str to ndarray
+        Draws with leading ``(chain, draw)`` axes.
+    sample_stats, log_likelihood : dict of str to ndarray, optional
+        Same leading axes as ``posterior``. ``log_likelihood`` holds pointwise log
+        likelihoods named after the observed variable, which ``az.loo``/``az.waic`` need.
+    observed_data, constant_data : dict of str to ndarray, optional
+        Arrays without sample axes.
+    coords : dict, optional
+        Coordinate values of named dims.
+    dims : dict of str to list of str, optional
+        Dim names of each variable (excluding ``chain`` and ``draw``); shared by all groups.
+    attrs : dict, optional
+        Attributes stored on every group (e.g. the inference method).
+
+    Returns
+    -------
+    arviz.InferenceData
+    """
+    for group, arrays in (
+        ("posterior", posterior),
+        ("sample_stats", sample_stats or {}),
+        ("log_likelihood", log_likelihood or {}),
+    ):
+        _check_sample_axes(group, arrays)
+    groups = {
+        "posterior": dict(posterior),
+        "sample_stats": dict(sample_stats) if sample_stats else None,
+        "log_likelihood": dict(log_likelihood) if log_likelihood else None,
+        "observed_data": dict(observed_data) if observed_data else None,
+        "constant_data": dict(constant_data) if constant_data else None,
+    }
+    idata = az.from_dict(
+        **{k: v for k, v in groups.items() if v is not None},
+        coords=dict(coords) if coords else None,
+        dims=dict(dims) if dims else None,
+    )
+    # az.from_dict drops ``attrs`` in ArviZ 0.2x; set them on every group ourselves.
+    for group in idata.groups():
+        getattr(idata, group).attrs.update(dict(attrs or {}))
+    return idata
+
+
+def add_log_likelihood(idata: az.InferenceData, model=None, var_names=None) -> az.InferenceData:
+    """Add the pointwise ``log_likelihood`` group of ``model`` to ``idata`` (in place).
+
+    A thin wrapper around :func:`pymc.compute_log_likelihood` that does nothing when the
+    group already holds every requested variable.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu")
+    ...     y = pm.Normal("y", mu, 1, observed=[0.1, -0.3])
+    ...     idata = pm.sample(50, tune=50, chains=1, progressbar=False, random_seed=0)
+    >>> "y" in add_log_likelihood(idata, model).log_likelihood
+    True
+    """
+    model = pm.modelcontext(model)
+    wanted = var_names or [rv.name for rv in model.observed_RVs]
+    if "log_likelihood" in idata.groups() and all(v in idata.log_likelihood for v in wanted):
+        return idata
+    return pm.compute_log_likelihood(
+        idata, var_names=wanted, model=model, extend_inferencedata=True, progressbar=False
+    )
+
+
+def save_idata(idata: az.InferenceData, path) -> Path:
+    """Write ``idata`` to a NetCDF file and return its path (parent folders are created)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    idata.to_netcdf(str(path))
+    return path
+
+
+def load_idata(path) -> az.InferenceData:
+    """Read an ``InferenceData`` NetCDF file written by :func:`save_idata`."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"No InferenceData file at {path}.")
+    idata = az.from_netcdf(str(path))
+    # from_netcdf is lazy: load so that the file can be moved or deleted afterwards.
+    for group in idata.groups():
+        getattr(idata, group).load()
+    return idata
+
+
+def write_summary(idata: az.InferenceData, path, *, var_names=None, **kwargs) -> Path:
+    """Write ``az.summary`` of ``idata`` as CSV and return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    az.summary(idata, var_names=var_names, **kwargs).to_csv(path)
+    return path
+
+
+def save_figure(fig, path, *, dpi: int = 110) -> Path:
+    """Save a matplotlib figure (or an array of axes, as ArviZ returns) as PNG and close it."""
+    import matplotlib.pyplot as plt
+
+    if isinstance(fig, np.ndarray):
+        fig = fig.ravel()[0].figure
+    elif hasattr(fig, "figure") and not hasattr(fig, "savefig"):
+        fig = fig.figure
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return path

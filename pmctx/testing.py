@@ -1,0 +1,292 @@
+"""Tools that prove a sampler right: exact enumeration and Geweke's joint-distribution test.
+
+Every pmctx step method is tested with these:
+
+* **Exact enumeration**: on a problem small enough to list every discrete state, compute the
+  exact target probabilities from the log joint, then compare a sampler's visit frequencies
+  with a total-variation bound *and* a chi-square goodness-of-fit test on an effective
+  sample size (so autocorrelated chains are not over-trusted).
+* **Geweke (2004)**: simulate the joint p(theta, y) twice, by the marginal-conditional route
+  (theta from the prior, y given theta) and by the successive-conditional route (alternate the
+  MCMC transition for theta given y with a fresh y given theta); a correct transition leaves
+  the joint invariant, so test-function means agree up to Monte Carlo error.
+
+Examples
+--------
+>>> import numpy as np
+>>> from pmctx.testing import enumerate_binary_states, exact_probabilities
+>>> states = enumerate_binary_states((2,))
+>>> exact_probabilities(lambda s: float(s.sum()), states).round(3)
+array([0.072, 0.197, 0.197, 0.534])
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+from scipy.special import logsumexp
+
+from pmctx.validation import as_rng
+
+__all__ = [
+    "DistributionComparison",
+    "GewekeResult",
+    "assert_geweke",
+    "assert_matches_exact",
+    "compare_to_exact",
+    "enumerate_binary_states",
+    "exact_probabilities",
+    "geweke_test",
+    "state_indices",
+]
+
+
+def enumerate_binary_states(shape) -> np.ndarray:
+    """All binary arrays of ``shape``, stacked: an array of shape ``(2**size, *shape)``.
+
+    Examples
+    --------
+    >>> enumerate_binary_states((1, 2)).shape
+    (4, 1, 2)
+    """
+    shape = tuple(int(s) for s in np.atleast_1d(shape))
+    size = int(np.prod(shape))
+    if size > 24:
+        raise ValueError(f"Refusing to enumerate 2**{size} states; use at most 24 binary entries.")
+    flat = np.array(list(itertools.product((0, 1), repeat=size)), dtype=np.int64)
+    return flat.reshape((2**size, *shape))
+
+
+def exact_probabilities(log_joint: Callable[[np.ndarray], float], states) -> np.ndarray:
+    """Normalised probabilities of ``states`` under an unnormalised ``log_joint``."""
+    logp = np.array([float(log_joint(s)) for s in states])
+    if np.isnan(logp).any() or np.isposinf(logp).any():
+        raise ValueError("log_joint returned NaN or +inf for some state.")
+    return np.exp(logp - logsumexp(logp))
+
+
+def _row_keys(arr: np.ndarray) -> list[bytes]:
+    # Rounding makes float-valued discrete states (e.g. grid angles) match their enumeration.
+    flat = np.round(np.asarray(arr, dtype=np.float64).reshape(len(arr), -1), 10) + 0.0
+    return [row.tobytes() for row in flat]
+
+
+def state_indices(samples, states) -> np.ndarray:
+    """Index of each sample among the enumerated ``states`` (first axis of both)."""
+    samples = np.asarray(samples)
+    states = np.asarray(states)
+    if samples.shape[1:] != states.shape[1:]:
+        raise ValueError(
+            f"samples have state shape {samples.shape[1:]} but states have {states.shape[1:]}."
+        )
+    lookup = {key: i for i, key in enumerate(_row_keys(states))}
+    try:
+        return np.array([lookup[key] for key in _row_keys(samples)], dtype=np.int64)
+    except KeyError as err:
+        raise ValueError("A sample is not among the enumerated states.") from err
+
+
+@dataclass(frozen=True)
+class DistributionComparison:
+    """Outcome of comparing visit frequencies with exact probabilities."""
+
+    tv: float
+    chi2: float
+    dof: int
+    p_value: float
+    n_eff: float
+    tv_tol: float
+    alpha: float
+    impossible_visits: int
+
+    @property
+    def passed(self) -> bool:
+        return self.impossible_visits == 0 and self.tv <= self.tv_tol and self.p_value >= self.alpha
+
+    def __str__(self) -> str:
+        verdict = "PASS" if self.passed else "FAIL"
+        return (
+            f"{verdict}: total variation {self.tv:.4f} (tolerance {self.tv_tol}), chi-square "
+            f"{self.chi2:.1f} on {self.dof} dof, p={self.p_value:.3g} (alpha {self.alpha}), "
+            f"n_eff={self.n_eff:.0f}, visits to zero-probability states: "
+            f"{self.impossible_visits}"
+        )
+
+
+def compare_to_exact(
+    sample_indices, probs, *, tv_tol: float, alpha: float = 1e-3, ess: float | None = None
+) -> DistributionComparison:
+    """Compare a sampler's visits with exact probabilities.
+
+    Parameters
+    ----------
+    sample_indices : array_like of int
+        State index of every retained draw (see :func:`state_indices`).
+    probs : array_like
+        Exact probability of every state.
+    tv_tol : float
+        Largest acceptable total-variation distance between visit frequencies and ``probs``.
+    alpha : float, default 1e-3
+        Significance level of the chi-square test; the comparison fails when p < alpha.
+    ess : float, optional
+        Effective sample size used for the chi-square test (default: the number of draws,
+        right only for independent draws). Cells with expected count below 5 are pooled.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> p = np.array([0.2, 0.3, 0.5])
+    >>> compare_to_exact(rng.choice(3, size=5000, p=p), p, tv_tol=0.03).passed
+    True
+    """
+    idx = np.asarray(sample_indices, dtype=np.int64).ravel()
+    probs = np.asarray(probs, dtype=np.float64)
+    if idx.size == 0:
+        raise ValueError("No samples to compare.")
+    if idx.min() < 0 or idx.max() >= probs.size:
+        raise ValueError(f"sample indices must lie in [0, {probs.size}).")
+    probs = probs / probs.sum()
+    counts = np.bincount(idx, minlength=probs.size)
+    freq = counts / idx.size
+    tv = 0.5 * float(np.abs(freq - probs).sum())
+    impossible = int(counts[probs == 0].sum())
+    n_eff = float(idx.size if ess is None else min(ess, idx.size))
+
+    expected = n_eff * probs
+    observed = n_eff * freq
+    order = np.argsort(expected)
+    # Pool the rarest cells until the pooled cell has an expected count of at least 5.
+    cum = np.cumsum(expected[order])
+    n_pool = int(np.searchsorted(cum, 5.0) + 1) if expected.min() < 5 else 0
+    n_pool = min(n_pool, probs.size)
+    pooled_e = [expected[order[:n_pool]].sum()] if n_pool else []
+    pooled_o = [observed[order[:n_pool]].sum()] if n_pool else []
+    e = np.concatenate([pooled_e, expected[order[n_pool:]]])
+    o = np.concatenate([pooled_o, observed[order[n_pool:]]])
+    keep = e > 0
+    chi2 = float(((o[keep] - e[keep]) ** 2 / e[keep]).sum())
+    dof = max(int(keep.sum()) - 1, 1)
+    p_value = float(stats.chi2.sf(chi2, dof))
+    return DistributionComparison(tv, chi2, dof, p_value, n_eff, tv_tol, alpha, impossible)
+
+
+def assert_matches_exact(sample_indices, probs, *, tv_tol, alpha=1e-3, ess=None):
+    """Raise ``AssertionError`` unless :func:`compare_to_exact` passes; return the result."""
+    result = compare_to_exact(sample_indices, probs, tv_tol=tv_tol, alpha=alpha, ess=ess)
+    if not result.passed:
+        raise AssertionError(f"Sampler does not match the exact distribution: {result}")
+    return result
+
+
+@dataclass(frozen=True)
+class GewekeResult:
+    """Means, standard errors and z-scores of each Geweke test function."""
+
+    mean_marginal: dict[str, float]
+    mean_successive: dict[str, float]
+    se_marginal: dict[str, float]
+    se_successive: dict[str, float]
+    z: dict[str, float]
+
+    def passed(self, z_threshold: float = 4.0) -> bool:
+        return all(abs(z) <= z_threshold for z in self.z.values())
+
+    def __str__(self) -> str:
+        rows = [f"{'function':>20} {'marginal':>12} {'successive':>12} {'z':>8}"]
+        for name, z in self.z.items():
+            rows.append(
+                f"{name:>20} {self.mean_marginal[name]:12.4g} "
+                f"{self.mean_successive[name]:12.4g} {z:8.2f}"
+            )
+        return "\n".join(rows)
+
+
+def _batch_means_se(values: np.ndarray, n_batches: int = 25) -> float:
+    n = values.size - values.size % n_batches
+    batches = values[:n].reshape(n_batches, -1).mean(axis=1)
+    return float(batches.std(ddof=1) / np.sqrt(n_batches))
+
+
+def geweke_test(
+    sample_prior: Callable,
+    sample_data: Callable,
+    transition: Callable,
+    test_functions: Mapping[str, Callable],
+    *,
+    n_marginal: int,
+    n_successive: int,
+    thin: int = 1,
+    burn: int = 0,
+    rng=None,
+) -> GewekeResult:
+    """Geweke's joint-distribution test of an MCMC transition.
+
+    Parameters
+    ----------
+    sample_prior : callable ``(rng) -> params``
+    sample_data : callable ``(params, rng) -> data``
+    transition : callable ``(params, data, rng) -> params``
+        One sweep of the sampler under test, targeting p(params | data).
+    test_functions : dict of str to callable ``(params, data) -> float``
+    n_marginal, n_successive : int
+        Draws of the marginal-conditional and the successive-conditional simulators.
+    thin, burn : int
+        Thinning and burn-in of the successive-conditional chain.
+    rng : int or Generator, optional
+
+    Returns
+    -------
+    GewekeResult
+        Its z-scores are standard normal for a correct transition (successive standard
+        errors by batch means).
+
+    Examples
+    --------
+    >>> prior = lambda rng: rng.normal()
+    >>> data = lambda theta, rng: theta + rng.normal()
+    >>> exact = lambda theta, y, rng: rng.normal(y / 2, np.sqrt(0.5))
+    >>> res = geweke_test(prior, data, exact, {"theta": lambda t, y: t},
+    ...                   n_marginal=2000, n_successive=2000, rng=0)
+    >>> res.passed(4.0)
+    True
+    """
+    rng = as_rng(rng)
+    names = list(test_functions)
+    marginal = np.empty((n_marginal, len(names)))
+    for i in range(n_marginal):
+        params = sample_prior(rng)
+        data = sample_data(params, rng)
+        marginal[i] = [test_functions[k](params, data) for k in names]
+
+    successive = np.empty((n_successive, len(names)))
+    params = sample_prior(rng)
+    data = sample_data(params, rng)
+    for _ in range(burn):
+        params = transition(params, data, rng)
+        data = sample_data(params, rng)
+    for i in range(n_successive):
+        for _ in range(thin):
+            params = transition(params, data, rng)
+            data = sample_data(params, rng)
+        successive[i] = [test_functions[k](params, data) for k in names]
+
+    mean_m = marginal.mean(axis=0)
+    mean_s = successive.mean(axis=0)
+    se_m = marginal.std(axis=0, ddof=1) / np.sqrt(n_marginal)
+    se_s = np.array([_batch_means_se(successive[:, j]) for j in range(len(names))])
+    z = (mean_m - mean_s) / np.sqrt(se_m**2 + se_s**2 + 1e-300)
+    as_dict = lambda a: {k: float(v) for k, v in zip(names, a)}  # noqa: E731
+    return GewekeResult(as_dict(mean_m), as_dict(mean_s), as_dict(se_m), as_dict(se_s), as_dict(z))
+
+
+def assert_geweke(result: GewekeResult, *, z_threshold: float = 4.0) -> GewekeResult:
+    """Raise ``AssertionError`` when any Geweke z-score exceeds ``z_threshold``."""
+    if not result.passed(z_threshold):
+        raise AssertionError(
+            f"Geweke test failed (|z| > {z_threshold} for some test function):\n{result}"
+        )
+    return result

@@ -1,0 +1,307 @@
+"""Checks at the public boundary of pmctx.
+
+Every function here either returns a clean value (float64 arrays, Python scalars) or raises a
+``ValueError``/``TypeError`` whose message says what was expected, what arrived and how to fix
+it, in scikit-learn's style. Model modules call these instead of writing their own checks.
+
+Examples
+--------
+>>> import numpy as np
+>>> from pmctx.validation import as_binary_array, check_positive
+>>> as_binary_array([[0, 1], [1, 0]], "X").dtype
+dtype('int64')
+>>> check_positive(2, "sigma_n")
+2.0
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "as_angle_array",
+    "as_binary_array",
+    "as_count_array",
+    "as_float_array",
+    "as_rng",
+    "check_choice",
+    "check_int",
+    "check_positive",
+    "check_probability",
+    "check_same_length",
+]
+
+
+def _describe(x) -> str:
+    arr = np.asarray(x)
+    return f"an array of shape {arr.shape} and dtype {arr.dtype}"
+
+
+def _as_numeric(x, name: str) -> np.ndarray:
+    if isinstance(x, str | bytes):
+        raise TypeError(f"{name} must be numeric array-like, got a string {x!r}.")
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as err:  # ragged nested lists
+        raise ValueError(
+            f"{name} must be a rectangular numeric array; could not convert it ({err}). "
+            "Make every row the same length."
+        ) from err
+    if arr.dtype == bool:
+        return arr.astype(np.int64)
+    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise TypeError(
+            f"{name} must hold real numbers, got dtype {arr.dtype}. "
+            f"Convert it with np.asarray({name}, dtype=float)."
+        )
+    return arr
+
+
+def _check_shape(arr: np.ndarray, name: str, ndim: int | None, shape: Sequence | None) -> None:
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(
+            f"{name} must be {ndim}-dimensional, got {arr.ndim} dimensions (shape {arr.shape}). "
+            + ("Use np.atleast_2d or reshape it." if ndim == 2 else "Reshape it.")
+        )
+    if shape is not None:
+        if len(shape) != arr.ndim or any(
+            s is not None and s != a for s, a in zip(shape, arr.shape)
+        ):
+            want = "(" + ", ".join("any" if s is None else str(s) for s in shape) + ")"
+            raise ValueError(f"{name} must have shape {want}, got shape {arr.shape}.")
+
+
+def _check_finite(arr: np.ndarray, name: str, allow_nan: bool) -> None:
+    if np.issubdtype(arr.dtype, np.integer):
+        return
+    bad = np.isinf(arr) if allow_nan else ~np.isfinite(arr)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        what = "infinite" if allow_nan else "NaN or infinite"
+        hint = (
+            "Mark missing entries with NaN (allowed here) instead of inf."
+            if allow_nan
+            else "Remove or impute missing values before fitting."
+        )
+        raise ValueError(
+            f"{name} must be finite, got {int(bad.sum())} {what} value(s), "
+            f"the first at index {first}. {hint}"
+        )
+
+
+def as_float_array(x, name: str, *, ndim=None, shape=None, allow_nan=False) -> np.ndarray:
+    """Return ``x`` as a finite float64 array, checking its shape.
+
+    Parameters
+    ----------
+    x : array_like
+        Input values.
+    name : str
+        Name used in error messages.
+    ndim : int, optional
+        Required number of dimensions.
+    shape : sequence of int or None, optional
+        Required shape; ``None`` entries match any length.
+    allow_nan : bool, default False
+        Accept NaN (for example to mark missing observations); inf is always rejected.
+
+    Examples
+    --------
+    >>> as_float_array([1, 2], "F").dtype
+    dtype('float64')
+    """
+    arr = _as_numeric(x, name).astype(np.float64, copy=False)
+    _check_shape(arr, name, ndim, shape)
+    _check_finite(arr, name, allow_nan)
+    return arr
+
+
+def as_binary_array(x, name: str, *, ndim=None, shape=None) -> np.ndarray:
+    """Return ``x`` as an int64 array of zeros and ones.
+
+    Examples
+    --------
+    >>> as_binary_array([True, False], "X")
+    array([1, 0])
+    """
+    arr = _as_numeric(x, name)
+    _check_shape(arr, name, ndim, shape)
+    _check_finite(arr, name, allow_nan=False)
+    bad = (arr != 0) & (arr != 1)
+    if bad.any():
+        values = np.unique(arr[bad])[:5]
+        raise ValueError(
+            f"{name} must be binary (0/1), got {int(bad.sum())} other value(s) such as "
+            f"{values.tolist()}. Threshold it, e.g. ({name} > 0.5).astype(int)."
+        )
+    return arr.astype(np.int64)
+
+
+def as_count_array(x, name: str, *, ndim=None, shape=None) -> np.ndarray:
+    """Return ``x`` as an int64 array of non-negative integer counts.
+
+    Examples
+    --------
+    >>> as_count_array([0, 3.0, 2], "y")
+    array([0, 3, 2])
+    """
+    arr = _as_numeric(x, name)
+    _check_shape(arr, name, ndim, shape)
+    _check_finite(arr, name, allow_nan=False)
+    if (arr < 0).any():
+        raise ValueError(
+            f"{name} must hold non-negative counts, got minimum {arr.min()}. "
+            "Counts cannot be negative; check the data or use a Gaussian family."
+        )
+    if np.issubdtype(arr.dtype, np.floating) and (arr != np.round(arr)).any():
+        frac = arr[arr != np.round(arr)][:3]
+        raise ValueError(
+            f"{name} must hold integer counts, got non-integer values such as {frac.tolist()}."
+        )
+    return arr.astype(np.int64)
+
+
+def as_angle_array(
+    x, name: str, *, low=-np.pi, high=np.pi, ndim=None, shape=None, allow_nan=False
+) -> np.ndarray:
+    """Return ``x`` as a float64 array of angles within ``[low, high]`` (radians).
+
+    Examples
+    --------
+    >>> as_angle_array([0.0, 3.0], "theta", low=0, high=np.pi)
+    array([0., 3.])
+    """
+    arr = as_float_array(x, name, ndim=ndim, shape=shape, allow_nan=allow_nan)
+    with np.errstate(invalid="ignore"):
+        bad = (arr < low) | (arr > high)
+    if bad.any():
+        raise ValueError(
+            f"{name} must hold angles in radians within [{low:.6g}, {high:.6g}], got values from "
+            f"{np.nanmin(arr):.6g} to {np.nanmax(arr):.6g}. Wrap them first, e.g. "
+            f"np.mod({name} - {low:.6g}, {high - low:.6g}) + {low:.6g}; degrees need np.deg2rad."
+        )
+    return arr
+
+
+def _scalar(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            return _scalar(value.item(), name)
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}.")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}.")
+    return value
+
+
+def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a float after checking it is positive (or non-negative).
+
+    Examples
+    --------
+    >>> check_positive(0.5, "alpha")
+    0.5
+    """
+    value = _scalar(value, name)
+    if value < 0 or (value == 0 and not allow_zero):
+        want = "non-negative" if allow_zero else "positive (> 0)"
+        raise ValueError(f"{name} must be {want}, got {value}. Pass a value {want}.")
+    return value
+
+
+def check_probability(value, name: str, *, closed: bool = False) -> float:
+    """Return ``value`` as a float after checking it is a probability.
+
+    The interval is open, (0, 1), unless ``closed=True``.
+
+    Examples
+    --------
+    >>> check_probability(0.9, "lambda_")
+    0.9
+    """
+    value = _scalar(value, name)
+    inside = 0 <= value <= 1 if closed else 0 < value < 1
+    if not inside:
+        interval = "[0, 1]" if closed else "the open interval (0, 1)"
+        raise ValueError(f"{name} must be a probability in {interval}, got {value}.")
+    return value
+
+
+def check_int(value, name: str, *, minimum=None, maximum=None) -> int:
+    """Return ``value`` as an int after checking its type and range.
+
+    Examples
+    --------
+    >>> check_int(5, "K_max", minimum=1)
+    5
+    """
+    if isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be an integer, got a boolean {value!r}.")
+    if not isinstance(value, numbers.Integral):
+        if isinstance(value, numbers.Real) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}.")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}.")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}.")
+    return value
+
+
+def check_same_length(**arrays) -> int:
+    """Check that all arrays have the same first dimension and return it.
+
+    Examples
+    --------
+    >>> check_same_length(F=np.zeros((3, 2)), X=np.zeros((3, 5)))
+    3
+    """
+    lengths = {name: np.shape(arr)[0] for name, arr in arrays.items() if arr is not None}
+    if len(set(lengths.values())) > 1:
+        listed = ", ".join(f"{name} has {n}" for name, n in lengths.items())
+        raise ValueError(
+            f"All inputs must have the same number of rows (observations): {listed}. "
+            "Pass matching arrays, one row per observation."
+        )
+    return next(iter(lengths.values()), 0)
+
+
+def check_choice(value, name: str, choices: Iterable):
+    """Return ``value`` after checking it is one of ``choices``.
+
+    Examples
+    --------
+    >>> check_choice("poisson", "family", ["bernoulli", "poisson", "gaussian"])
+    'poisson'
+    """
+    choices = list(choices)
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
+    return value
+
+
+def as_rng(seed=None) -> np.random.Generator:
+    """Return a ``numpy.random.Generator`` from ``None``, an int seed or a Generator.
+
+    Examples
+    --------
+    >>> bool(as_rng(0).integers(10) == as_rng(0).integers(10))
+    True
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)):
+        if seed is not None and seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed}.")
+        return np.random.default_rng(seed)
+    if isinstance(seed, np.random.SeedSequence | np.random.BitGenerator):
+        return np.random.default_rng(seed)
+    raise TypeError(
+        f"seed must be None, a non-negative int or a numpy.random.Generator, "
+        f"got {type(seed).__name__}."
+    )
