@@ -1,0 +1,125 @@
+"""Latent-cause model: particle-filter time and collapsed-Gibbs sweeps/s.
+
+* Particle filter over a 200-trial renewal design (acquisition 80 in A, extinction 80 in B,
+  test 40 in A; alpha = 0.1) with M = 100 and M = 1,000 particles, plus the local MAP.
+  One "sweep" is one full pass of the filter over all trials. Target: M=1000, T=200 < 0.5 s.
+* The collapsed Gibbs step (z sweep + conjugate weights/theta refresh) against
+  ``pm.CategoricalGibbsMetropolis`` on z, on the same PyMC model (40-trial ABA design,
+  K = 10 causes). Both are called through ``step(point)``; one sweep visits every z_t once.
+  ``ess_per_s`` of the collapsed step is the ESS of the number of occupied causes per second.
+"""
+
+from __future__ import annotations
+
+import time
+
+import arviz as az
+import numpy as np
+import pymc as pm
+from pmctx.models.crp_conditioning import build_model
+
+from pmctx.conditioning import particle_filter, shipped_design
+from pmctx.steps.crp_gibbs import CRPCollapsedGibbs
+
+
+def _row(
+    benchmark, variant, size, seconds, *, baseline=None, base_seconds=None, ess=None, notes=""
+):
+    return {
+        "benchmark": benchmark,
+        "variant": variant,
+        "size": size,
+        "seconds_per_sweep": seconds,
+        "sweeps_per_s": 1.0 / seconds,
+        "ess_per_s": ess,
+        "baseline": baseline,
+        "ratio_vs_baseline": None if base_seconds is None else base_seconds / seconds,
+        "notes": notes,
+    }
+
+
+def _best_time(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def bench_filter(quick):
+    design = shipped_design("renewal_aba", n_acquisition=80, n_extinction=80, n_test=40)
+    particle_filter(design, n_particles=10, rng=0)  # compile / load the numba cache
+    repeats = 2 if quick else 5
+    rows = []
+    t_map = _best_time(lambda: particle_filter(design, method="local_map", rng=0), repeats)
+    rows.append(_row("crp_filter", "local_map", "T=200, M=1", t_map))
+    t100 = _best_time(lambda: particle_filter(design, n_particles=100, rng=0), repeats)
+    rows.append(_row("crp_filter", "particle", "T=200, M=100", t100))
+    t1000 = _best_time(lambda: particle_filter(design, n_particles=1000, rng=0), repeats)
+    rows.append(
+        _row(
+            "crp_filter",
+            "particle",
+            "T=200, M=1000",
+            t1000,
+            baseline="particle M=100",
+            base_seconds=t100,
+            notes=f"target < 0.5 s: {'met' if t1000 < 0.5 else 'NOT met'}",
+        )
+    )
+    return rows
+
+
+def bench_gibbs(quick):
+    design = shipped_design("renewal_aba", n_acquisition=15, n_extinction=15, n_test=10)
+    F = design.to_array()
+    model = build_model(design, alpha=1.0, max_causes=10)
+    coded = np.where(np.isnan(F), -1, F).astype(np.int64)
+    with model:
+        ours = CRPCollapsedGibbs(
+            [model["z"], model["weights"], model["theta"]], features=coded, alpha=1.0, rng=0
+        )
+        cgm = pm.CategoricalGibbsMetropolis([model["z"]])
+    point = model.initial_point()
+    n_ours = 500 if quick else 5000
+    n_cgm = 20 if quick else 200
+    ours.step(point)
+    occupied = np.empty(n_ours)
+    start = time.perf_counter()
+    p = point
+    for i in range(n_ours):
+        p, stats = ours.step(p)
+        occupied[i] = stats[0]["n_occupied"]
+    t_ours = (time.perf_counter() - start) / n_ours
+    ess = float(az.ess(occupied[None, :])) / (t_ours * n_ours)
+    cgm.step(point)
+    start = time.perf_counter()
+    p = point
+    for _ in range(n_cgm):
+        p, _stats = cgm.step(p)
+    t_cgm = (time.perf_counter() - start) / n_cgm
+    size = f"T={F.shape[0]}, K=10, D={F.shape[1]}"
+    return [
+        _row(
+            "crp_gibbs",
+            "pm.CategoricalGibbsMetropolis (z only)",
+            size,
+            t_cgm,
+            notes="weights/theta held fixed; needs NUTS for them on top",
+        ),
+        _row(
+            "crp_gibbs",
+            "CRPCollapsedGibbs (z + weights + theta)",
+            size,
+            t_ours,
+            baseline="pm.CategoricalGibbsMetropolis (z only)",
+            base_seconds=t_cgm,
+            ess=ess,
+            notes="ess of n_occupied",
+        ),
+    ]
+
+
+def run(quick: bool = False) -> list[dict]:
+    return [*bench_filter(quick), *bench_gibbs(quick)]
