@@ -9,7 +9,9 @@ per-unit log density, instead of one full-model logp per entry as in
 :mod:`pmctx.steps._logp_terms`). The two states each unit's conditional needs (its entry at
 0 and at 1) are the current state and the state with every unit's entry in line ``j``
 flipped; the current one is carried over from the previous line, so a sweep over ``C`` lines
-costs ``C + 1`` evaluations rather than ``2 C``.
+costs ``C + 1`` evaluations rather than ``2 C``. Each evaluation is cheap because its costly
+elementwise parts, functions of discrete tensors such as ``Z @ Y``, are computed once per
+distinct value and gathered (exactly the same numbers; see :mod:`pmctx.steps._logp_terms`).
 
 The pure kernel (:func:`sample_from_log_odds`, :func:`gibbs_line_sweep`) is separate from the
 PyMC step (:class:`BinaryMatrixGibbs`) that compiles the per-unit log density and calls it.
@@ -17,8 +19,10 @@ PyMC step (:class:`BinaryMatrixGibbs`) that compiles the per-unit log density an
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 
+import numba
 import numpy as np
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import BernoulliRV
@@ -26,13 +30,21 @@ from pytensor.tensor.random.basic import BernoulliRV
 from pmctx.steps._logp_terms import (
     UnitAxisError,
     dependent_logp_terms,
+    exact_integer_dots,
     per_unit_logp,
     resolve_unit_axes,
+    tabulate_discrete_elemwise,
 )
 from pmctx.steps.base import PmctxStep
 from pmctx.validation import check_choice, check_int
 
 __all__ = ["BinaryMatrixGibbs", "gibbs_line_sweep", "sample_from_log_odds"]
+
+
+_NAN_LOG_ODDS = (
+    "A binary entry has zero probability both at 0 and at 1 given the other variables "
+    "(NaN log-odds); the current point is outside the model's support."
+)
 
 
 def sample_from_log_odds(log_odds: np.ndarray, log_uniforms: np.ndarray) -> np.ndarray:
@@ -49,11 +61,41 @@ def sample_from_log_odds(log_odds: np.ndarray, log_uniforms: np.ndarray) -> np.n
     """
     log_odds = np.asarray(log_odds, dtype=np.float64)
     if np.isnan(log_odds).any():
-        raise FloatingPointError(
-            "A binary entry has zero probability both at 0 and at 1 given the other variables "
-            "(NaN log-odds); the current point is outside the model's support."
-        )
+        raise FloatingPointError(_NAN_LOG_ODDS)
     return (log_uniforms < -np.logaddexp(0.0, -log_odds)).astype(np.int64)
+
+
+@numba.njit(cache=True)
+def _flip_line(values, line):
+    for unit in range(values.shape[0]):
+        values[unit, line] = 1 - values[unit, line]
+
+
+@numba.njit(cache=True)
+def _accept_line(values, line, current, flipped, log_uniforms):
+    # values[:, line] holds the flipped entries; keep each or restore the old one, and carry
+    # the per-unit log density of the kept state in `current`. Returns -1, changing nothing,
+    # on NaN log-odds.
+    for unit in range(values.shape[0]):
+        if np.isnan(flipped[unit] - current[unit]):
+            return -1
+    n_changed = 0
+    for unit in range(values.shape[0]):
+        gain = flipped[unit] - current[unit]
+        was_one = values[unit, line] == 0
+        log_odds = -gain if was_one else gain
+        # log sigmoid(x) = -logaddexp(0, -x), as in sample_from_log_odds
+        if log_odds >= 0.0:
+            log_p_one = -math.log1p(math.exp(-log_odds))
+        else:
+            log_p_one = log_odds - math.log1p(math.exp(log_odds))
+        is_one = log_uniforms[unit] < log_p_one
+        if is_one != was_one:
+            current[unit] = flipped[unit]
+            n_changed += 1
+        else:
+            values[unit, line] = 1 - values[unit, line]
+    return n_changed
 
 
 def gibbs_line_sweep(
@@ -93,18 +135,19 @@ def gibbs_line_sweep(
     >>> gibbs_line_sweep(values, favour_ones, np.arange(3), np.full((3, 2), -1.0))
     6
     """
-    current = np.asarray(per_unit_logp(values), dtype=np.float64)
+    # A private copy: _accept_line updates it in place, and compiled functions may reuse
+    # their output buffers.
+    current = np.array(per_unit_logp(values), dtype=np.float64)
+    log_uniforms = np.asarray(log_uniforms, dtype=np.float64)
     n_flips = 0
-    for step, j in enumerate(order):
-        old = values[:, j].copy()
-        values[:, j] = 1 - old
+    for step, line in enumerate(order):
+        _flip_line(values, line)
         flipped = np.asarray(per_unit_logp(values), dtype=np.float64)
-        log_odds = np.where(old == 1, current - flipped, flipped - current)
-        new = sample_from_log_odds(log_odds, log_uniforms[step])
-        changed = new != old
-        values[:, j] = new
-        current = np.where(changed, flipped, current)
-        n_flips += int(np.count_nonzero(changed))
+        n_changed = _accept_line(values, line, current, flipped, log_uniforms[step])
+        if n_changed < 0:
+            _flip_line(values, line)  # leave the line as it was
+            raise FloatingPointError(_NAN_LOG_ODDS)
+        n_flips += n_changed
     return n_flips
 
 
@@ -234,7 +277,9 @@ class BinaryMatrixGibbs(PmctxStep):
         self._compile(self.vars[0])
 
     def _compile(self, value_var):
+        # Same values, less arithmetic: see the helpers' docstrings.
         per_unit = per_unit_logp(self.terms, self.term_axes)
+        per_unit = tabulate_discrete_elemwise(exact_integer_dots(per_unit))
         graph_inputs = set(ancestors([per_unit]))
         others = [v for v in self.model.value_vars if v is not value_var and v in graph_inputs]
         self._input_names = [v.name for v in others]

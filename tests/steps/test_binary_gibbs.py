@@ -11,11 +11,18 @@ import arviz as az
 import cloudpickle
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 import pytest
 from scipy import stats
 from scipy.special import logsumexp
 
+from pmctx.steps._logp_terms import (
+    ExactIntegerDot,
+    TabulatedElemwise,
+    exact_integer_dots,
+    tabulate_discrete_elemwise,
+)
 from pmctx.steps.binary_gibbs import BinaryMatrixGibbs, gibbs_line_sweep, sample_from_log_odds
 from pmctx.testing import assert_matches_exact, compare_to_exact, enumerate_binary_states
 
@@ -425,3 +432,81 @@ def test_other_models_potentials_and_column_units():
             one[line, unit], zero[line, unit] = 1, 0
             expected = logp({"mask": one}) - logp({"mask": zero})
             assert got[unit] == pytest.approx(expected, abs=1e-9)
+
+
+# --- tabulated elementwise terms ---------------------------------------------------------------
+
+
+def _tabulated_nodes(fn):
+    return [n for n in fn.maker.fgraph.toposort() if isinstance(n.op, TabulatedElemwise)]
+
+
+def test_tabulation_gives_the_direct_values():
+    # Discrete leaves of several dtypes, a scalar parameter, a float matrix that blocks
+    # tabulation; small ranges use the tables, a huge range falls back to direct evaluation.
+    # The two subgraphs of w (one broadcast against a constant) share one node.
+    rng = np.random.default_rng(0)
+    z = pt.matrix("z", dtype="int64")
+    b = pt.matrix("b", dtype="bool")
+    u = pt.matrix("u", dtype="uint8")
+    w = pt.tensor("w", dtype="int32", shape=(None, 1))
+    f = pt.matrix("f")
+    s = pt.scalar("s")
+    data = pt.constant(rng.integers(0, 3, (40, 30)))
+    out = (
+        pt.log1p(pt.exp(-0.7 * z)) * s
+        + pt.switch(b, pt.log(2.0 + u), pt.expm1(-0.1 * u))
+        + pt.exp(s * pt.sqrt(z + 1.0))
+        + pt.sin(f * z)
+    ).sum(axis=1)
+    out = out + pt.exp(0.1 * w).sum(axis=1) + pt.log1p(w + data).max(axis=1)
+    direct = pytensor.function([z, b, u, w, f, s], out)
+    tabulated = pytensor.function([z, b, u, w, f, s], tabulate_discrete_elemwise(out))
+    assert len(_tabulated_nodes(tabulated)) == 2  # (z, b, u) and (w, data)
+    for high in (2, 5, 2, 10**6):
+        for scale in (0.3, -1.2, 0.3):
+            args = (
+                rng.integers(0, high, (40, 30)),
+                rng.random((40, 30)) < 0.5,
+                rng.integers(3, 7, (40, 30)).astype(np.uint8),
+                rng.integers(-2, high, (40, 1)).astype(np.int32),
+                rng.normal(size=(40, 30)),
+                np.array(scale),
+            )
+            np.testing.assert_allclose(tabulated(*args), direct(*args), rtol=1e-13)
+
+
+def test_tabulated_step_matches_full_logp_on_a_larger_model():
+    # Large enough (20 x 12 noisy-OR) for the tables to be used, unlike the 3 x 2 model.
+    rng = np.random.default_rng(9)
+    n, k, t = 20, 3, 12
+    with pm.Model() as model:
+        z = pm.Bernoulli("Z", 0.4, shape=(n, k))
+        y = pm.Bernoulli("Y", PHI, shape=(k, t))
+        log_p_off = pt.dot(z, y) * np.log1p(-LAM) + np.log1p(-EPS)
+        pm.Bernoulli("X", logit_p=pt.log(-pt.expm1(log_p_off)) - log_p_off,
+                     observed=rng.integers(0, 2, (n, t)))  # fmt: skip
+    step = BinaryMatrixGibbs([z], model=model, rng=0)
+    assert _tabulated_nodes(step._per_unit_fn)
+    logp = model.compile_logp()
+    point = {"Z": rng.integers(0, 2, (n, k)), "Y": rng.integers(0, 2, (k, t))}
+    for line in range(k):
+        got = step.log_odds(point, line)
+        for unit in range(0, n, 3):
+            one, zero = point["Z"].copy(), point["Z"].copy()
+            one[unit, line], zero[unit, line] = 1, 0
+            expected = logp({**point, "Z": one}) - logp({**point, "Z": zero})
+            assert got[unit] == pytest.approx(expected, abs=1e-9)
+
+
+def test_exact_integer_dot_is_exact_and_falls_back_for_huge_values():
+    a, b = pt.matrix("a", dtype="int64"), pt.matrix("b", dtype="int64")
+    fn = pytensor.function([a, b], exact_integer_dots(pt.dot(a, b)))
+    assert any(isinstance(n.op, ExactIntegerDot) for n in fn.maker.fgraph.toposort())
+    rng = np.random.default_rng(1)
+    small = rng.integers(-5, 6, (7, 4)), rng.integers(0, 2, (4, 9))
+    np.testing.assert_array_equal(fn(*small), np.dot(*small))
+    # Products near 2**62 are not exact in float64: the integer product must be used.
+    huge = np.full((2, 4), 2**30 + 1), np.full((4, 3), 2**30 + 3)
+    np.testing.assert_array_equal(fn(*huge), np.dot(*huge))
+    assert fn(*huge).dtype == np.int64

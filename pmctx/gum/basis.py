@@ -1,0 +1,68 @@
+"""Support points of each function and the basis mapping its parameters to the data.
+
+A GP lives on the sorted unique values of its inputs when there are at most ``max_points`` of
+them (exact), otherwise on an even grid of ``max_points`` points with linear interpolation to
+the data (an inducing-grid sparse GP: each data row has two non-zero basis weights).
+Categorical terms live on their levels (one-hot basis), linear terms on one weight
+(basis = the regressor). NaN inputs (absent positions of 2-D regressors) get zero rows.
+
+Examples
+--------
+>>> import numpy as np
+>>> from pmctx.gum.basis import _interpolation
+>>> _interpolation(np.array([0.25]), np.array([0.0, 1.0])).tolist()
+[[0.75, 0.25]]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pmctx.gum.terms import Categorical, Linear
+
+__all__ = ["basis_matrix", "support_points"]
+
+
+def _interpolation(x: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Linear-interpolation weights (len(x) x len(grid)); rows of NaN inputs are zero."""
+    W = np.zeros((x.size, grid.size))
+    ok = np.isfinite(x)
+    xs = np.clip(x[ok], grid[0], grid[-1])
+    idx = np.clip(np.searchsorted(grid, xs, side="right") - 1, 0, grid.size - 2)
+    t = (xs - grid[idx]) / (grid[idx + 1] - grid[idx])
+    rows = np.flatnonzero(ok)
+    W[rows, idx] = 1.0 - t
+    W[rows, idx + 1] = t
+    return W
+
+
+def _indicator(x: np.ndarray, support: np.ndarray) -> np.ndarray:
+    W = np.zeros((x.size, support.size))
+    ok = np.isfinite(x)
+    W[np.flatnonzero(ok), np.searchsorted(support, x[ok])] = 1.0
+    return W
+
+
+def support_points(leaf, inputs: list[np.ndarray]) -> tuple[np.ndarray, bool]:
+    """Support points of ``leaf`` over all its inputs, and whether they are exact."""
+    values = np.concatenate([x[np.isfinite(x)] for x in inputs])
+    if isinstance(leaf, Linear):
+        return np.array([0.0]), True
+    unique = np.unique(values)
+    if isinstance(leaf, Categorical) or unique.size <= int(leaf.max_points):
+        return unique, True
+    if unique.size < 2:
+        return unique, True
+    return np.linspace(unique[0], unique[-1], int(leaf.max_points)), False
+
+
+def basis_matrix(leaf, fn, x: np.ndarray) -> np.ndarray:
+    """Basis (x.shape + (m,)) of ``fn`` (a FunctionDesign) at inputs ``x``."""
+    flat = x.reshape(-1)
+    if isinstance(leaf, Linear):
+        W = np.where(np.isfinite(flat), flat, 0.0)[:, None]
+    elif fn.exact:
+        W = _indicator(flat, fn.support)
+    else:
+        W = _interpolation(flat, fn.support)
+    return W.reshape(*x.shape, -1)

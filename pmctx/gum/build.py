@@ -1,0 +1,155 @@
+"""PyMC model of a GUM design: non-centred GP functions, named dims, observed response.
+
+Each function ``k`` gets a standard-normal free vector ``{k}_z`` (dims ``{k}_free``) and a
+``Deterministic`` ``{k}`` holding its values on its support grid (dims ``{k}_x``, coordinates
+the grid inputs) or its weights (``{k}_level`` for categorical, scalar for linear terms).
+Free offsets ``c_i_j`` and the intercept are ``sd * z`` of standard-normal ``*_z`` variables,
+so that ``pm.sample``, ``pm.fit`` and :mod:`pmctx.gum.laplace` all target the same density.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+from pmctx.gum.design import _JITTER, GumDesign, offset_name
+from pmctx.gum.kernels import kernel_matrix
+from pmctx.gum.terms import GP, Categorical, Linear
+
+__all__ = ["build_pymc_model", "function_dim"]
+
+
+def function_dim(design: GumDesign, name: str) -> list[str]:
+    """Dims of the Deterministic of function ``name``."""
+    leaf = design.functions[name].leaf
+    if isinstance(leaf, Linear):
+        return []
+    return [f"{name}_level" if isinstance(leaf, Categorical) else f"{name}_x"]
+
+
+def _sampled_lengthscale_factor(fn, name: str, sigma: float):
+    """``Q = P^T chol(P K(l) P^T)`` with ``l ~ LogNormal(log l_declared, sigma)`` in the graph."""
+    ell = pm.LogNormal(f"{name}_lengthscale", mu=np.log(fn.hyper["lengthscale"]), sigma=sigma)
+    K = kernel_matrix(
+        fn.leaf.kernel,
+        fn.support,
+        fn.support,
+        lengthscale=ell,
+        variance=fn.hyper["variance"],
+        period=fn.hyper.get("period"),
+        xp=pt,
+    )
+    P = pt.as_tensor(fn.P)
+    m = len(fn.support)
+    K_free = P @ (K + _JITTER * fn.hyper["variance"] * pt.eye(m)) @ P.T
+    return P.T @ pt.linalg.cholesky(K_free)
+
+
+def build_pymc_model(
+    design: GumDesign,
+    *,
+    noise_prior_sd: float | None = None,
+    lengthscale_prior_sigma: float | None = None,
+    minibatch_size: int | None = None,
+) -> pm.Model:
+    """Build the ``pm.Model`` of ``design``.
+
+    Parameters
+    ----------
+    design : GumDesign
+    noise_prior_sd : float, optional
+        Gaussian family with ``design.noise_sd is None`` only: scale of the HalfNormal prior
+        of the noise standard deviation (default: the standard deviation of y).
+    lengthscale_prior_sigma : float, optional
+        When given, every GP lengthscale is sampled (by NUTS) with prior
+        ``LogNormal(log(declared lengthscale), lengthscale_prior_sigma)`` as the variable
+        ``{name}_lengthscale``; otherwise lengthscales are fixed at their current values.
+    minibatch_size : int, optional
+        Build a minibatch model for stochastic ADVI (``pm.Minibatch`` over the response and
+        every data-sized array, likelihood scaled by ``total_size``). Such a model is for
+        ``pm.fit`` only; the observed variable then has no ``obs`` dim.
+    """
+    tensors = _data_tensors(design, minibatch_size)
+    coords = {"obs": np.arange(design.n_obs)}
+    for name, fn in design.functions.items():
+        coords[f"{name}_free"] = np.arange(fn.n_free)
+        for dim in function_dim(design, name):
+            coords[dim] = fn.support
+    with pm.Model(coords=coords) as model:
+        thetas = {}
+        for name, fn in design.functions.items():
+            if fn.n_free:
+                z = pm.Normal(f"{name}_z", 0.0, 1.0, dims=f"{name}_free")
+                if lengthscale_prior_sigma is not None and isinstance(fn.leaf, GP):
+                    Q = _sampled_lengthscale_factor(fn, name, lengthscale_prior_sigma)
+                else:
+                    Q = pt.as_tensor(fn.Q)
+                value = pt.as_tensor(fn.theta0) + pt.dot(Q, z)
+            else:
+                value = pt.as_tensor(fn.theta0)
+            dims = function_dim(design, name)
+            thetas[name] = pm.Deterministic(name, value if dims else value[0], dims=dims)
+            if not dims:
+                thetas[name] = pt.reshape(thetas[name], (1,))
+        scalars = {}
+        for key, spec in sorted(design.offsets.items()):
+            label = offset_name(key)
+            if spec == "free":
+                z = pm.Normal(f"{label}_z", 0.0, 1.0)
+                scalars[label] = pm.Deterministic(label, design.offset_sd * z)
+            else:
+                scalars[label] = pt.as_tensor(float(spec))
+        rho = pt.zeros_like(tensors["y"], dtype="float64")
+        for i, block in enumerate(design.blocks):
+            product = tensors[("mask", i)]
+            for j, factor in enumerate(block):
+                total = 0.0
+                for l, use in enumerate(factor):
+                    data = tensors[("use", i, j, l)]
+                    if use.basis is None:
+                        total = total + data
+                    else:
+                        total = total + pt.tensordot(data, thetas[use.name], 1)
+                if (i, j) in design.offsets:
+                    total = total + scalars[offset_name((i, j))]
+                product = product * total
+            rho = rho + product.sum(axis=1)
+        if design.intercept:
+            z = pm.Normal("intercept_z", 0.0, 1.0)
+            rho = rho + pm.Deterministic("intercept", design.intercept_sd * z)
+        extra = {"dims": "obs"} if minibatch_size is None else {"total_size": design.n_obs}
+        _observe(design, tensors["y"], rho, noise_prior_sd, extra)
+    return model
+
+
+def _data_tensors(design: GumDesign, minibatch_size: int | None) -> dict:
+    """Data-sized arrays as tensors, minibatched together when ``minibatch_size`` is given."""
+    arrays = {"y": design.y}
+    for i, block in enumerate(design.blocks):
+        arrays[("mask", i)] = design.masks[i]
+        for j, factor in enumerate(block):
+            for l, use in enumerate(factor):
+                arrays[("use", i, j, l)] = use.fixed_values if use.basis is None else use.basis
+    if minibatch_size is None:
+        return {key: pt.as_tensor(value) for key, value in arrays.items()}
+    batches = pm.Minibatch(*arrays.values(), batch_size=int(minibatch_size))
+    batches = batches if isinstance(batches, tuple | list) else [batches]
+    return dict(zip(arrays, batches))
+
+
+def _observe(design: GumDesign, y, rho, noise_prior_sd, extra) -> None:
+    name = design.response
+    if design.family == "poisson":
+        pm.Poisson(name, mu=pt.exp(rho), observed=y, **extra)
+    elif design.family == "bernoulli" and design.link == "logit":
+        pm.Bernoulli(name, logit_p=rho, observed=y, **extra)
+    elif design.family == "bernoulli":
+        pm.Bernoulli(name, p=pm.math.invprobit(rho), observed=y, **extra)
+    else:
+        if design.noise_sd is None:
+            scale = noise_prior_sd if noise_prior_sd is not None else float(np.std(design.y)) or 1.0
+            sigma = pm.HalfNormal("noise_sd", scale)
+        else:
+            sigma = float(design.noise_sd)
+        pm.Normal(name, mu=rho, sigma=sigma, observed=y, **extra)

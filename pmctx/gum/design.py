@@ -1,0 +1,365 @@
+"""Numeric design of a GUM: every function as ``theta = theta0 + Q z`` with ``z ~ N(0, I)``.
+
+From validated data and the normalised predictor this builds, for each function, its support
+points, its constraint projection and the non-centred prior factor ``Q = P^T chol(P K P^T)``,
+and for each use of a function its basis ``Phi`` (N x positions x m) so that the function's
+values at the data are ``Phi @ theta``. Free offsets and the intercept are ``sd * z``.
+The whole model is then a generalized multilinear model in the free vector ``u`` with a
+standard-normal prior (seed 002, Appendix B.1), which both the PyMC builder and the Laplace
+routine use.
+
+Support rule (documented default, overridable with ``GP(max_points=...)``): a GP lives on the
+sorted unique values of its inputs when there are at most ``max_points`` of them (exact GP),
+otherwise on an even grid of ``max_points`` points with linear interpolation to the data
+(an inducing-grid sparse GP whose cost is linear in N).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pmctx.gum.basis import basis_matrix, support_points
+from pmctx.gum.constraints import projection
+from pmctx.gum.kernels import kernel_matrix
+from pmctx.gum.terms import GP, Fixed
+
+__all__ = ["FunctionDesign", "GumDesign", "build_design"]
+
+_JITTER = 1e-6
+
+
+@dataclass
+class FunctionDesign:
+    """One function: support, constraint and non-centred prior factor."""
+
+    name: str
+    leaf: object
+    support: np.ndarray
+    constraint: str
+    hyper: dict
+    exact: bool = True
+    P: np.ndarray = None
+    theta0: np.ndarray = None
+    Q: np.ndarray = None
+    L: np.ndarray = None
+
+    @property
+    def n_free(self) -> int:
+        return self.P.shape[0]
+
+    def prior_cov(self) -> np.ndarray:
+        m = len(self.support)
+        if isinstance(self.leaf, GP):
+            K = kernel_matrix(
+                self.leaf.kernel,
+                self.support,
+                self.support,
+                lengthscale=self.hyper["lengthscale"],
+                variance=self.hyper["variance"],
+                period=self.hyper.get("period"),
+            )
+            return K + _JITTER * self.hyper["variance"] * np.eye(m)
+        return self.hyper["sd"] ** 2 * np.eye(m)
+
+    def refresh(self) -> None:
+        """Recompute the projection and ``Q`` (after a hyperparameter change)."""
+        self.P, self.theta0 = projection(self.constraint, len(self.support))
+        if self.n_free == 0:
+            self.Q, self.L = np.zeros((len(self.support), 0)), np.zeros((0, 0))
+            return
+        K_free = self.P @ self.prior_cov() @ self.P.T
+        self.L = np.linalg.cholesky(0.5 * (K_free + K_free.T))
+        self.Q = self.P.T @ self.L
+
+    def free_coordinates(self, theta: np.ndarray) -> np.ndarray:
+        """``z`` with ``theta0 + Q z`` closest to ``theta`` (warm starts across hyperparameters)."""
+        if self.n_free == 0:
+            return np.zeros(0)
+        return np.linalg.solve(self.L, self.P @ (theta - self.theta0))
+
+
+@dataclass
+class Use:
+    """One occurrence of a function in a factor: its basis at the data (or fixed values)."""
+
+    name: str
+    basis: np.ndarray | None  # (N, P, m); None for fixed functions
+    fixed_values: np.ndarray | None = None  # (N, P)
+
+
+@dataclass
+class GumDesign:
+    """Everything numeric about a GUM (see module docstring)."""
+
+    response: str
+    y: np.ndarray
+    family: str
+    link: str
+    functions: dict
+    blocks: list  # blocks -> factors -> list[Use]
+    masks: list  # per block (N, P) 0/1
+    offsets: dict  # (i, j) -> "free" or float
+    intercept: bool
+    intercept_sd: float
+    offset_sd: float
+    noise_sd: float | None
+    slices: dict = field(default_factory=dict)
+    _jacobian_cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def n_obs(self) -> int:
+        return len(self.y)
+
+    @property
+    def n_free(self) -> int:
+        return max((s.stop for s in self.slices.values()), default=0)
+
+    def layout(self) -> None:
+        """Assign slices of the free vector ``u`` to functions, offsets and the intercept."""
+        self._jacobian_cache = {}
+        start, self.slices = 0, {}
+        for name, fn in self.functions.items():
+            self.slices[name] = slice(start, start + fn.n_free)
+            start += fn.n_free
+        for key, value in sorted(self.offsets.items()):
+            if value == "free":
+                self.slices[offset_name(key)] = slice(start, start + 1)
+                start += 1
+        if self.intercept:
+            self.slices["intercept"] = slice(start, start + 1)
+
+    def thetas(self, u: np.ndarray) -> dict:
+        """Function parameter values (support values or weights) for a free vector ``u``."""
+        return {
+            name: fn.theta0 + fn.Q @ u[..., self.slices[name]].T
+            if u.ndim == 1
+            else fn.theta0 + u[..., self.slices[name]] @ fn.Q.T
+            for name, fn in self.functions.items()
+        }
+
+    def scalars(self, u: np.ndarray) -> dict:
+        """Offsets and intercept on their natural scale."""
+        out = {}
+        for key, value in self.offsets.items():
+            name = offset_name(key)
+            out[name] = (
+                self.offset_sd * u[..., self.slices[name].start]
+                if value == "free"
+                else np.full(u.shape[:-1], float(value))
+            )
+        if self.intercept:
+            out["intercept"] = self.intercept_sd * u[..., self.slices["intercept"].start]
+        return out
+
+    def factor_values(self, u: np.ndarray) -> list[list[np.ndarray]]:
+        """Value of every factor at the data, (N, P) arrays."""
+        thetas, scalars = self.thetas(u), self.scalars(u)
+        values = []
+        for i, block in enumerate(self.blocks):
+            row = []
+            for j, factor in enumerate(block):
+                total = 0.0
+                for use in factor:
+                    if use.basis is None:
+                        total = total + use.fixed_values
+                    else:
+                        total = total + use.basis @ thetas[use.name]
+                if (i, j) in self.offsets:
+                    total = total + scalars[offset_name((i, j))]
+                row.append(total * np.ones_like(self.masks[i]))
+            values.append(row)
+        return values
+
+    def predictor(self, u: np.ndarray) -> np.ndarray:
+        """``rho`` at the data for one free vector ``u``."""
+        rho = np.zeros(self.n_obs)
+        for i, row in enumerate(self.factor_values(u)):
+            rho += (np.prod(row, axis=0) * self.masks[i]).sum(axis=1)
+        if self.intercept:
+            rho += self.intercept_sd * u[self.slices["intercept"].start]
+        return rho
+
+    def factor_jacobians(self, i: int, j: int) -> list[tuple[slice, np.ndarray]]:
+        """(slot, d factor / d u_slot) pairs of factor (i, j), each (N, P, d)."""
+        if (i, j) in self._jacobian_cache:
+            return self._jacobian_cache[(i, j)]
+        pieces = []
+        for use in self.blocks[i][j]:
+            if use.basis is not None and self.functions[use.name].n_free:
+                pieces.append((self.slices[use.name], use.basis @ self.functions[use.name].Q))
+        if self.offsets.get((i, j)) == "free":
+            ones = np.full((*self.masks[i].shape, 1), self.offset_sd)
+            pieces.append((self.slices[offset_name((i, j))], ones))
+        self._jacobian_cache[(i, j)] = pieces
+        return pieces
+
+    def jacobian(self, u: np.ndarray, values=None) -> np.ndarray:
+        """``d rho / d u`` (N x D)."""
+        values = self.factor_values(u) if values is None else values
+        J = np.zeros((self.n_obs, self.n_free))
+        for i, row in enumerate(values):
+            for j in range(len(row)):
+                others = self.masks[i] * _product_except(row, (j,))
+                for slot, dF in self.factor_jacobians(i, j):
+                    J[:, slot] += np.matmul(others[:, None, :], dF)[:, 0, :]
+        if self.intercept:
+            J[:, self.slices["intercept"]] = self.intercept_sd
+        return J
+
+    def curvature_term(self, u: np.ndarray, d1: np.ndarray, values=None) -> np.ndarray:
+        """``sum_n d1_n d^2 rho_n / du du^T`` (the part of the Hessian the GN step drops)."""
+        values = self.factor_values(u) if values is None else values
+        H2 = np.zeros((self.n_free, self.n_free))
+        for i, row in enumerate(values):
+            for j in range(len(row)):
+                for k in range(j + 1, len(row)):
+                    weight = d1[:, None] * self.masks[i] * _product_except(row, (j, k))
+                    for slot_a, dA in self.factor_jacobians(i, j):
+                        weighted = (dA * weight[..., None]).reshape(-1, dA.shape[-1])
+                        for slot_b, dB in self.factor_jacobians(i, k):
+                            block = weighted.T @ dB.reshape(-1, dB.shape[-1])
+                            H2[slot_a, slot_b] += block
+                            H2[slot_b, slot_a] += block.T
+        return H2
+
+    def subset(self, rows: np.ndarray) -> GumDesign:
+        """The same model on a subset of the observations (functions are shared, not copied)."""
+        blocks = [
+            [
+                [
+                    Use(
+                        use.name,
+                        None if use.basis is None else use.basis[rows],
+                        None if use.fixed_values is None else use.fixed_values[rows],
+                    )
+                    for use in factor
+                ]
+                for factor in block
+            ]
+            for block in self.blocks
+        ]
+        return GumDesign(
+            self.response,
+            self.y[rows],
+            self.family,
+            self.link,
+            self.functions,
+            blocks,
+            [mask[rows] for mask in self.masks],
+            self.offsets,
+            self.intercept,
+            self.intercept_sd,
+            self.offset_sd,
+            self.noise_sd,
+            dict(self.slices),
+            {},
+        )
+
+    def warm_start(self, u: np.ndarray, thetas: dict) -> np.ndarray:
+        """Free vector reproducing ``thetas`` (and ``u``'s scalars) under the current priors."""
+        new = np.array(u, dtype=float)
+        for name, fn in self.functions.items():
+            new[self.slices[name]] = fn.free_coordinates(thetas[name])
+        return new
+
+
+def offset_name(key) -> str:
+    return f"c_{key[0]}_{key[1]}"
+
+
+def _product_except(row: list[np.ndarray], skip: tuple) -> np.ndarray:
+    out = np.ones_like(row[0])
+    for j, value in enumerate(row):
+        if j not in skip:
+            out = out * value
+    return out
+
+
+def build_design(
+    blocks,
+    columns: dict,
+    y: np.ndarray,
+    *,
+    response: str,
+    family: str,
+    link: str,
+    constraints: dict,
+    offsets: dict,
+    intercept: bool,
+    intercept_sd: float = 10.0,
+    offset_sd: float = 10.0,
+    noise_sd: float | None = None,
+    hyper: dict | None = None,
+) -> GumDesign:
+    """Assemble a :class:`GumDesign` from normalised blocks and validated 2-D columns."""
+    hyper = hyper or {}
+    inputs: dict[str, list] = {}
+    leaves: dict[str, object] = {}
+    for block in blocks:
+        for factor in block:
+            for leaf in factor:
+                inputs.setdefault(leaf.name, []).append(columns[leaf.column])
+                leaves.setdefault(leaf.name, leaf)
+    functions = {}
+    for name, leaf in leaves.items():
+        if isinstance(leaf, Fixed):
+            continue
+        support, exact = support_points(leaf, inputs[name])
+        if isinstance(leaf, GP):
+            defaults = {"lengthscale": leaf.lengthscale, "variance": leaf.variance}
+            if leaf.kernel == "periodic":
+                defaults["period"] = leaf.period
+        else:
+            defaults = {"sd": leaf.sd}
+        fn = FunctionDesign(
+            name, leaf, support, constraints[name], {**defaults, **hyper.get(name, {})}, exact
+        )
+        fn.refresh()
+        functions[name] = fn
+    design_blocks, masks = [], []
+    for block in blocks:
+        shapes = {columns[leaf.column].shape[1] for factor in block for leaf in factor}
+        n_pos = max(shapes)
+        if len(shapes - {1}) > 1:
+            raise ValueError(
+                f"Regressors in one product have different numbers of positions {sorted(shapes)}."
+                " 2-D regressors combined in a product must have the same number of columns."
+            )
+        mask = np.ones((len(y), n_pos))
+        factors = []
+        for factor in block:
+            uses = []
+            for leaf in factor:
+                x = np.broadcast_to(columns[leaf.column], (len(y), n_pos))
+                mask = mask * np.isfinite(x)
+                if isinstance(leaf, Fixed):
+                    values = np.asarray(leaf.fn(np.where(np.isfinite(x), x, 0.0)), dtype=float)
+                    if values.shape != x.shape or not np.all(np.isfinite(values)):
+                        raise ValueError(
+                            f"Fixed function {leaf.name!r} must return finite values of the "
+                            f"input's shape {x.shape}, got shape {values.shape}."
+                        )
+                    uses.append(Use(leaf.name, None, values))
+                else:
+                    uses.append(Use(leaf.name, basis_matrix(leaf, functions[leaf.name], x)))
+            factors.append(uses)
+        design_blocks.append(factors)
+        masks.append(mask)
+    design = GumDesign(
+        response,
+        y,
+        family,
+        link,
+        functions,
+        design_blocks,
+        masks,
+        offsets,
+        intercept,
+        intercept_sd,
+        offset_sd,
+        noise_sd,
+    )
+    design.layout()
+    return design

@@ -1,0 +1,279 @@
+"""Term objects of a GUM predictor, combined with ``+`` and ``*``.
+
+A predictor is a sum of blocks, a block a product of factors, a factor a sum of functions
+(seed 002, eq. 1): ``rho(x) = sum_i prod_j (sum_l f_k(ijl)(x) + c_ij) + c0``. Leaves are
+
+* :class:`GP` -- a function with a Gaussian-process prior (SE, Matérn, periodic kernel);
+* :class:`Linear` -- a weight times the regressor, Gaussian prior (a GLM term);
+* :class:`Categorical` -- one weight per level of a discrete regressor, Gaussian prior;
+* :class:`Fixed` -- a known function of the regressor, no parameters.
+
+Leaves with the same ``name`` share their parameters (the same function applied to several
+inputs). A regressor may be 2-D (trials x positions): the block is then summed over positions,
+``rho_n = sum_p prod_j F_j(x_np)``, which is the psychophysics model
+``rho = sum_k w_k f(x_k) + w0`` written ``Categorical("position") * GP("angle")``.
+
+Examples
+--------
+>>> from pmctx.gum.terms import GP, Linear, normalize
+>>> expr = GP("x1") * GP("x2", kernel="periodic", period=3.14) + GP("x3") + Linear("x4")
+>>> [[[leaf.name for leaf in factor] for factor in block] for block in normalize(expr)]
+[[['f_x1'], ['f_x2']], [['f_x3']], [['b_x4']]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pmctx.gum.kernels import KERNELS
+
+__all__ = [
+    "CONSTRAINTS",
+    "GP",
+    "Categorical",
+    "Fixed",
+    "Function",
+    "Linear",
+    "Product",
+    "Sum",
+    "Term",
+    "normalize",
+]
+
+#: Identifiability constraints of seed 002 Appendix A, plus "free" (none).
+CONSTRAINTS = ("free", "first-zero", "mean-zero", "mean-one", "sum-one")
+
+
+class Term:
+    """Base of every predictor expression; ``+`` makes a :class:`Sum`, ``*`` a :class:`Product`."""
+
+    def __add__(self, other):
+        _check_term(other, "+")
+        return Sum([self, other])
+
+    def __mul__(self, other):
+        _check_term(other, "*")
+        return Product([self, other])
+
+
+def _check_term(other, op: str) -> None:
+    if not isinstance(other, Term):
+        raise TypeError(
+            f"GUM terms combine with {op} only with other terms, got {type(other).__name__}. "
+            "Wrap regressors in GP(...), Linear(...), Categorical(...) or Fixed(...)."
+        )
+
+
+@dataclass(eq=False)
+class Sum(Term):
+    """Sum of terms (flattened)."""
+
+    terms: list
+
+    def __post_init__(self):
+        self.terms = [
+            t for term in self.terms for t in (term.terms if isinstance(term, Sum) else [term])
+        ]
+
+
+@dataclass(eq=False)
+class Product(Term):
+    """Product of terms (flattened)."""
+
+    terms: list
+
+    def __post_init__(self):
+        flat = []
+        for term in self.terms:
+            flat.extend(term.terms if isinstance(term, Product) else [term])
+        self.terms = flat
+
+
+@dataclass(eq=False)
+class Function(Term):
+    """A leaf: one function of one regressor column."""
+
+    column: str
+    name: str | None = None
+    constraint: str | None = None  # None: the default rule of pmctx.gum.constraints
+
+    prefix = "f"
+    has_parameters = True
+
+    def __post_init__(self):
+        if not isinstance(self.column, str) or not self.column:
+            raise TypeError(f"column must be a non-empty string, got {self.column!r}.")
+        if self.name is None:
+            self.name = f"{self.prefix}_{self.column}"
+        if self.constraint is not None and self.constraint not in CONSTRAINTS:
+            raise ValueError(
+                f"constraint of {self.name!r} must be one of {CONSTRAINTS}, got "
+                f"{self.constraint!r}."
+            )
+
+    def options(self) -> tuple:
+        """Everything but the column: leaves sharing a name must agree on it."""
+        return (type(self).__name__, self.constraint)
+
+
+@dataclass(eq=False)
+class GP(Function):
+    """Function with a GP prior ``f ~ GP(0, k)``.
+
+    Parameters
+    ----------
+    column : str
+        Regressor name.
+    kernel : {"se", "matern32", "matern52", "periodic"}
+    lengthscale, variance : float
+        Kernel hyperparameters (fitted by :mod:`pmctx.gum.hyper` for Laplace).
+    period : float, optional
+        Period of the periodic kernel.
+    max_points : int, default 48
+        Size of the support set: the unique input values when there are at most this many,
+        otherwise an even grid with linear interpolation (an inducing-grid sparse GP, cost
+        O(N) per evaluation).
+    name, constraint : str, optional
+        Shared-parameter name, identifiability constraint (see :mod:`pmctx.gum.constraints`).
+    """
+
+    kernel: str = "se"
+    lengthscale: float = 1.0
+    variance: float = 1.0
+    period: float | None = None
+    max_points: int = 48
+
+    prefix = "f"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}.")
+        if self.kernel == "periodic" and self.period is None:
+            raise ValueError(
+                f"GP {self.name!r} uses the periodic kernel but has no period. Pass period=..."
+            )
+        for key in ("lengthscale", "variance"):
+            value = getattr(self, key)
+            if not np.isfinite(value) or value <= 0:
+                raise ValueError(f"{key} of {self.name!r} must be positive, got {value!r}.")
+        if self.period is not None and not self.period > 0:
+            raise ValueError(f"period of {self.name!r} must be positive, got {self.period!r}.")
+        if int(self.max_points) < 3:
+            raise ValueError(f"max_points must be at least 3, got {self.max_points!r}.")
+
+    def options(self):
+        return (*super().options(), self.kernel, self.lengthscale, self.variance, self.period)
+
+
+@dataclass(eq=False)
+class Linear(Function):
+    """Linear weight ``w * x`` with prior ``w ~ N(0, sd^2)``."""
+
+    sd: float = 10.0
+    prefix = "b"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not np.isfinite(self.sd) or self.sd <= 0:
+            raise ValueError(f"sd of {self.name!r} must be positive, got {self.sd!r}.")
+
+    def options(self):
+        return (*super().options(), self.sd)
+
+
+@dataclass(eq=False)
+class Categorical(Function):
+    """One weight per level of a discrete regressor, ``w_level ~ N(0, sd^2)``."""
+
+    sd: float = 10.0
+    prefix = "w"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not np.isfinite(self.sd) or self.sd <= 0:
+            raise ValueError(f"sd of {self.name!r} must be positive, got {self.sd!r}.")
+
+    def options(self):
+        return (*super().options(), self.sd)
+
+
+@dataclass(eq=False)
+class Fixed(Function):
+    """Known function ``h(x)`` (no parameters), e.g. the normative mapping of a GLM.
+
+    Without ``fn`` the regressor enters as is (a fixed offset term).
+    """
+
+    fn: Callable = field(default=None)
+    prefix = "h"
+    has_parameters = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.fn is None:  # a fixed regressor entering with coefficient one (an offset)
+            self.fn = _identity
+        if not callable(self.fn):
+            raise TypeError(f"Fixed term {self.name!r} needs a callable fn, got {self.fn!r}.")
+
+    def options(self):
+        return (*super().options(), id(self.fn))
+
+
+def _identity(x):
+    return x
+
+
+def _alternatives(term) -> list[list[list[Function]]]:
+    """Blocks of ``term``, with a sum of single-factor blocks merged into one factor."""
+    blocks = normalize(term, check=False)
+    if len(blocks) > 1 and all(len(block) == 1 for block in blocks):
+        return [[[leaf for block in blocks for leaf in block[0]]]]
+    return blocks
+
+
+def normalize(term: Term, *, check: bool = True) -> list[list[list[Function]]]:
+    """Expand an expression into blocks (products) of factors (sums) of leaves.
+
+    Products of sums of products are expanded distributively, so every predictor becomes the
+    seed's sum of products of sums.
+    """
+    if isinstance(term, Function):
+        blocks = [[[term]]]
+    elif isinstance(term, Sum):
+        blocks = [block for t in term.terms for block in normalize(t, check=False)]
+    elif isinstance(term, Product):
+        blocks = [[]]
+        for t in term.terms:
+            blocks = [block + alt for block in blocks for alt in _alternatives(t)]
+    else:
+        raise TypeError(f"Not a GUM term: {term!r}.")
+    if check:
+        _check_blocks(blocks)
+    return blocks
+
+
+def _check_blocks(blocks) -> None:
+    options: dict[str, tuple] = {}
+    for block in blocks:
+        seen: dict[str, int] = {}
+        for j, factor in enumerate(block):
+            for leaf in factor:
+                if leaf.name in options and options[leaf.name] != leaf.options():
+                    raise ValueError(
+                        f"Two terms share the name {leaf.name!r} but differ in their options. "
+                        "Shared functions must be declared identically; give different "
+                        "functions different names."
+                    )
+                options[leaf.name] = leaf.options()
+                if seen.get(leaf.name, j) != j:
+                    raise ValueError(
+                        f"Function {leaf.name!r} appears in two factors of the same product. "
+                        "The GUM Laplace scheme (seed 002, Appendix B.2) cannot fit that "
+                        "(e.g. f1*(f1+f2)). Use a different function in one factor, or share "
+                        "the function across different product blocks instead."
+                    )
+                seen[leaf.name] = j

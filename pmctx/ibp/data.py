@@ -1,0 +1,78 @@
+"""Synthetic visuo-motor data: 6 x 6 bar images as visual cues paired with force vectors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pmctx.ibp.conditionals import noisy_or_log_p
+from pmctx.validation import as_rng, check_int, check_positive, check_probability
+
+__all__ = ["VisuomotorData", "bar_images", "visuomotor_data"]
+
+
+@dataclass(frozen=True)
+class VisuomotorData:
+    """Observations ``F`` (N x D), ``X`` (N x T) and the true ``Z``, ``A``, ``Y``."""
+
+    F: np.ndarray
+    X: np.ndarray
+    Z: np.ndarray
+    A: np.ndarray
+    Y: np.ndarray
+    side: int
+
+    @property
+    def n_features(self) -> int:
+        return self.Z.shape[1]
+
+
+def bar_images(side: int = 6) -> np.ndarray:
+    """Four prototypical cues, flattened: two horizontal and two vertical bars (4 x side^2)."""
+    side = check_int(side, "side", minimum=4)
+    imgs = np.zeros((4, side, side), dtype=np.int64)
+    imgs[0, 1, :] = 1
+    imgs[1, side - 2, :] = 1
+    imgs[2, :, 1] = 1
+    imgs[3, :, side - 2] = 1
+    return imgs.reshape(4, side * side)
+
+
+# Forces of the four contexts (2-D, one row per bar): distinct directions so sums are unique.
+BAR_FORCES = np.array([[1.5, 0.0], [0.0, 1.5], [-1.0, 1.0], [1.0, 1.0]])
+
+
+def visuomotor_data(
+    n_trials: int = 100,
+    *,
+    p_own: float = 0.4,
+    sigma_n: float = 0.3,
+    lam: float = 0.9,
+    eps: float = 0.05,
+    side: int = 6,
+    seed=0,
+) -> VisuomotorData:
+    """Draw data from the generative model with the four bar contexts.
+
+    Each trial owns each context with probability ``p_own``; forces are ``Z A`` plus
+    ``N(0, sigma_n^2)`` noise and cues are noisy-OR images of the owned bars.
+
+    Examples
+    --------
+    >>> data = visuomotor_data(10, seed=0)
+    >>> data.F.shape, data.X.shape, data.n_features
+    ((10, 2), (10, 36), 4)
+    """
+    n = check_int(n_trials, "n_trials", minimum=1)
+    p_own = check_probability(p_own, "p_own")
+    sigma_n = check_positive(sigma_n, "sigma_n")
+    lam, eps = check_probability(lam, "lam"), check_probability(eps, "eps")
+    rng = as_rng(seed)
+    Y = bar_images(side)
+    A = BAR_FORCES.copy()
+    Z = (rng.random((n, 4)) < p_own).astype(np.int64)
+    F = Z @ A + sigma_n * rng.normal(size=(n, A.shape[1]))
+    log_q, _ = noisy_or_log_p(Z @ Y, lam, eps)
+    X = (rng.random(log_q.shape) >= np.exp(log_q)).astype(np.int64)
+    return VisuomotorData(F=F, X=X, Z=Z, A=A, Y=Y, side=side)

@@ -1,0 +1,214 @@
+"""Specialised Gibbs step for the IBP visuo-motor model (seed 000, Algorithm 2, truncated).
+
+The step owns the whole latent block of :func:`pmctx.models.ibp.build_model` — ``Z``, ``pi``
+and, where present, ``A`` and ``Y`` — and runs one sweep of
+:func:`pmctx.ibp.sampler.gibbs_sweep` per call: ``A`` from its Gaussian conditional (eq. 2,
+Cholesky), exact ``y_kt`` updates (eq. 3-5), ``z_ik`` with the finite-K collapsed prior
+``(m_-ik + alpha/K_max) / (N + alpha/K_max)`` and incremental residuals, a new-feature block
+per row (eq. 10-14 on the free columns of the truncation), then ``pi | Z``. Hyperparameters
+(``alpha, sigma_n, sigma_A, phi, lam, eps``) are read from the current point, so they may be
+fixed data or free variables sampled by other PyMC steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+from pymc.logprob.transforms import LogOddsTransform
+
+from pmctx.ibp.sampler import IBPHyper, IBPState, gibbs_sweep
+from pmctx.steps.base import PmctxStep
+from pmctx.validation import check_int
+
+__all__ = ["ALPHA_PRIOR", "HYPER_NAMES", "IBPAlphaGibbs", "IBPGibbs"]
+
+HYPER_NAMES = ("alpha", "sigma_n", "sigma_A", "phi", "lam", "eps")
+
+
+def _observed(model, name):
+    if name not in model.named_vars:
+        return None
+    rv = model[name]
+    if rv not in model.observed_RVs:
+        raise ValueError(f"IBPGibbs expects {name!r} to be an observed variable of the model.")
+    return np.asarray(model.rvs_to_values[rv].eval())
+
+
+class IBPGibbs(PmctxStep):
+    """One specialised IBP Gibbs sweep over ``Z``, ``pi``, ``A`` and ``Y`` per step.
+
+    Parameters
+    ----------
+    vars : list, optional
+        Defaults to the model's ``Z``, ``pi``, ``A`` (with forces) and ``Y`` (with cues); the
+        step must own all of them because its ``Z`` updates integrate ``pi`` out.
+    model : pm.Model, optional
+        A model from :func:`pmctx.models.ibp.build_model` (its variable names are used).
+    rng : int or Generator, optional
+    new_features : bool, default True
+        Run the new-feature block move (without it the sampler cannot grow K).
+    block_size : int, default 3
+        Size of the random block of shared columns redrawn jointly per row (mixing between
+        split and merged features); 0 switches it off.
+
+    Notes
+    -----
+    Sampler stats: ``n_active`` (columns in use), ``n_new_features`` (features added in the
+    sweep) and ``truncation_hit`` (some row left no free column: raise ``K_max``).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pmctx.models.ibp import build_model
+    >>> rng = np.random.default_rng(0)
+    >>> model = build_model(F=rng.normal(size=(6, 2)), X=rng.integers(0, 2, (6, 4)), K_max=3)
+    >>> with model:
+    ...     step = IBPGibbs()
+    >>> sorted(step.value_names)
+    ['A', 'Y', 'Z', 'pi_logodds__']
+    """
+
+    name = "ibp_gibbs"
+    stats_dtypes_shapes = {
+        "n_active": (np.int64, []),
+        "n_new_features": (np.int64, []),
+        "truncation_hit": (bool, []),
+    }
+
+    def __init__(
+        self, vars=None, *, model=None, rng=None, new_features: bool = True, block_size: int = 3
+    ):
+        model = pm.modelcontext(model)
+        missing = [n for n in ("Z", "pi") if n not in model.named_vars]
+        missing += [n for n in HYPER_NAMES if n not in model.named_vars]
+        if missing:
+            raise ValueError(
+                f"IBPGibbs needs a model from pmctx.models.ibp.build_model; {missing} are "
+                "missing from this model."
+            )
+        self.F = _observed(model, "F")
+        self.X = _observed(model, "X")
+        owned = ["Z", "pi"] + (["A"] if self.F is not None else [])
+        owned += ["Y"] if self.X is not None else []
+        if vars is None:
+            vars = [model[n] for n in owned]
+        super().__init__(vars, model=model, rng=rng)
+        got = sorted(v.name for v in vars)
+        if got != sorted(owned):
+            raise ValueError(
+                f"IBPGibbs updates {owned} together (its Z updates integrate pi out); got "
+                f"{got}. Pass vars=None to let it pick them."
+            )
+        pi_rv = model["pi"]
+        self._pi_key = model.rvs_to_values[pi_rv].name
+        transform = model.rvs_to_transforms.get(pi_rv)
+        if transform is not None and not isinstance(transform, LogOddsTransform):
+            raise ValueError(f"pi must use the default logodds transform, not {transform}.")
+        self._pi_logit_space = transform is not None
+        self.k_max = int(model["Z"].type.shape[1] or model.dim_lengths["feature"].eval())
+        n = int(model.dim_lengths["trial"].eval())
+        self._F = np.zeros((n, 0)) if self.F is None else np.asarray(self.F, dtype=np.float64)
+        self._X = np.zeros((n, 0), np.int64) if self.X is None else self.X.astype(np.int64)
+        # Hyperparameters with priors must be read from the point, not drawn: replace RVs.
+        hyper = model.replace_rvs_by_values([model[h] for h in HYPER_NAMES])
+        self._hyper_fn = self.compile_fn(hyper, inputs=list(model.value_vars))
+        # Fixed hyperparameters are read once; ones with priors are read from every point.
+        free = [model[h] for h in HYPER_NAMES if model[h] in model.free_RVs]
+        self._fixed_hyper = None
+        if not free:
+            self._fixed_hyper = IBPHyper(*(float(v) for v in self._hyper_fn(model.initial_point())))
+        self.new_features = bool(new_features)
+        self.block_size = check_int(block_size, "block_size", minimum=0, maximum=12)
+
+    def current_hyper(self, point) -> IBPHyper:
+        if self._fixed_hyper is not None:
+            return self._fixed_hyper
+        values = [float(v) for v in self._hyper_fn(point)]
+        return IBPHyper(*values)
+
+    def step(self, point):
+        hyper = self.current_hyper(point)
+        n = self._F.shape[0]
+        A = point["A"] if self.F is not None else np.zeros((self.k_max, 0))
+        Y = point["Y"] if self.X is not None else np.zeros((self.k_max, 0))
+        state = IBPState.from_arrays(point["Z"].copy(), np.array(A), np.array(Y))
+        added, hits = gibbs_sweep(
+            state,
+            self._F,
+            self._X,
+            hyper,
+            self.rng,
+            new_features=self.new_features,
+            block_size=self.block_size,
+        )
+        new = dict(point)
+        new["Z"] = state.Z.reshape(n, self.k_max)
+        if self.F is not None:
+            new["A"] = state.A
+        if self.X is not None:
+            new["Y"] = state.Y
+        logit = state.pi_logit
+        new[self._pi_key] = logit if self._pi_logit_space else 1.0 / (1.0 + np.exp(-logit))
+        stats = {"n_active": state.n_active, "n_new_features": added, "truncation_hit": hits > 0}
+        return new, [stats]
+
+
+ALPHA_PRIOR = (2.0, 1.0)  # Gamma(shape, rate) prior that build_model gives alpha="prior"
+
+
+class IBPAlphaGibbs(PmctxStep):
+    """Conjugate Gibbs update of the IBP concentration ``alpha`` given ``pi``.
+
+    With ``alpha ~ Gamma(a, b)`` and ``pi_k ~ Beta(alpha/K_max, 1)``,
+    ``alpha | pi ~ Gamma(a + K_max, b - sum_k log(pi_k) / K_max)`` exactly.
+
+    Parameters
+    ----------
+    vars : list, optional
+        Defaults to ``[model["alpha"]]``.
+    prior : (float, float), default ``ALPHA_PRIOR``
+        Shape and rate of the Gamma prior; must match the model's.
+    model, rng
+        As in :class:`IBPGibbs`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pmctx.models.ibp import build_model
+    >>> model = build_model(X=np.eye(4, dtype=int), K_max=3, alpha="prior")
+    >>> with model:
+    ...     step = IBPAlphaGibbs(rng=0)
+    >>> step.value_names
+    ['alpha_log__']
+    """
+
+    name = "ibp_alpha_gibbs"
+    stats_dtypes_shapes = {"alpha": (np.float64, [])}
+
+    def __init__(self, vars=None, *, prior=ALPHA_PRIOR, model=None, rng=None):
+        model = pm.modelcontext(model)
+        if "alpha" not in model.named_vars or model["alpha"] not in model.free_RVs:
+            raise ValueError("IBPAlphaGibbs needs a model whose alpha has a prior (alpha='prior').")
+        super().__init__([model["alpha"]] if vars is None else vars, model=model, rng=rng)
+        if self.value_names != [model.rvs_to_values[model["alpha"]].name]:
+            raise ValueError(f"IBPAlphaGibbs updates alpha only, got {self.value_names}.")
+        transform = model.rvs_to_transforms.get(model["alpha"])
+        self._log_space = transform is not None
+        self.shape, self.rate = (float(v) for v in prior)
+        self.k_max = int(model.dim_lengths["feature"].eval())
+        self._pi_key = model.rvs_to_values[model["pi"]].name
+        self._pi_logit = isinstance(model.rvs_to_transforms.get(model["pi"]), LogOddsTransform)
+
+    def conditional(self, point):
+        """Shape and rate of ``alpha | pi``."""
+        value = np.asarray(point[self._pi_key], dtype=np.float64)
+        log_pi = -np.logaddexp(0.0, -value) if self._pi_logit else np.log(value)
+        return self.shape + self.k_max, self.rate - log_pi.sum() / self.k_max
+
+    def step(self, point):
+        shape, rate = self.conditional(point)
+        alpha = self.rng.gamma(shape, 1.0 / rate)
+        new = dict(point)
+        value = np.log(alpha) if self._log_space else alpha
+        new[self.value_names[0]] = np.asarray(value, dtype=np.float64)
+        return new, [{"alpha": float(alpha)}]

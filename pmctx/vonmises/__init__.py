@@ -1,0 +1,19 @@
+"""Kernels of the low-rank von Mises orientation map (pure numpy, no PyMC).
+
+* :mod:`~pmctx.vonmises.potentials` -- edge potential, circle normaliser, sampling helpers
+* :mod:`~pmctx.vonmises.pointwise` -- point-wise Gibbs (exact mixture conditionals)
+* :mod:`~pmctx.vonmises.ffbs` -- column blocks by forward-filter backward-sample (seed §4.3)
+* :mod:`~pmctx.vonmises.augmented` -- auxiliary-variable sampler, all columns at once
+* :mod:`~pmctx.vonmises.marginals` -- node marginals by forward-backward (seed §4.4)
+* :mod:`~pmctx.vonmises.maps` -- pinwheels, smoothness, orientation error
+* :mod:`~pmctx.vonmises.exact` -- exact references on tiny grids (for tests)
+* :mod:`~pmctx.vonmises.plots` -- orientation map plots
+"""
+
+from pmctx.vonmises.augmented import augmented_sweep
+from pmctx.vonmises.ffbs import ffbs_sweep
+from pmctx.vonmises.pointwise import pointwise_sweep
+
+SWEEPS = {"augmented": augmented_sweep, "ffbs": ffbs_sweep, "pointwise": pointwise_sweep}
+
+__all__ = ["SWEEPS", "augmented_sweep", "ffbs_sweep", "pointwise_sweep"]

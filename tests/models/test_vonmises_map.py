@@ -1,0 +1,144 @@
+"""The orientation-map model: helpers, declaration, bad input, prior maps, reconstruction."""
+
+import numpy as np
+import pytest
+from pmctx.models.vonmises_map import (
+    build_model,
+    fit,
+    noisy_observations,
+    o_to_theta,
+    posterior_orientation,
+    reconstruct,
+    sample_prior,
+    theta_to_o,
+)
+
+from pmctx.vonmises.maps import count_pinwheels, orientation_error, smoothness
+
+
+def test_theta_o_round_trip_and_pi_periodicity():
+    theta = np.array([0.0, 0.4, np.pi / 2, 3.0])
+    np.testing.assert_allclose(o_to_theta(theta_to_o(theta)), theta, atol=1e-12)
+    # theta and theta + pi are the same orientation, hence the same doubled angle.
+    np.testing.assert_allclose(theta_to_o(theta + np.pi), theta_to_o(theta), atol=1e-12)
+    assert np.all(theta_to_o(theta) < np.pi)
+
+
+def test_model_declaration():
+    z = np.array([[0.1, np.nan, 2.0], [np.nan, -1.0, 0.5]])
+    model = build_model(z, kappa=3.0, kappa_obs=2.0, rank=4)
+    assert model.coords["row"] == (0, 1) and len(model.coords["col"]) == 3
+    assert len(model.coords["obs"]) == 4
+    assert [v.name for v in model.free_RVs] == ["o"]
+    assert model.named_vars_to_dims["o"] == ("row", "col")
+    assert {"mrf", "z", "theta"} <= set(model.named_vars)
+    prior = build_model(shape=(3, 4), kappa=1.0, kappa_obs=1.0, rank=2)
+    assert "z" not in prior.named_vars
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"z": [[0.0, np.inf]]}, "finite"),
+        ({"z": [[0.0, 7.0]]}, "angles"),
+        ({"z": np.zeros(3)}, "dimension"),
+        ({"z": np.zeros((2, 2)), "mask": np.ones((2, 3))}, "mask must have the shape"),
+        ({"z": np.zeros((2, 2)), "mask": np.full((2, 2), 2)}, "mask"),
+        ({"z": [[np.nan, 0.0]], "mask": [[1, 1]]}, "NaN at nodes"),
+        ({"z": np.zeros((2, 2)), "rank": 0}, "rank"),
+        ({"z": np.zeros((2, 2)), "kappa": 0.0}, "kappa"),
+        ({"z": np.zeros((2, 2)), "kappa": -1.0}, "kappa"),
+        ({"z": np.zeros((2, 2)), "kappa_obs": 0.0}, "kappa_obs"),
+        ({}, "shape"),
+    ],
+)
+def test_bad_input_is_rejected(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        build_model(**kwargs)
+
+
+def test_bad_input_of_the_convenience_api():
+    with pytest.raises(ValueError, match="theta_obs"):
+        reconstruct(np.full((2, 2), 4.0))
+    with pytest.raises(ValueError, match="sampler"):
+        reconstruct(np.zeros((2, 2)), sampler="nuts")
+    with pytest.raises(ValueError, match="rank"):
+        sample_prior((5, 5), rank=0)
+    with pytest.raises(ValueError, match="kappa"):
+        sample_prior((5, 5), kappa=-2.0)
+
+
+def test_prior_maps_are_smooth_with_pinwheels():
+    """Prior at R = 5, kappa = 5 on 50 x 50 (the seed's figure 6 setting)."""
+    maps = sample_prior((50, 50), kappa=5.0, rank=5, n_sweeps=60, n_maps=3, seed=0)
+    for o in maps:
+        assert 0.8 < smoothness(o) < 0.97
+        n_pos, n_neg = count_pinwheels(o_to_theta(o))
+        assert 1 <= n_pos + n_neg <= 60
+    rough = sample_prior((50, 50), kappa=1.0, rank=5, n_sweeps=20, seed=1)
+    assert smoothness(rough) < smoothness(maps[0]) - 0.3
+
+
+@pytest.fixture(scope="module")
+def truth():
+    return o_to_theta(sample_prior((16, 16), kappa=5.0, rank=5, n_sweeps=40, seed=3))
+
+
+def test_reconstruction_error_falls_with_kappa_obs_and_beats_raw_data(truth):
+    errors, raw = [], []
+    for i, kappa_obs in enumerate([1.0, 4.0, 16.0]):
+        observed = noisy_observations(truth, kappa_obs=kappa_obs, missing=0.3, seed=10 + i)
+        idata = reconstruct(
+            observed, kappa=5.0, kappa_obs=kappa_obs, rank=5, draws=60, tune=20, chains=1, seed=i
+        )
+        mean, sd = posterior_orientation(idata)
+        seen = ~np.isnan(observed)
+        errors.append(orientation_error(mean, truth).mean())
+        raw.append(orientation_error(observed[seen], truth[seen]).mean())
+        assert errors[-1] < raw[-1]
+        if kappa_obs >= 4.0:  # informative data: missing nodes are less certain
+            assert sd[~seen].mean() > sd[seen].mean()
+    assert errors[0] > errors[1] > errors[2]
+
+
+def test_fit_reads_npz_and_writes_outputs(tmp_path, truth):
+    observed = noisy_observations(truth[:6, :6], kappa_obs=4.0, missing=0.2, seed=0)
+    path = tmp_path / "map.npz"
+    np.savez(path, theta=observed, kappa=4.0, kappa_obs=4.0, rank=3)
+    written = fit(path, draws=20, tune=5, chains=1, seed=0, out_dir=tmp_path / "out")
+    names = {p.name for p in written}
+    assert {"vonmises_map_idata.nc", "vonmises_map_summary.csv"} <= names
+    assert all(p.exists() for p in written)
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, angles=observed)
+    with pytest.raises(ValueError, match="'theta'"):
+        fit(bad, draws=5, tune=5, chains=1, seed=0, out_dir=tmp_path)
+
+
+def test_interrupted_prior_sampling_returns_finished_maps(monkeypatch):
+    import pmctx.models.vonmises_map as vm
+
+    from pmctx import PmctxWarning
+
+    calls = {"n": 0}
+    real = vm.SWEEPS["augmented"]
+
+    def interrupting(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] > 6:  # during the third map
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setitem(vm.SWEEPS, "augmented", interrupting)
+    with pytest.warns(PmctxWarning, match="Interrupted"):
+        maps = sample_prior((4, 4), kappa=1.0, rank=2, n_sweeps=3, n_maps=5, seed=0)
+    assert maps.shape == (2, 4, 4)
+
+
+def test_reconstruction_is_reproducible_from_its_seed():
+    theta = np.random.default_rng(0).uniform(0, np.pi, size=(4, 4))
+    runs = [
+        reconstruct(theta, kappa=2.0, kappa_obs=2.0, rank=3, draws=10, tune=5, chains=1, seed=7)
+        for _ in range(2)
+    ]
+    np.testing.assert_array_equal(runs[0].posterior["o"].values, runs[1].posterior["o"].values)
