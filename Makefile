@@ -23,7 +23,7 @@ demo-quick: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check pmctx models tests benchmarks setup.py
 	$(BIN)/ruff format --check pmctx models tests benchmarks setup.py
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" --durations=15
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" --durations=15
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m slow --durations=15
