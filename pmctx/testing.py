@@ -22,6 +22,8 @@ array([0.072, 0.197, 0.197, 0.534])
 
 from __future__ import annotations
 
+import doctest
+import importlib
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ from pmctx.validation import as_rng
 __all__ = [
     "DistributionComparison",
     "GewekeResult",
+    "assert_docstring_examples",
     "assert_geweke",
     "assert_matches_exact",
     "compare_to_exact",
@@ -289,4 +292,13 @@ def assert_geweke(result: GewekeResult, *, z_threshold: float = 4.0) -> GewekeRe
         raise AssertionError(
             f"Geweke test failed (|z| > {z_threshold} for some test function):\n{result}"
         )
+    return result
+
+
+def assert_docstring_examples(module_name: str, *, optionflags=doctest.NORMALIZE_WHITESPACE):
+    """Run the docstring examples of ``module_name``; fail if there are none or any fails."""
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=optionflags)
+    assert result.attempted > 0, f"{module_name} has no docstring example"
+    assert result.failed == 0, f"{result.failed} docstring example(s) of {module_name} failed"
     return result

@@ -1,9 +1,8 @@
 """The examples in the latent-cause modules' docstrings run and print what they show."""
 
-import doctest
-import importlib
-
 import pytest
+
+from pmctx.testing import assert_docstring_examples
 
 MODULES = [
     "pmctx.conditioning.design",
@@ -18,7 +17,4 @@ MODULES = [
 
 @pytest.mark.parametrize("name", MODULES)
 def test_crp_docstring_examples(name):
-    module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0, f"{name} has no docstring example"
-    assert result.failed == 0
+    assert_docstring_examples(name)

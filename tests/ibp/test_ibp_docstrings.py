@@ -1,9 +1,8 @@
 """The examples in the IBP modules' docstrings run and show what they claim."""
 
-import doctest
-import importlib
-
 import pytest
+
+from pmctx.testing import assert_docstring_examples
 
 MODULES = [
     "pmctx.ibp.sampler",
@@ -17,7 +16,4 @@ MODULES = [
 
 @pytest.mark.parametrize("name", MODULES)
 def test_ibp_docstring_examples(name):
-    module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0, f"{name} has no docstring example"
-    assert result.failed == 0
+    assert_docstring_examples(name)
