@@ -17,7 +17,8 @@ Examples
 >>> from pmctx.conditioning import shipped_design
 >>> from pmctx.models.crp_conditioning import sample_posterior
 >>> idata = sample_posterior(shipped_design("renewal_aba", n_acquisition=3, n_extinction=3),
-...                          max_causes=4, draws=50, tune=20, chains=1, seed=0)
+...                          max_causes=4, draws=50, tune=20, chains=1, random_seed=0,
+...                          check_convergence=False)
 >>> sorted(idata.posterior.data_vars)
 ['theta', 'weights', 'z']
 """
@@ -31,6 +32,8 @@ import pymc as pm
 from scipy.special import betaln, gammaln
 
 from pmctx.conditioning.design import as_feature_matrix
+from pmctx.convergence import report_after_fit
+from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
 from pmctx.steps.crp_gibbs import CRPCollapsedGibbs
 from pmctx.validation import check_int, check_positive
 
@@ -127,20 +130,28 @@ def sample_posterior(
     alpha=1.0,
     max_causes=10,
     concentration=1.0,
-    draws=1000,
-    tune=500,
-    chains=2,
-    seed=0,
-    cores=1,
-    progressbar=False,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
+    check_convergence: bool = True,
 ):
     """Sample the batch posterior with the collapsed Gibbs step; returns ``InferenceData``.
 
     The result has ``posterior`` (z, weights, theta), ``sample_stats.n_occupied`` (the number
     of occupied causes) and a pointwise ``log_likelihood`` group over observed entries.
     Cause labels switch between chains: diagnose label-free quantities such as
-    ``n_occupied`` or co-assignment probabilities, not raw ``z``.
+    ``n_occupied``, co-assignment or V (see :func:`invariants`), not raw ``z``.
+    ``draws, tune, chains, cores, random_seed, progressbar, idata_kwargs`` are those of
+    ``pm.sample`` with its defaults (``seed`` is a deprecated alias of ``random_seed``);
+    ``check_convergence`` warns :class:`pmctx.ConvergenceWarning` on unconverged invariants.
     """
+    random_seed = resolve_seed(random_seed, seed)
+    check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
     F, _ = as_feature_matrix(features)
     model = build_model(features, alpha=alpha, max_causes=max_causes, concentration=concentration)
     with model:
@@ -150,18 +161,66 @@ def sample_posterior(
             alpha=alpha,
             concentration=concentration,
         )
-        idata = pm.sample(
-            draws=check_int(draws, "draws", minimum=1),
-            tune=check_int(tune, "tune", minimum=0),
-            chains=check_int(chains, "chains", minimum=1),
-            cores=cores,
-            step=[step],
-            random_seed=seed,
-            progressbar=progressbar,
-            compute_convergence_checks=False,
-            idata_kwargs={"log_likelihood": True},
-        )
+    idata = run_sampler(
+        model,
+        step=[step],
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=random_seed,
+        progressbar=progressbar,
+        idata_kwargs={"log_likelihood": True, **(idata_kwargs or {})},
+    )
+    report_after_fit(idata, "crp", check=check_convergence)
     return idata
+
+
+#: Trials beyond which co-assignment is tracked for neighbours only (pairs grow as N^2).
+COASSIGNMENT_ALL_PAIRS = 40
+
+
+def invariants(idata):
+    """Label-free quantities: occupied causes, co-assignment of trial pairs, and V.
+
+    ``n_occupied`` counts causes with at least one trial; ``coassigned`` is 1 when two
+    trials share a cause (all pairs up to ``COASSIGNMENT_ALL_PAIRS`` trials, trials one to
+    three apart beyond); ``V`` is each trial's predicted US probability
+    ``theta[z_t, US]`` (US = first feature).
+    """
+    import xarray as xr
+
+    post = idata.posterior
+    z = post["z"].values.astype(np.int64)
+    n = z.shape[-1]
+    if n <= COASSIGNMENT_ALL_PAIRS:
+        i, j = np.triu_indices(n, k=1)
+    else:
+        i = np.concatenate([np.arange(n - lag) for lag in (1, 2, 3)])
+        j = np.concatenate([np.arange(lag, n) for lag in (1, 2, 3)])
+    pairs = [f"{a}-{b}" for a, b in zip(i, j)]
+    features = [str(f) for f in post["feature"].values] if "feature" in post.coords else []
+    us = features.index("US") if "US" in features else 0
+    theta_us = post["theta"].values[..., us]  # (chain, draw, cause)
+    V = np.take_along_axis(theta_us, z, axis=-1)
+    n_occupied = (
+        idata.sample_stats["n_occupied"].values
+        if "n_occupied" in idata.sample_stats
+        else np.array([[np.unique(row).size for row in chain] for chain in z])
+    )
+    return xr.Dataset(
+        {
+            "n_occupied": (("chain", "draw"), n_occupied.astype(np.float64)),
+            "coassigned": (("chain", "draw", "pair"), (z[..., i] == z[..., j]).astype(float)),
+            "V": (("chain", "draw", "trial"), V),
+        },
+        coords={
+            "chain": post["chain"].values,
+            "draw": post["draw"].values,
+            "pair": pairs,
+            "trial": post["trial"].values,
+        },
+    )
 
 
 def coassignment(idata) -> np.ndarray:
@@ -201,31 +260,38 @@ def phenomena_table(*, alpha=0.1, n_particles=500, n_seeds=5, seed=0, **sizes):
     return pd.DataFrame(rows).T
 
 
-def _write_outputs(out_dir, design, results, idata, stem):
+def write_outputs(idata, out_dir, prefix="crp", *, design=None, results=None) -> list[Path]:
+    """Standard outputs (posterior, summary, diagnostics) plus the particle filter's V and
+    cause-posterior plots (``results``: name -> particle-filter result)."""
     from pmctx.conditioning.plots import plot_cause_posterior, plot_V
-    from pmctx.io import save_figure, save_idata, write_summary
+    from pmctx.io import save_figure, save_idata, write_standard_outputs
 
-    first = next(iter(results.values()))
-    idata.posterior["n_occupied"] = idata.sample_stats["n_occupied"]
-    paths = [
-        save_idata(idata, out_dir / f"{stem}_posterior.nc"),
-        write_summary(idata, out_dir / f"{stem}_summary.csv", var_names=["n_occupied"]),
-        save_idata(first.to_inference_data(), out_dir / f"{stem}_filter.nc"),
-        save_figure(plot_V(results, design=design), out_dir / f"{stem}_V.png"),
-        save_figure(plot_cause_posterior(first, design=design), out_dir / f"{stem}_causes.png"),
-    ]
+    out_dir = Path(out_dir)
+    paths = write_standard_outputs(idata, out_dir, prefix)
+    if results:
+        first = next(iter(results.values()))
+        paths += [
+            save_idata(first.to_inference_data(), out_dir / f"{prefix}_filter.nc"),
+            save_figure(plot_V(results, design=design), out_dir / f"{prefix}_V.png"),
+            save_figure(
+                plot_cause_posterior(first, design=design), out_dir / f"{prefix}_causes.png"
+            ),
+        ]
     return paths
 
 
-def demo(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
+def demo(
+    out_dir: Path, *, quick: bool = False, random_seed: int = 0, seed=None, cores=None
+) -> list[Path]:
     """Renewal: particle filter on ABA, ABC and AAB, the batch posterior of ABA, plots.
 
-    Writes ``renewal_V.png`` (V_t per design), ``renewal_causes.png`` (ABA cause posterior),
-    ``renewal_filter.nc``, ``renewal_posterior.nc`` (collapsed Gibbs, with
-    ``log_likelihood``), ``renewal_summary.csv`` and ``phenomena.csv``.
+    Writes ``crp_V.png`` (V_t per design), ``crp_causes.png`` (ABA cause posterior),
+    ``crp_filter.nc``, ``crp_posterior.nc`` (collapsed Gibbs, with ``log_likelihood``),
+    ``crp_summary.csv``, ``crp_diagnostics.csv`` and ``phenomena.csv``.
     """
     from pmctx.conditioning import particle_filter, shipped_design
 
+    seed = resolve_seed(random_seed, seed)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     sizes = dict(n_acquisition=10, n_extinction=10, n_test=2)
@@ -242,11 +308,13 @@ def demo(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
         alpha=1.0,
         max_causes=6,
         draws=200 if quick else 2000,
-        tune=100 if quick else 500,
-        chains=2,
-        seed=seed,
+        tune=100 if quick else 1000,
+        chains=2 if quick else 4,
+        cores=cores,
+        random_seed=seed,
+        check_convergence=not quick,
     )
-    paths = _write_outputs(out_dir, design, results, idata, "renewal")
+    paths = write_outputs(idata, out_dir, design=design, results=results)
     table = phenomena_table(n_particles=n_particles, n_seeds=2 if quick else 5, seed=seed, **sizes)
     table.to_csv(out_dir / "phenomena.csv")
     return [*paths, out_dir / "phenomena.csv"]
@@ -262,13 +330,12 @@ def _load_features(data_path: Path):
                 )
             F = np.asarray(data["features"], dtype=float)
             names = [str(n) for n in data["feature_names"]] if "feature_names" in data else None
-            alpha = float(data["alpha"]) if "alpha" in data else 1.0
-            max_causes = int(data["max_causes"]) if "max_causes" in data else 10
+            options = {k: data[k].item() for k in ("alpha", "max_causes") if k in data}
     elif data_path.suffix == ".csv":
         import pandas as pd
 
         frame = pd.read_csv(data_path)
-        F, names, alpha, max_causes = frame.to_numpy(dtype=float), list(frame.columns), 1.0, 10
+        F, names, options = frame.to_numpy(dtype=float), list(frame.columns), {}
     else:
         raise ValueError(f"Expected a .npz or .csv file, got {data_path.name}.")
     if names is not None and len(names) != np.shape(F)[-1]:
@@ -279,34 +346,77 @@ def _load_features(data_path: Path):
     features = xr.DataArray(
         F, dims=("trial", "feature"), coords={"feature": names} if names else None
     )
-    return features, alpha, max_causes
+    return {"features": features, "options": options}
+
+
+def fit_data(
+    data: dict,
+    *,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
+    **options,
+):
+    """:func:`sample_posterior` on ``{"features": ...}`` (options: alpha, max_causes, ...)."""
+    return sample_posterior(
+        data["features"],
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=resolve_seed(random_seed, seed),
+        progressbar=progressbar,
+        idata_kwargs=idata_kwargs,
+        **options,
+    )
 
 
 def fit(
-    data_path: Path, *, draws: int, tune: int, chains: int, seed: int, out_dir: Path
+    data_path: Path,
+    *,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
+    out_dir: Path = Path("pmctx-fit"),
+    **options,
 ) -> list[Path]:
     """Fit the model to a subject's trial features.
 
     ``data_path`` is a ``.npz`` with key ``features`` (n_trials, n_features; 0/1, NaN for a
     missing US; US in column 0) and optional ``feature_names``, ``alpha`` (default 1.0) and
-    ``max_causes`` (default 10); or a ``.csv`` with a header whose first column is the US
-    and the others CS/context features (empty cells are missing). Writes the particle-filter
-    result (``fit_filter.nc``, ``fit_V.png``, ``fit_causes.png``) and the batch posterior
-    (``fit_posterior.nc`` with ``log_likelihood``, ``fit_summary.csv``) into ``out_dir``.
+    ``max_causes`` (default 10); or a ``.csv`` with a header naming a ``US`` column and the
+    CS/context features (empty cells are missing). ``options`` override the file's. Writes
+    the batch posterior (``crp_posterior.nc`` with ``log_likelihood``, ``crp_summary.csv``,
+    ``crp_diagnostics.csv``) and the particle filter's result (``crp_filter.nc``,
+    ``crp_V.png``, ``crp_causes.png``) into ``out_dir``.
     """
     from pmctx.conditioning import particle_filter
 
-    features, alpha, max_causes = _load_features(Path(data_path))
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    result = particle_filter(features, alpha=alpha, n_particles=1000, rng=seed)
-    idata = sample_posterior(
-        features,
-        alpha=alpha,
-        max_causes=max_causes,
+    random_seed = resolve_seed(random_seed, seed)
+    data = _load_features(Path(data_path))
+    options = {**data.pop("options"), **options}
+    idata = fit_data(
+        data,
         draws=draws,
         tune=tune,
         chains=chains,
-        seed=seed,
+        cores=cores,
+        random_seed=random_seed,
+        progressbar=progressbar,
+        idata_kwargs=idata_kwargs,
+        **options,
     )
-    return _write_outputs(out_dir, None, {"V": result}, idata, "fit")
+    result = particle_filter(
+        data["features"], alpha=options.get("alpha", 1.0), n_particles=1000, rng=random_seed
+    )
+    return write_outputs(idata, out_dir, results={"V": result})

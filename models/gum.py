@@ -26,7 +26,8 @@ import numpy as np
 from pmctx.gum import GP, Categorical, Fixed, GumModel, Linear, gum
 from pmctx.gum.hyper import fit_evidence
 from pmctx.gum.synthetic import match_constraints, section_3_1_formula, seed_section_3_1
-from pmctx.io import save_figure, save_idata, write_summary
+from pmctx.io import save_figure
+from pmctx.sampling import SAMPLE_DEFAULTS, resolve_seed
 
 __all__ = [
     "GP",
@@ -36,10 +37,13 @@ __all__ = [
     "Linear",
     "demo",
     "fit",
+    "fit_data",
     "gum",
+    "invariants",
     "plot_functions",
     "section_3_1_formula",
     "seed_section_3_1",
+    "write_outputs",
 ]
 
 
@@ -63,30 +67,45 @@ def plot_functions(gum_model: GumModel, idata, *, truth: dict | None = None, tit
     return fig
 
 
-def _write_outputs(gum_model, idata, out_dir: Path, stem: str, truth=None, extra=None):
+def invariants(idata):
+    """Function values on their grids and the scalar hyperparameters/offsets.
+
+    Every posterior variable except the non-centred coordinates (``*_z``), which are an
+    internal parametrisation.
+    """
+    names = [v for v in idata.posterior.data_vars if not str(v).endswith("_z")]
+    return idata.posterior[names]
+
+
+def write_outputs(idata, out_dir: Path, prefix: str = "gum", *, gum_model=None, truth=None,
+                  extra=None) -> list[Path]:  # fmt: skip
+    """Standard outputs (posterior, summary, diagnostics), the function plot when
+    ``gum_model`` is given, and ``<prefix>_info.json`` from ``extra``."""
+    from pmctx.io import write_standard_outputs
+
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    var_names = gum_model.function_names + [
-        v for v in idata.posterior.data_vars if v.startswith("c_") or v == "intercept"
-    ]
-    var_names = [v for v in var_names if not v.endswith("_z")]
-    paths = [
-        save_idata(idata, out_dir / f"{stem}.nc"),
-        write_summary(idata, out_dir / f"{stem}_summary.csv", var_names=var_names),
-        save_figure(
-            plot_functions(gum_model, idata, truth=truth), out_dir / f"{stem}_functions.png"
-        ),
-    ]
+    paths = write_standard_outputs(idata, out_dir, prefix)
+    if gum_model is not None:
+        fig = plot_functions(gum_model, idata, truth=truth)
+        paths.append(save_figure(fig, out_dir / f"{prefix}_functions.png"))
     if extra:
-        path = out_dir / f"{stem}_info.json"
+        path = out_dir / f"{prefix}_info.json"
         path.write_text(json.dumps(extra, indent=2, default=float))
         paths.append(path)
     return paths
 
 
-def demo(out_dir, *, quick: bool = False, seed: int = 0) -> list[Path]:
+def demo(
+    out_dir, *, quick: bool = False, random_seed: int = 0, seed=None, cores=None
+) -> list[Path]:
     """Seed section 3.1: Poisson ``f1(x1) f2(x2) + f3(x3)``, Laplace (+ evidence-fitted
-    lengthscales) and, unless ``quick``, NUTS; recovered functions against the truth."""
+    lengthscales) and, unless ``quick``, NUTS; recovered functions against the truth.
+
+    Writes ``gum_laplace_*`` (posterior, summary, diagnostics, functions, info) and, unless
+    ``quick``, ``gum_posterior.nc``, ``gum_summary.csv``, ``gum_diagnostics.csv`` (NUTS),
+    ``gum_functions.png`` and ``gum_loo.csv``.
+    """
+    seed = resolve_seed(random_seed, seed)
     n = 200 if quick else 500
     data = seed_section_3_1(n, seed=seed)
     g = gum(section_3_1_formula(max_points=16 if quick else 32), data, family="poisson")
@@ -106,26 +125,17 @@ def demo(out_dir, *, quick: bool = False, seed: int = 0) -> list[Path]:
         "hyperparameters": hyper.hyperparameters,
         "laplace_rmse": errors,
     }
-    paths = _write_outputs(g, laplace, out_dir, "gum_laplace", truth, info)
+    paths = write_outputs(laplace, out_dir, "gum_laplace", gum_model=g, truth=truth, extra=info)
     if not quick:
-        nuts = g.sample(draws=500, tune=500, chains=2, seed=seed)
-        paths += _write_outputs(g, nuts, out_dir, "gum_nuts", truth)
+        nuts = g.sample(cores=cores, random_seed=seed)
+        paths += write_outputs(nuts, out_dir, "gum", gum_model=g, truth=truth)
         path = Path(out_dir) / "gum_loo.csv"
         az.compare({"laplace": laplace, "nuts": nuts}).to_csv(path)
         paths.append(path)
     return paths
 
 
-def fit(data_path, *, draws: int, tune: int, chains: int, seed: int, out_dir) -> list[Path]:
-    """Fit a GUM to user data by NUTS.
-
-    ``data_path`` is a ``.npz`` or ``.csv`` file with the regressor columns and the response.
-    The model is given by the string key/column ``formula`` of a ``.npz`` (e.g.
-    ``"y ~ f(x1) * f(x2, kernel='periodic', period=pi) + f(x3)"``) and ``family``
-    (``gaussian``/``bernoulli``/``poisson``, default gaussian); a ``.csv`` takes the formula
-    from a sidecar ``<file>.formula`` text file (first line formula, optional second line
-    family). 2-D regressors (trials x positions) are supported in ``.npz`` only.
-    """
+def _load(data_path: Path):
     data_path = Path(data_path)
     if data_path.suffix == ".npz":
         with np.load(data_path, allow_pickle=False) as archive:
@@ -143,11 +153,79 @@ def fit(data_path, *, draws: int, tune: int, chains: int, seed: int, out_dir) ->
         formula, family = lines[0], (lines[1] if len(lines) > 1 else "gaussian")
     else:
         raise ValueError(f"fit reads .npz or .csv files, got {data_path.name!r}.")
+    return {"columns": data, "options": {"formula": formula, "family": family}}
+
+
+def fit_data(
+    data: dict,
+    *,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
+    formula: str | None = None,
+    family: str = "gaussian",
+    **options,
+):
+    """Declare ``gum(formula, data["columns"], family=family, **options)`` and run NUTS."""
     if not formula:
         raise ValueError(
-            f"{data_path.name} holds no 'formula' entry. Save one, e.g. "
-            "np.savez(path, formula='y ~ f(x)', family='poisson', x=..., y=...)."
+            "The GUM needs a formula, e.g. 'y ~ f(x)': save one in the .npz "
+            "(np.savez(path, formula='y ~ f(x)', family='poisson', x=..., y=...)) or pass "
+            "--set formula='y ~ f(x)'."
         )
-    g = gum(formula, data, family=family)
-    idata = g.sample(draws=draws, tune=tune, chains=chains, seed=seed)
-    return _write_outputs(g, idata, out_dir, "gum_fit")
+    g = gum(formula, data["columns"], family=family, **options)
+    return g.sample(
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=resolve_seed(random_seed, seed),
+        progressbar=progressbar,
+        idata_kwargs=idata_kwargs,
+    )
+
+
+def fit(
+    data_path,
+    *,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
+    out_dir: Path = Path("pmctx-fit"),
+    **options,
+) -> list[Path]:
+    """Fit a GUM to user data by NUTS.
+
+    ``data_path`` is a ``.npz`` or ``.csv`` file with the regressor columns and the response.
+    The model is given by the string key/column ``formula`` of a ``.npz`` (e.g.
+    ``"y ~ f(x1) * f(x2, kernel='periodic', period=pi) + f(x3)"``) and ``family``
+    (``gaussian``/``bernoulli``/``poisson``, default gaussian); a ``.csv`` takes the formula
+    from a sidecar ``<file>.formula`` text file (first line formula, optional second line
+    family). ``options`` (``formula``, ``family``, ``noise_sd``, ...) override the file's.
+    2-D regressors (trials x positions) are supported in ``.npz`` only. Writes
+    ``gum_posterior.nc``, ``gum_summary.csv``, ``gum_diagnostics.csv`` into ``out_dir``.
+    """
+    data = _load(data_path)
+    options = {**data.pop("options"), **options}
+    idata = fit_data(
+        data,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=resolve_seed(random_seed, seed),
+        progressbar=progressbar,
+        idata_kwargs=idata_kwargs,
+        **options,
+    )
+    return write_outputs(idata, out_dir)

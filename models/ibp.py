@@ -18,7 +18,8 @@ Examples
 >>> from pmctx.ibp.data import visuomotor_data
 >>> from pmctx.models.ibp import sample
 >>> data = visuomotor_data(n_trials=20, seed=0)
->>> idata = sample(data.F, data.X, K_max=6, draws=30, tune=30, chains=1, random_seed=0)
+>>> idata = sample(data.F, data.X, K_max=6, draws=30, tune=30, chains=1, random_seed=0,
+...                check_convergence=False)
 >>> int(idata.posterior["n_active"].max()) <= 6
 True
 """
@@ -33,6 +34,8 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from pmctx import TruncationWarning
+from pmctx.convergence import report_after_fit
+from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
 from pmctx.steps.ibp_gibbs import ALPHA_PRIOR, HYPER_NAMES, IBPAlphaGibbs, IBPGibbs
 from pmctx.validation import (
     as_binary_array,
@@ -156,14 +159,17 @@ def sample(
     X=None,
     *,
     K_max: int = 10,
-    draws: int = 1000,
-    tune: int = 200,
-    chains: int = 4,
-    cores: int = 1,
-    random_seed=0,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
     log_likelihood: bool = True,
     reconstructions: bool = True,
-    progressbar: bool = False,
+    check_convergence: bool = True,
     **hyper,
 ):
     """Sample the IBP visuo-motor posterior with the specialised Gibbs step.
@@ -179,12 +185,17 @@ def sample(
         Forces (N x D) and/or binary cues (N x T); see :func:`build_model`.
     K_max : int, default 10
         Truncation; a :class:`pmctx.TruncationWarning` says when it was too small.
-    draws, tune, chains, cores, random_seed, progressbar
-        As in ``pm.sample``.
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in ``pm.sample``, with its defaults (see :mod:`pmctx.sampling`).
+    seed
+        Deprecated alias of ``random_seed``.
     log_likelihood : bool, default True
         Add the pointwise ``log_likelihood`` group for ``F`` and ``X`` (for ``az.loo``).
     reconstructions : bool, default True
         Store ``F_hat`` and ``X_prob`` per draw.
+    check_convergence : bool, default True
+        Warn :class:`pmctx.ConvergenceWarning` when ``n_active``, ``loglik`` or the
+        reconstructions have R-hat > 1.01 or ESS < 100 per chain.
     **hyper
         Hyperparameters, as in :func:`build_model`.
 
@@ -198,39 +209,49 @@ def sample(
     --------
     >>> from pmctx.ibp.data import visuomotor_data
     >>> data = visuomotor_data(n_trials=8, seed=1)
-    >>> idata = sample(X=data.X, K_max=8, draws=20, tune=10, chains=1)
+    >>> idata = sample(X=data.X, K_max=8, draws=20, tune=10, chains=1, check_convergence=False)
     >>> idata.posterior["Z"].shape
     (1, 20, 8, 8)
     """
-    draws = check_int(draws, "draws", minimum=1)
-    tune = check_int(tune, "tune", minimum=0)
-    chains = check_int(chains, "chains", minimum=1)
+    random_seed = resolve_seed(random_seed, seed)
+    check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
     model = build_model(F, X, K_max=K_max, reconstructions=reconstructions, **hyper)
     with model:
         steps = [IBPGibbs()]
         if hyper.get("alpha") == "prior":
             steps.append(IBPAlphaGibbs())
-        idata = pm.sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            cores=cores,
-            step=steps,
-            random_seed=random_seed,
-            progressbar=progressbar,
-            compute_convergence_checks=False,
-            idata_kwargs={"log_likelihood": log_likelihood},
-        )
+    idata = run_sampler(
+        model,
+        step=steps,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=random_seed,
+        progressbar=progressbar,
+        idata_kwargs={"log_likelihood": log_likelihood, **(idata_kwargs or {})},
+    )
     hit = idata.sample_stats["truncation_hit"].values
     if hit.mean() > 0.01:
         warnings.warn(
             f"The truncation at K_max={model.dim_lengths['feature'].eval()} was full after "
             f"{hit.mean():.0%} of the sweeps, so the sampler could not add the features the "
-            "posterior asked for; rerun with a larger K_max.",
+            "posterior asked for; rerun with a larger K_max (pmctx fit: --set K_max=20).",
             TruncationWarning,
             stacklevel=2,
         )
+    report_after_fit(idata, "ibp", check=check_convergence)
     return idata
+
+
+def invariants(idata):
+    """Label-invariant quantities: ``n_active``, ``loglik`` and the reconstructions.
+
+    Feature labels switch between chains, so ``Z``, ``A``, ``Y`` and ``pi`` are left out;
+    ``F_hat = Z A`` and ``X_prob`` do not depend on the labels.
+    """
+    names = [v for v in ("n_active", "loglik", "F_hat", "X_prob") if v in idata.posterior]
+    return idata.posterior[names]
 
 
 # ---------------------------------------------------------------- outputs, demo and fit
@@ -266,19 +287,20 @@ def plot_bases(Y, A=None, *, side=None, titles=None):
 
 
 def write_outputs(idata, out_dir, prefix="ibp", *, reference=None, side=None) -> list:
-    """Save the InferenceData, a label-invariant summary and diagnostic plots."""
+    """Write the standard outputs (posterior, summary, diagnostics) and the IBP plots.
+
+    ``<prefix>_posterior.nc``, ``<prefix>_summary.csv`` (label-invariant quantities),
+    ``<prefix>_diagnostics.csv`` (convergence report), ``<prefix>_trace.png``,
+    ``<prefix>_n_active.png`` and ``<prefix>_bases.png`` (aligned to ``reference`` if given).
+    """
     import arviz as az
     import matplotlib.pyplot as plt
 
     from pmctx.ibp.diagnostics import LABEL_INVARIANT, align_features
-    from pmctx.io import save_figure, save_idata, write_summary
+    from pmctx.io import save_figure, write_standard_outputs
 
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [save_idata(idata, out_dir / f"{prefix}_posterior.nc")]
-    paths.append(
-        write_summary(idata, out_dir / f"{prefix}_summary.csv", var_names=list(LABEL_INVARIANT))
-    )
+    paths = write_standard_outputs(idata, out_dir, prefix)
     axes = az.plot_trace(idata, var_names=list(LABEL_INVARIANT))
     paths.append(save_figure(axes.ravel()[0].figure, out_dir / f"{prefix}_trace.png"))
     fig, ax = plt.subplots(figsize=(4, 3))
@@ -295,25 +317,30 @@ def write_outputs(idata, out_dir, prefix="ibp", *, reference=None, side=None) ->
     return paths
 
 
-def demo(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
+def demo(
+    out_dir: Path, *, quick: bool = False, random_seed: int = 0, seed=None, cores=None
+) -> list[Path]:
     """Fit the model to synthetic 6 x 6 bar cues with 2-D forces (four true contexts).
 
     Writes ``ibp_posterior.nc`` (with ``log_likelihood``), ``ibp_summary.csv`` (label-
-    invariant quantities), ``ibp_trace.png``, ``ibp_n_active.png`` and ``ibp_bases.png``
-    (posterior Y images and A vectors aligned to the true features).
+    invariant quantities), ``ibp_diagnostics.csv``, ``ibp_trace.png``, ``ibp_n_active.png``
+    and ``ibp_bases.png`` (posterior Y images and A vectors aligned to the true features).
     """
     from pmctx.ibp.data import visuomotor_data
 
-    data = visuomotor_data(60 if quick else 150, seed=seed)
+    random_seed = resolve_seed(random_seed, seed)
+    data = visuomotor_data(60 if quick else 150, seed=random_seed)
     idata = sample(
         data.F,
         data.X,
         K_max=8 if quick else 12,
         draws=150 if quick else 1000,
-        tune=150 if quick else 500,
+        tune=150 if quick else 1000,
         chains=2 if quick else 4,
-        random_seed=seed,
+        cores=cores,
+        random_seed=random_seed,
         sigma_n=0.3,
+        check_convergence=not quick,
     )
     return write_outputs(idata, out_dir, reference=data.Z, side=data.side)
 
@@ -346,16 +373,68 @@ def _load(data_path: Path):
     raise ValueError(f"Expected a .npz or .csv file, got {data_path.name}.")
 
 
-def fit(
-    data_path: Path, *, draws: int, tune: int, chains: int, seed: int, out_dir: Path
-) -> list[Path]:
-    """Fit the model to user data and write the same outputs as :func:`demo`.
+def fit_data(
+    data: dict,
+    *,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
+    **options,
+):
+    """:func:`sample` on a data dict ``{"F": ..., "X": ...}`` (either may be absent)."""
+    return sample(
+        data.get("F"),
+        data.get("X"),
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=resolve_seed(random_seed, seed),
+        progressbar=progressbar,
+        idata_kwargs=idata_kwargs,
+        **options,
+    )
 
-    ``data_path`` is an ``.npz`` with ``F`` (forces, n_trials x D, float) and/or ``X``
-    (binary cues, n_trials x T), optionally scalars ``K_max`` and any of ``alpha, sigma_n,
-    sigma_A, phi, lam, eps``; or a ``.csv`` with one row per trial, force columns named
-    ``f*`` and cue columns named ``x*``.
+
+def fit(
+    data_path: Path,
+    *,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
+    out_dir: Path = Path("pmctx-fit"),
+    **options,
+) -> list[Path]:
+    """Fit the model to a data file and write the same outputs as :func:`demo`.
+
+    The file's layout is declared in :data:`pmctx.schema.IBP_SCHEMA`: an ``.npz`` with
+    ``F`` (forces, n_trials x D, float) and/or ``X`` (binary cues, n_trials x T) and
+    optional scalars ``K_max`` and ``alpha, sigma_n, sigma_A, phi, lam, eps``; or a ``.csv``
+    with one row per trial, force columns ``F0, F1, ...`` and cue columns ``X0, X1, ...``.
+    ``options`` (e.g. ``K_max=20``) override the file's scalars.
     """
-    F, X, options = _load(Path(data_path))
-    idata = sample(F, X, draws=draws, tune=tune, chains=chains, random_seed=seed, **options)
+    F, X, file_options = _load(Path(data_path))
+    data = {"F": F, "X": X}
+    options = {**file_options, **options}
+    idata = fit_data(
+        data,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=resolve_seed(random_seed, seed),
+        progressbar=progressbar,
+        idata_kwargs=idata_kwargs,
+        **options,
+    )
     return write_outputs(idata, out_dir)

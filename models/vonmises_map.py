@@ -29,7 +29,9 @@ import pytensor.tensor as pt
 from pymc.distributions import transforms
 
 from pmctx import PmctxWarning
-from pmctx.io import save_figure, save_idata, write_summary
+from pmctx.convergence import report_after_fit
+from pmctx.io import save_figure
+from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
 from pmctx.steps.vonmises import (
     AugmentedVonMisesGibbs,
     ColumnFFBSVonMises,
@@ -243,12 +245,15 @@ def reconstruct(
     kappa_obs: float = 2.0,
     rank: int = 5,
     sampler: str = "augmented",
-    draws: int = 200,
-    tune: int = 100,
-    chains: int = 2,
-    seed: int = 0,
-    cores: int = 1,
-    progressbar: bool = False,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
+    check_convergence: bool = True,
 ):
     """Posterior of an orientation map given noisy, partially missing orientations.
 
@@ -262,8 +267,11 @@ def reconstruct(
         As in :func:`build_model` (``kappa_obs`` applies to doubled angles).
     sampler : {"augmented", "ffbs", "pointwise"}
         Step method (see :mod:`pmctx.steps.vonmises`).
-    draws, tune, chains, seed, cores : int
-        Passed to ``pm.sample``.
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in ``pm.sample``, with its defaults (``seed``: deprecated alias).
+    check_convergence : bool, default True
+        Warn :class:`pmctx.ConvergenceWarning` when theta (circular R-hat/ESS on cos and
+        sin), smoothness or the pinwheel count has not converged.
 
     Returns
     -------
@@ -274,10 +282,12 @@ def reconstruct(
     --------
     >>> theta = np.full((4, 4), 0.5)
     >>> idata = reconstruct(theta, kappa=2.0, kappa_obs=4.0, rank=3, draws=20, tune=5,
-    ...                     chains=1)
+    ...                     chains=1, check_convergence=False)
     >>> posterior_orientation(idata)[0].shape
     (4, 4)
     """
+    random_seed = resolve_seed(random_seed, seed)
+    check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
     theta_obs = as_angle_array(theta_obs, "theta_obs", low=0.0, high=np.pi, ndim=2, allow_nan=True)
     step_cls = STEPS[check_choice(sampler, "sampler", list(STEPS))]
     model = build_model(
@@ -286,21 +296,59 @@ def reconstruct(
     # Start at the data (random angles where missing): far shorter burn-in than all zeros.
     start = theta_to_o(theta_obs)
     missing = np.isnan(start) if mask is None else np.asarray(mask) == 0
-    start = np.where(missing, as_rng(seed).uniform(-np.pi, np.pi, size=start.shape), start)
+    start = np.where(missing, as_rng(random_seed).uniform(-np.pi, np.pi, size=start.shape), start)
     with model:
         step = step_cls([model["o"]])
-        return pm.sample(
-            draws=draws,
-            initvals={"o": start},
-            tune=tune,
-            chains=chains,
-            cores=cores,
-            step=[step],
-            random_seed=seed,
-            progressbar=progressbar,
-            compute_convergence_checks=False,
-            idata_kwargs={"log_likelihood": "z" in model.named_vars},
-        )
+    idata = run_sampler(
+        model,
+        step=[step],
+        initvals={"o": start},
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=random_seed,
+        progressbar=progressbar,
+        idata_kwargs={"log_likelihood": "z" in model.named_vars, **(idata_kwargs or {})},
+    )
+    report_after_fit(idata, "vonmises", check=check_convergence)
+    return idata
+
+
+def _pinwheel_counts(theta) -> np.ndarray:
+    """Number of pinwheels (either sign) of every map in ``theta`` (..., M, N)."""
+    o = 2.0 * np.asarray(theta, dtype=np.float64)
+    corners = [o[..., :-1, :-1], o[..., :-1, 1:], o[..., 1:, 1:], o[..., 1:, :-1]]
+    total = sum(wrap_angle(corners[(k + 1) % 4] - corners[k]) for k in range(4))
+    return (np.abs(np.round(total / (2.0 * np.pi))) > 0).sum(axis=(-2, -1)).astype(np.float64)
+
+
+def invariants(idata):
+    """Circular ``theta`` (period pi), ``smoothness`` and ``pinwheels`` per draw.
+
+    ``theta`` carries ``attrs["period"] = pi``: summaries give its circular mean and sd, and
+    R-hat/ESS are computed on ``cos 2 theta`` and ``sin 2 theta``.
+    """
+    import xarray as xr
+
+    post = idata.posterior
+    theta = post["theta"]
+    o = post["o"].values
+    edges = np.concatenate(
+        [
+            np.cos(np.diff(o, axis=-2)).reshape(*o.shape[:2], -1),
+            np.cos(np.diff(o, axis=-1)).reshape(*o.shape[:2], -1),
+        ],
+        axis=-1,
+    )
+    out = xr.Dataset(
+        {
+            "theta": theta.assign_attrs(period=np.pi),
+            "smoothness": (("chain", "draw"), edges.mean(axis=-1)),
+            "pinwheels": (("chain", "draw"), _pinwheel_counts(theta.values)),
+        }
+    )
+    return out
 
 
 def posterior_orientation(idata):
@@ -318,25 +366,32 @@ def noisy_observations(theta, *, kappa_obs: float, missing: float, seed=None):
     return observed
 
 
-def _write_outputs(idata, out_dir: Path, stem: str, theta_obs, truth=None) -> list[Path]:
+def write_outputs(
+    idata, out_dir: Path, prefix: str = "vonmises", *, theta_obs=None, truth=None
+) -> list[Path]:
+    """Standard outputs (posterior, circular summary, diagnostics) and the reconstruction
+    (when ``theta_obs`` is given) and smoothness-trace figures."""
+    from pmctx.io import write_standard_outputs
     from pmctx.vonmises.plots import plot_reconstruction, plot_smoothness_trace
 
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [save_idata(idata, out_dir / f"{stem}_idata.nc")]
-    paths.append(write_summary(idata, out_dir / f"{stem}_summary.csv", var_names=["theta"]))
-    mean, sd = posterior_orientation(idata)
-    fig = plot_reconstruction(theta_obs, mean, sd, truth=truth)
-    paths.append(save_figure(fig, out_dir / f"{stem}_reconstruction.png"))
+    paths = write_standard_outputs(idata, out_dir, prefix)
+    if theta_obs is not None:
+        mean, sd = posterior_orientation(idata)
+        fig = plot_reconstruction(theta_obs, mean, sd, truth=truth)
+        paths.append(save_figure(fig, out_dir / f"{prefix}_reconstruction.png"))
     fig = plot_smoothness_trace(idata.sample_stats["smoothness"].values)
-    paths.append(save_figure(fig, out_dir / f"{stem}_trace.png"))
+    paths.append(save_figure(fig, out_dir / f"{prefix}_trace.png"))
     return paths
 
 
-def demo(out_dir, *, quick: bool = False, seed: int = 0) -> list[Path]:
+def demo(
+    out_dir, *, quick: bool = False, random_seed: int = 0, seed=None, cores=None
+) -> list[Path]:
     """Sample a true map from the prior (R = 5, kappa = 5), corrupt it, reconstruct it.
 
-    Writes the posterior (NetCDF), an ``az.summary`` CSV of ``theta``, a metrics CSV
+    Writes ``vonmises_posterior.nc``, ``vonmises_summary.csv`` (circular statistics of
+    theta, smoothness, pinwheels), ``vonmises_diagnostics.csv``, a metrics CSV
     (orientation errors, pinwheels, smoothness), the reconstruction figure, a trace plot and
     prior samples for several ranks and concentrations. ``quick`` uses a 24 x 24 grid.
     """
@@ -344,6 +399,7 @@ def demo(out_dir, *, quick: bool = False, seed: int = 0) -> list[Path]:
 
     from pmctx.vonmises.plots import plot_orientation_map
 
+    seed = resolve_seed(random_seed, seed)
     out_dir = Path(out_dir)
     size = 24 if quick else 50
     truth = o_to_theta(sample_prior((size, size), kappa=5.0, rank=5, n_sweeps=30, seed=seed))
@@ -353,12 +409,14 @@ def demo(out_dir, *, quick: bool = False, seed: int = 0) -> list[Path]:
         kappa=5.0,
         kappa_obs=2.0,
         rank=5,
-        draws=100 if quick else 400,
-        tune=30 if quick else 100,
-        chains=2,
-        seed=seed,
+        draws=100 if quick else 1000,
+        tune=30 if quick else 1000,
+        chains=2 if quick else 4,
+        cores=cores,
+        random_seed=seed,
+        check_convergence=not quick,
     )
-    paths = _write_outputs(idata, out_dir, "vonmises_map", theta_obs, truth)
+    paths = write_outputs(idata, out_dir, theta_obs=theta_obs, truth=truth)
     mean, _ = posterior_orientation(idata)
     seen = ~np.isnan(theta_obs)
     rows = {
@@ -368,7 +426,7 @@ def demo(out_dir, *, quick: bool = False, seed: int = 0) -> list[Path]:
         "true_pinwheels": sum(count_pinwheels(truth)),
         "true_smoothness": smoothness(2 * truth),
     }
-    metrics = out_dir / "vonmises_map_metrics.csv"
+    metrics = out_dir / "vonmises_metrics.csv"
     metrics.write_text("metric,value\n" + "".join(f"{k},{v:.6g}\n" for k, v in rows.items()))
     paths.append(metrics)
     ranks, kappas = (3, 5, 10), (2.0, 5.0)
@@ -388,7 +446,7 @@ def demo(out_dir, *, quick: bool = False, seed: int = 0) -> list[Path]:
             plot_orientation_map(
                 axes[i, j], theta, title=f"R={rank}, kappa={kappa:g}: {n_pos}+/{n_neg}- pinwheels"
             )
-    paths.append(save_figure(fig, out_dir / "vonmises_map_prior_samples.png"))
+    paths.append(save_figure(fig, out_dir / "vonmises_prior_samples.png"))
     return paths
 
 
@@ -414,20 +472,71 @@ def _load_map(data_path: Path):
     return theta, mask, options
 
 
-def fit(data_path, *, draws: int, tune: int, chains: int, seed: int, out_dir) -> list[Path]:
+def fit_data(
+    data: dict,
+    *,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
+    **options,
+):
+    """:func:`reconstruct` on ``{"theta": ..., "mask": ...}`` (mask optional)."""
+    return reconstruct(
+        data["theta"],
+        mask=data.get("mask"),
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=resolve_seed(random_seed, seed),
+        progressbar=progressbar,
+        idata_kwargs=idata_kwargs,
+        **options,
+    )
+
+
+def fit(
+    data_path,
+    *,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
+    out_dir: Path = Path("pmctx-fit"),
+    **options,
+) -> list[Path]:
     """Reconstruct an orientation map from a data file and write the outputs.
 
     The file is either ``.npz`` with ``theta`` (M x N orientations in radians within
     ``[0, pi]``, NaN where missing), optional ``mask`` (M x N, 1 = observed) and optional
     scalars ``kappa`` (default 5), ``kappa_obs`` (2) and ``rank`` (5); or a ``.csv`` matrix of
-    orientations (empty cells or NaN for missing). Writes the posterior NetCDF, an
-    ``az.summary`` CSV of ``theta`` and reconstruction/trace figures into ``out_dir``.
+    orientations without a header (empty cells or NaN for missing). ``options`` override the
+    file's. Writes ``vonmises_posterior.nc``, ``vonmises_summary.csv``,
+    ``vonmises_diagnostics.csv`` and reconstruction/trace figures into ``out_dir``.
     """
-    theta, mask, options = _load_map(data_path)
-    idata = reconstruct(
-        theta, mask=mask, draws=draws, tune=tune, chains=chains, seed=seed, **options
+    theta, mask, file_options = _load_map(data_path)
+    options = {**file_options, **options}
+    idata = fit_data(
+        {"theta": theta, "mask": mask},
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=resolve_seed(random_seed, seed),
+        progressbar=progressbar,
+        idata_kwargs=idata_kwargs,
+        **options,
     )
     theta_obs = as_angle_array(theta, "theta", low=0.0, high=np.pi, allow_nan=True)
     if mask is not None:
         theta_obs = np.where(np.asarray(mask) == 1, theta_obs, np.nan)
-    return _write_outputs(idata, Path(out_dir), "vonmises_map", theta_obs)
+    return write_outputs(idata, Path(out_dir), theta_obs=theta_obs)

@@ -24,4 +24,14 @@ class ConvergenceWarning(PmctxWarning):
     """An optimiser or sampler did not converge as requested."""
 
 
-__all__ = ["ConvergenceWarning", "PmctxWarning", "TruncationWarning", "__version__"]
+def summary(idata, var_names=None, **kwargs):
+    """Posterior summary of a fit's label-invariant quantities (see :mod:`pmctx.summarize`).
+
+    Circular quantities get circular mean/sd and R-hat/ESS on (cos, sin).
+    """
+    from pmctx.summarize import summary as _summary
+
+    return _summary(idata, var_names, **kwargs)
+
+
+__all__ = ["ConvergenceWarning", "PmctxWarning", "TruncationWarning", "__version__", "summary"]

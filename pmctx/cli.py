@@ -1,8 +1,14 @@
 """The ``pmctx`` command line: run the bundled demos or fit a model to your data.
 
-``pmctx demo [MODEL ...]`` runs each model on its bundled default data and writes an
-InferenceData NetCDF file, an ``az.summary`` CSV and diagnostic PNG plots per model.
-``pmctx fit MODEL --data FILE`` fits one model to user data.
+``pmctx demo [MODEL ...]`` runs each model on its bundled default data; ``pmctx fit MODEL
+--data FILE`` fits one model to user data. Both write ``<model>_posterior.nc``,
+``<model>_summary.csv`` and ``<model>_diagnostics.csv`` (plus plots) per model and print the
+convergence report. Subcommands are registered from :data:`SUBCOMMANDS`; other modules add
+theirs with ``add_parser(subparsers)`` functions (e.g. ``pmctx.compare.add_parser``), each
+setting ``func`` (``args -> exit code``) with ``parser.set_defaults``.
+
+User errors (a bad file, a bad option) print one line to stderr and exit with status 2;
+nothing is written to ``--out`` then.
 """
 
 from __future__ import annotations
@@ -11,11 +17,15 @@ import argparse
 import importlib
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from pmctx.models import MODEL_MODULES
 
-__all__ = ["available_models", "main"]
+__all__ = ["SUBCOMMANDS", "available_models", "main", "parse_options"]
+
+#: Errors that come from the user's input: one line and exit status 2, no traceback.
+USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, PermissionError)
 
 
 def _load(name: str):
@@ -36,7 +46,7 @@ def available_models() -> dict[str, dict[str, bool]]:
         module = _load(name)
         status[name] = {
             "demo": module is not None and hasattr(module, "demo"),
-            "fit": module is not None and hasattr(module, "fit"),
+            "fit": module is not None and hasattr(module, "fit_data"),
         }
     return status
 
@@ -45,46 +55,151 @@ def _model_list_help() -> str:
     return ", ".join(f"{name} (pmctx.models.{mod})" for name, mod in MODEL_MODULES.items())
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="pmctx",
-        description="PyMC/ArviZ models for cognitive science and neuroscience. "
-        f"Models: {_model_list_help()}.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+# ---------------------------------------------------------------- options
 
-    demo = sub.add_parser(
-        "demo",
-        help="run models on their bundled default data",
-        description="Run each model on its bundled default data; write InferenceData (.nc), "
-        f"az.summary (.csv) and plots (.png) per model. Models: {', '.join(MODEL_MODULES)}.",
-    )
-    demo.add_argument("models", nargs="*", metavar="MODEL", help="models to run (default: all)")
-    demo.add_argument("--out", default="pmctx-demo", type=Path, help="output folder")
-    demo.add_argument("--quick", action="store_true", help="small sizes, about a minute each")
-    demo.add_argument("--seed", type=int, default=0, help="random seed")
 
-    fit = sub.add_parser(
-        "fit",
-        help="fit a model to your data",
-        description="Fit MODEL to a data file (.npz loaded without pickles, or .csv/.nc where "
-        f"the model's data is tabular). Models: {', '.join(MODEL_MODULES)}. See each model's "
-        "`fit` docstring for the expected arrays or columns.",
+def _parse_value(text: str):
+    """A TOML value (``20``, ``0.3``, ``"prior"``, ``true``), or the bare text as a string."""
+    import tomllib
+
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_options(pairs, config=None) -> dict:
+    """Model options from ``--config FILE.toml`` then ``--set key=value`` (later wins).
+
+    Examples
+    --------
+    >>> parse_options(["K_max=20", "sigma_n=prior", "alpha=0.5"])
+    {'K_max': 20, 'sigma_n': 'prior', 'alpha': 0.5}
+    """
+    import tomllib
+
+    options = {}
+    if config is not None:
+        config = Path(config)
+        if not config.is_file():
+            raise FileNotFoundError(f"--config {config} does not exist.")
+        try:
+            options.update(tomllib.loads(config.read_text()))
+        except tomllib.TOMLDecodeError as err:
+            raise ValueError(f"--config {config} is not valid TOML: {err}.") from err
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set takes key=value (e.g. --set K_max=20), got {pair!r}.")
+        options[key.strip()] = _parse_value(value.strip())
+    return options
+
+
+def _check_options(name: str, options: dict) -> None:
+    from pmctx.registry import get_spec
+
+    known = get_spec(name).options
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ValueError(
+            f"Unknown option(s) {unknown} for {name}; it takes {sorted(known)} "
+            f"(see `pmctx fit {name} --help`)."
+        )
+
+
+def _check_out(out: Path) -> Path:
+    """Fail before any work if ``--out`` cannot be a folder."""
+    out = Path(out)
+    for parent in (out, *out.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise NotADirectoryError(f"--out {out}: {parent} is a file, not a folder.")
+            break
+    return out
+
+
+def _add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--draws", type=int, default=1000, help="draws per chain (1000)")
+    parser.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (1000)")
+    parser.add_argument("--chains", type=int, default=4, help="chains (4)")
+    parser.add_argument(
+        "--cores", type=int, default=None, help="chains run in parallel (default: PyMC's)"
     )
-    fit.add_argument("model", metavar="MODEL", choices=list(MODEL_MODULES))
-    fit.add_argument("--data", required=True, type=Path, help="data file")
-    fit.add_argument("--draws", type=int, default=1000)
-    fit.add_argument("--tune", type=int, default=1000)
-    fit.add_argument("--chains", type=int, default=4)
-    fit.add_argument("--seed", type=int, default=0)
-    fit.add_argument("--out", default="pmctx-fit", type=Path, help="output folder")
-    return parser
+    parser.add_argument(
+        "--random-seed", "--seed", dest="random_seed", type=int, default=None, help="seed"
+    )
+    parser.add_argument(
+        "--progressbar",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bars (default: on in a terminal)",
+    )
+
+
+# ---------------------------------------------------------------- output
 
 
 def _print_written(name: str, paths, seconds: float) -> None:
     print(f"[{name}] wrote {len(paths)} file(s) in {seconds:.1f} s:")
     for path in paths:
         print(f"  {path}")
+    nc = [p for p in paths if str(p).endswith("_posterior.nc")]
+    if nc:
+        print(
+            f"[{name}] load them with: import pmctx, arviz as az; "
+            f"idata = az.from_netcdf('{nc[0]}'); print(pmctx.summary(idata)); "
+            "pandas.read_csv('<model>_summary.csv', index_col=0)"
+        )
+
+
+def _print_report(name: str, idata) -> None:
+    from pmctx.convergence import convergence_report
+
+    if idata is None or "posterior" not in idata.groups():
+        return
+    report = convergence_report(idata)
+    ok = bool(report["converged"].all())
+    print(f"[{name}] convergence ({'all quantities converged' if ok else 'NOT CONVERGED'}):")
+    columns = ["kind", "r_hat", "ess_bulk", "ess_tail", "ess_min", "converged"]
+    print(report[columns].to_string(float_format=lambda v: f"{v:.4g}"))
+
+
+def _run_quietly(name: str, func, *args, **kwargs):
+    """Call ``func``; print pmctx warnings as plain lines instead of Python's warning format."""
+    from pmctx import PmctxWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PmctxWarning)
+        result = func(*args, **kwargs)
+    for warning in caught:
+        if issubclass(warning.category, PmctxWarning):
+            print(f"[{name}] {warning.category.__name__}: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+    return result
+
+
+# ---------------------------------------------------------------- demo
+
+
+def _add_demo(sub) -> None:
+    demo = sub.add_parser(
+        "demo",
+        help="run models on their bundled default data",
+        description="Run each model on its bundled default data; write <model>_posterior.nc, "
+        "<model>_summary.csv, <model>_diagnostics.csv and plots per model. Models: "
+        f"{', '.join(MODEL_MODULES)}.",
+    )
+    demo.add_argument("models", nargs="*", metavar="MODEL", help="models to run (default: all)")
+    demo.add_argument("--out", default="pmctx-demo", type=Path, help="output folder")
+    demo.add_argument("--quick", action="store_true", help="small sizes, about a minute each")
+    demo.add_argument(
+        "--random-seed", "--seed", dest="random_seed", type=int, default=0, help="seed (0)"
+    )
+    demo.add_argument("--cores", type=int, default=None, help="chains run in parallel")
+    demo.set_defaults(func=_demo)
 
 
 def _demo(args) -> int:
@@ -92,6 +207,7 @@ def _demo(args) -> int:
     if unknown:
         print(f"Unknown model(s) {unknown}; choose from {list(MODEL_MODULES)}.", file=sys.stderr)
         return 2
+    _check_out(args.out)
     status = available_models()
     chosen = args.models or list(MODEL_MODULES)
     missing = [m for m in chosen if not status[m]["demo"]]
@@ -108,49 +224,145 @@ def _demo(args) -> int:
         if name in missing:
             continue
         start = time.perf_counter()
-        paths = _load(name).demo(args.out / name, quick=args.quick, seed=args.seed)
+        paths = _run_quietly(
+            name,
+            _load(name).demo,
+            args.out / name,
+            quick=args.quick,
+            random_seed=args.random_seed,
+            cores=args.cores,
+        )
         _print_written(name, paths, time.perf_counter() - start)
     if len(missing) == len(chosen):
         print("No demo ran: none of the requested models is implemented yet.")
     return 0
 
 
-def _fit(args) -> int:
-    module = _load(args.model)
-    if module is None or not hasattr(module, "fit"):
-        print(f"[{args.model}] not yet implemented: fit is not available.", file=sys.stderr)
-        return 2
-    if not args.data.exists():
-        print(f"Data file {args.data} does not exist.", file=sys.stderr)
-        return 2
+# ---------------------------------------------------------------- fit
+
+
+def _options_help() -> str:
+    from pmctx.registry import list_specs
+
+    lines = []
+    for spec in list_specs():
+        opts = "; ".join(f"{k}: {v}" for k, v in spec.options.items())
+        lines.append(f"{spec.name}: {opts}")
+    return "\n".join(lines)
+
+
+def _add_fit(sub) -> None:
+    fit = sub.add_parser(
+        "fit",
+        help="fit a model to your data",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Fit MODEL to a data file (.npz loaded without pickles, .csv, or .nc "
+        "holding an InferenceData's observed_data) and write <model>_posterior.nc, "
+        "<model>_summary.csv and <model>_diagnostics.csv into --out/MODEL. Each model's "
+        "`fit` docstring lists the arrays or columns it expects.\n\n"
+        f"Models: {', '.join(MODEL_MODULES)}. Options (--set key=value):\n" + _options_help(),
+    )
+    fit.add_argument("model", metavar="MODEL", choices=list(MODEL_MODULES))
+    fit.add_argument("--data", required=True, type=Path, help="data file")
+    _add_sampling_arguments(fit)
+    fit.add_argument(
+        "--set",
+        dest="options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="model option, e.g. --set K_max=20 (repeatable; TOML values)",
+    )
+    fit.add_argument("--config", type=Path, default=None, help="TOML file of model options")
+    fit.add_argument("--out", default="pmctx-fit", type=Path, help="output folder")
+    fit.set_defaults(func=_fit)
+
+
+def _check_counts(args) -> None:
     for opt in ("draws", "chains"):
         if getattr(args, opt) < 1:
-            print(f"--{opt} must be at least 1, got {getattr(args, opt)}.", file=sys.stderr)
-            return 2
+            raise ValueError(f"--{opt} must be at least 1, got {getattr(args, opt)}.")
     if args.tune < 0:
-        print(f"--tune must be non-negative, got {args.tune}.", file=sys.stderr)
-        return 2
+        raise ValueError(f"--tune must be non-negative, got {args.tune}.")
+    if args.cores is not None and args.cores < 1:
+        raise ValueError(f"--cores must be at least 1, got {args.cores}.")
+
+
+def _fit(args) -> int:
+    from pmctx.registry import get_spec
+
+    module = _load(args.model)
+    if module is None or not hasattr(module, "fit_data"):
+        raise ValueError(f"[{args.model}] not yet implemented: fit is not available.")
+    _check_counts(args)
+    out_dir = _check_out(args.out) / args.model
+    if not args.data.exists():
+        raise FileNotFoundError(f"Data file {args.data} does not exist.")
+    spec = get_spec(args.model)
+    options = parse_options(args.options, args.config)
+    _check_options(args.model, options)
+    data = spec.schema(args.data)
+    options = {**data.pop("options", {}), **options}
     start = time.perf_counter()
-    try:
-        paths = module.fit(
-            args.data,
-            draws=args.draws,
-            tune=args.tune,
-            chains=args.chains,
-            seed=args.seed,
-            out_dir=args.out / args.model,
-        )
-    except (ValueError, TypeError) as err:
-        print(f"[{args.model}] cannot fit {args.data}: {err}", file=sys.stderr)
-        return 2
+    idata = _run_quietly(
+        args.model,
+        spec.fit,
+        data,
+        draws=args.draws,
+        tune=args.tune,
+        chains=args.chains,
+        cores=args.cores,
+        random_seed=args.random_seed,
+        progressbar=args.progressbar,
+        **options,
+    )
+    paths = spec.write_outputs(idata, out_dir)
+    _print_report(args.model, idata)
     _print_written(args.model, paths, time.perf_counter() - start)
     return 0
+
+
+#: Subcommand registrars, in help order; other modules' ``add_parser`` join when present.
+SUBCOMMANDS = [_add_demo, _add_fit]
+EXTERNAL_SUBCOMMANDS = ["pmctx.compare", "pmctx.batch", "pmctx.sbc"]
+
+
+def _external_registrars():
+    for module_name in EXTERNAL_SUBCOMMANDS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as err:
+            if err.name == module_name:
+                continue
+            raise
+        if hasattr(module, "add_parser"):
+            yield module.add_parser
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    from pmctx import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="pmctx",
+        description="PyMC/ArviZ models for cognitive science and neuroscience. "
+        f"Models: {_model_list_help()}.",
+    )
+    parser.add_argument("--version", action="version", version=f"pmctx {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in [*SUBCOMMANDS, *_external_registrars()]:
+        add(sub)
+    return parser
 
 
 def main(argv=None) -> int:
     """Entry point of the ``pmctx`` command."""
     args = _build_parser().parse_args(argv)
-    return _demo(args) if args.command == "demo" else _fit(args)
+    try:
+        return args.func(args)
+    except USER_ERRORS as err:
+        message = " ".join(str(err).split())
+        print(f"pmctx {args.command}: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -30,9 +30,11 @@ import pymc as pm
 __all__ = [
     "add_log_likelihood",
     "load_idata",
+    "output_names",
     "save_figure",
     "save_idata",
     "to_inference_data",
+    "write_standard_outputs",
     "write_summary",
 ]
 
@@ -169,3 +171,35 @@ def save_figure(fig, path, *, dpi: int = 110) -> Path:
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+def output_names(model: str) -> dict[str, str]:
+    """The file names every model writes: posterior, summary and diagnostics."""
+    return {
+        "posterior": f"{model}_posterior.nc",
+        "summary": f"{model}_summary.csv",
+        "diagnostics": f"{model}_diagnostics.csv",
+    }
+
+
+def write_standard_outputs(idata: az.InferenceData, out_dir, model: str, *, report=None):
+    """Write ``<model>_posterior.nc``, ``<model>_summary.csv`` and ``<model>_diagnostics.csv``.
+
+    The summary is :func:`pmctx.summary` (label-invariant quantities, circular statistics for
+    angles); the diagnostics are :func:`pmctx.convergence.convergence_report` (one row per
+    quantity). Returns the three paths.
+    """
+    from pmctx.convergence import convergence_report
+    from pmctx.summarize import summary
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    names = output_names(model)
+    paths = [save_idata(idata, out_dir / names["posterior"])]
+    path = out_dir / names["summary"]
+    summary(idata).to_csv(path, index_label="quantity")
+    paths.append(path)
+    path = out_dir / names["diagnostics"]
+    (convergence_report(idata) if report is None else report).to_csv(path, index_label="quantity")
+    paths.append(path)
+    return paths

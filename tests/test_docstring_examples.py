@@ -10,6 +10,11 @@ MODULES = [
     "pmctx.io",
     "pmctx.progress",
     "pmctx.steps.base",
+    "pmctx.sampling",
+    "pmctx.convergence",
+    "pmctx.registry",
+    "pmctx.summarize",
+    "pmctx.cli",
 ]
 
 

@@ -31,6 +31,7 @@ from pmctx.gum.formula import parse_formula
 from pmctx.gum.laplace import LaplaceResult, laplace_fit
 from pmctx.gum.terms import Categorical, Term, normalize
 from pmctx.io import add_log_likelihood, to_inference_data
+from pmctx.sampling import SAMPLE_DEFAULTS
 from pmctx.validation import (
     as_binary_array,
     as_count_array,
@@ -147,27 +148,51 @@ class GumModel:
         return point
 
     def sample(
-        self, *, draws=500, tune=500, chains=2, seed=0, init_at_map=True, **kwargs
+        self,
+        *,
+        draws: int = SAMPLE_DEFAULTS["draws"],
+        tune: int = SAMPLE_DEFAULTS["tune"],
+        chains: int = SAMPLE_DEFAULTS["chains"],
+        cores: int | None = SAMPLE_DEFAULTS["cores"],
+        random_seed=SAMPLE_DEFAULTS["random_seed"],
+        progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+        idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+        seed=None,
+        init_at_map=True,
+        check_convergence: bool = True,
+        **kwargs,
     ) -> az.InferenceData:
-        """NUTS via ``pm.sample`` with a ``log_likelihood`` group.
+        """NUTS via ``pm.sample`` with a ``log_likelihood`` group (see :mod:`pmctx.sampling`).
 
-        Products of functions have secondary modes (see :func:`pmctx.gum.laplace.laplace_fit`);
-        with ``init_at_map`` (default) every chain starts at the multi-start Laplace MAP.
+        ``draws, tune, chains, cores, random_seed, progressbar, idata_kwargs`` are
+        ``pm.sample``'s, with its defaults (``seed`` is a deprecated alias). Products of
+        functions have secondary modes and curved posteriors (see
+        :func:`pmctx.gum.laplace.laplace_fit`): with ``init_at_map`` (default) every chain
+        starts at the multi-start Laplace MAP, and ``target_accept`` defaults to 0.9
+        rather than pm.sample's 0.8, which diverges on them. ``check_convergence`` warns
+        :class:`pmctx.ConvergenceWarning` when function values or hyperparameters have not
+        converged.
         """
-        kwargs.setdefault("progressbar", False)
+        from pmctx.convergence import report_after_fit
+        from pmctx.sampling import run_sampler
+
         kwargs.setdefault("target_accept", 0.9)
         if init_at_map and not (self.design.family == "gaussian" and self.design.noise_sd is None):
             kwargs.setdefault("initvals", self.map_point())
             kwargs.setdefault("init", "adapt_diag")
-        with self.model:
-            idata = pm.sample(
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                random_seed=seed,
-                idata_kwargs={"log_likelihood": True},
-                **kwargs,
-            )
+        idata = run_sampler(
+            self.model,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=cores,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            idata_kwargs={"log_likelihood": True, **(idata_kwargs or {})},
+            seed=seed,
+            **kwargs,
+        )
+        report_after_fit(idata, "gum", check=check_convergence)
         return idata
 
     def advi(

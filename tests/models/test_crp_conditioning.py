@@ -33,14 +33,14 @@ def test_build_model_rejects_bad_input(features, kwargs, match):
 
 @pytest.fixture(scope="module")
 def demo_paths(tmp_path_factory):
-    return crp.demo(tmp_path_factory.mktemp("crp_demo"), quick=True, seed=0)
+    return crp.demo(tmp_path_factory.mktemp("crp_demo"), quick=True, random_seed=0)
 
 
 def test_demo_writes_outputs(demo_paths):
     assert all(p.exists() for p in demo_paths)
     suffixes = {p.suffix for p in demo_paths}
     assert {".nc", ".csv", ".png"} <= suffixes
-    idata = load_idata(next(p for p in demo_paths if p.name == "renewal_posterior.nc"))
+    idata = load_idata(next(p for p in demo_paths if p.name == "crp_posterior.nc"))
     assert "features" in idata.log_likelihood
     import pandas as pd
 
@@ -50,7 +50,9 @@ def test_demo_writes_outputs(demo_paths):
 
 def test_batch_posterior_groups_aba_test_with_acquisition():
     design = shipped_design("renewal_aba", n_acquisition=4, n_extinction=4, n_test=1)
-    idata = crp.sample_posterior(design, alpha=1.0, max_causes=5, draws=300, tune=100, chains=1)
+    idata = crp.sample_posterior(
+        design, alpha=1.0, max_causes=5, draws=1000, tune=200, chains=2, cores=1, random_seed=0
+    )
     co = crp.coassignment(idata)
     # The probe in context A shares a cause with acquisition far more than with extinction.
     assert co[-1, :4].mean() > co[-1, 4:8].mean() + 0.5
@@ -60,22 +62,26 @@ def test_fit_reads_npz_and_csv(tmp_path):
     F = shipped_design("renewal_aab", n_acquisition=3, n_extinction=3).to_array()
     np.savez(tmp_path / "subject.npz", features=F, alpha=0.5, max_causes=4)
     paths = crp.fit(
-        tmp_path / "subject.npz", draws=30, tune=10, chains=1, seed=1, out_dir=tmp_path / "o1"
-    )
+        tmp_path / "subject.npz", draws=500, tune=100, chains=2, cores=1, random_seed=1,
+        out_dir=tmp_path / "o1",
+    )  # fmt: skip
     assert all(p.exists() for p in paths)
     (tmp_path / "subject.csv").write_text("US,tone,A,B\n1,1,1,0\n1,1,1,0\n0,1,1,0\n,1,0,1\n")
-    features, alpha, max_causes = crp._load_features(tmp_path / "subject.csv")
+    loaded = crp._load_features(tmp_path / "subject.csv")
+    features = loaded["features"]
     assert list(features["feature"].values) == ["US", "tone", "A", "B"]
-    assert np.isnan(features.values[3, 0]) and (alpha, max_causes) == (1.0, 10)
+    assert np.isnan(features.values[3, 0]) and loaded["options"] == {}
 
 
 def test_fit_rejects_bad_files(tmp_path):
     np.savez(tmp_path / "bad.npz", X=np.zeros((3, 2)))
     with pytest.raises(ValueError, match="features"):
-        crp.fit(tmp_path / "bad.npz", draws=5, tune=5, chains=1, seed=0, out_dir=tmp_path)
+        crp.fit(tmp_path / "bad.npz", draws=5, tune=5, chains=1, random_seed=0, out_dir=tmp_path)
     np.savez(tmp_path / "nonbinary.npz", features=np.full((3, 2), 0.3))
     with pytest.raises(ValueError, match="binary"):
-        crp.fit(tmp_path / "nonbinary.npz", draws=5, tune=5, chains=1, seed=0, out_dir=tmp_path)
+        crp.fit(
+            tmp_path / "nonbinary.npz", draws=5, tune=5, chains=1, random_seed=0, out_dir=tmp_path
+        )
     (tmp_path / "x.txt").write_text("1")
     with pytest.raises(ValueError, match="npz or .csv"):
-        crp.fit(tmp_path / "x.txt", draws=5, tune=5, chains=1, seed=0, out_dir=tmp_path)
+        crp.fit(tmp_path / "x.txt", draws=5, tune=5, chains=1, random_seed=0, out_dir=tmp_path)

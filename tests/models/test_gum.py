@@ -8,10 +8,15 @@ from pmctx.io import load_idata
 
 
 def test_quick_demo_writes_outputs(tmp_path):
-    paths = gum_module.demo(tmp_path, quick=True, seed=0)
+    paths = gum_module.demo(tmp_path, quick=True, random_seed=0)
     names = {p.name for p in paths}
-    assert {"gum_laplace.nc", "gum_laplace_summary.csv", "gum_laplace_functions.png"} <= names
-    idata = load_idata(tmp_path / "gum_laplace.nc")
+    assert {
+        "gum_laplace_posterior.nc",
+        "gum_laplace_summary.csv",
+        "gum_laplace_diagnostics.csv",
+        "gum_laplace_functions.png",
+    } <= names
+    idata = load_idata(tmp_path / "gum_laplace_posterior.nc")
     assert "log_likelihood" in idata.groups()
     assert all(p.exists() for p in paths)
 
@@ -27,10 +32,12 @@ def test_fit_from_npz(tmp_path):
         x=x,
         y=rng.poisson(np.exp(np.sin(2 * x))),
     )
-    paths = gum_module.fit(path, draws=100, tune=100, chains=1, seed=1, out_dir=tmp_path / "o")
+    paths = gum_module.fit(
+        path, draws=500, tune=500, chains=2, cores=1, random_seed=1, out_dir=tmp_path / "o"
+    )
     idata = load_idata(paths[0])
-    assert idata.posterior["f_x"].shape == (1, 100, 8)
+    assert idata.posterior["f_x"].shape == (2, 500, 8)
     bad = tmp_path / "bad.npz"
     np.savez(bad, x=x, y=x)
     with pytest.raises(ValueError, match="formula"):
-        gum_module.fit(bad, draws=10, tune=10, chains=1, seed=0, out_dir=tmp_path)
+        gum_module.fit(bad, draws=10, tune=10, chains=1, random_seed=0, out_dir=tmp_path)

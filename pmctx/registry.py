@@ -1,0 +1,219 @@
+"""One description per model (:class:`ModelSpec`), registered in one place.
+
+The CLI (``demo``, ``fit``, and subcommands other modules add), the convergence report,
+:func:`pmctx.summary`, batch fits and SBC are written once against :class:`ModelSpec`.
+Adding a model means writing one spec here. Every callable is resolved lazily, so importing
+the registry does not import the models.
+
+Examples
+--------
+>>> from pmctx.registry import get_spec, list_specs
+>>> [spec.name for spec in list_specs()]
+['ibp', 'crp', 'vonmises', 'gum']
+>>> spec = get_spec("ibp")
+>>> spec.module
+'pmctx.models.ibp'
+>>> "K_max" in spec.options
+True
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = ["ModelSpec", "get_spec", "invariants_of", "list_specs", "register"]
+
+
+class _Lazy:
+    """A callable that imports ``module:attr`` on first call (keeps the registry light)."""
+
+    def __init__(self, module: str, attr: str):
+        self.module, self.attr = module, attr
+
+    def resolve(self) -> Callable:
+        return getattr(importlib.import_module(self.module), self.attr)
+
+    def __call__(self, *args, **kwargs):
+        return self.resolve()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<lazy {self.module}.{self.attr}>"
+
+
+def _optional(module: str, attr: str) -> _Lazy | None:
+    """``_Lazy(module, attr)`` if that module exists (e.g. a simulator still being written)."""
+    try:
+        found = importlib.util.find_spec(module)
+    except ModuleNotFoundError:
+        found = None
+    return _Lazy(module, attr) if found is not None else None
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything generic code needs to know about one model.
+
+    Attributes
+    ----------
+    name : str
+        CLI name (``pmctx fit NAME``); stored as ``idata.posterior.attrs["pmctx_model"]``.
+    module : str
+        The ``pmctx.models`` module with the model's Python API.
+    schema : callable
+        ``schema(path) -> dict`` loads and validates a data file (see :mod:`pmctx.schema`).
+    fit : callable
+        ``fit(data: dict, *, draws, tune, chains, cores, random_seed, progressbar,
+        idata_kwargs, **options) -> InferenceData`` on validated data.
+    invariants : callable
+        ``invariants(idata) -> xarray.Dataset`` of label-invariant quantities (chain, draw,
+        ...); circular ones carry ``attrs["period"]``.
+    write_outputs : callable
+        ``write_outputs(idata, out_dir, **kw) -> list[Path]``: the model's plots and files
+        besides ``<name>_posterior.nc``, ``<name>_summary.csv``, ``<name>_diagnostics.csv``.
+    demo : callable
+        ``demo(out_dir, *, quick, random_seed) -> list[Path]``.
+    simulate : callable or None
+        ``simulate(rng, **options) -> (data, truth)``: a prior draw and its data.
+    predict : callable or None
+        ``predict(idata, new_data, **kw) -> xarray.Dataset`` of predictions for new inputs.
+    options : dict
+        Model options the CLI accepts (``--set key=value``) with their help text.
+    advice : str
+        What to do when the sampler has not converged (ends the ConvergenceWarning).
+    """
+
+    name: str
+    module: str
+    schema: Callable
+    fit: Callable
+    invariants: Callable
+    write_outputs: Callable
+    demo: Callable
+    simulate: Callable | None = None
+    predict: Callable | None = None
+    options: dict = field(default_factory=dict)
+    advice: str = ""
+
+
+_REGISTRY: dict[str, ModelSpec] = {}
+
+
+def register(spec: ModelSpec) -> ModelSpec:
+    """Add (or replace) a model description."""
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def get_spec(name: str) -> ModelSpec:
+    """The spec of model ``name`` (a CLI name such as ``"ibp"``)."""
+    if name not in _REGISTRY:
+        raise ValueError(f"Unknown model {name!r}; choose one of {list(_REGISTRY)}.")
+    return _REGISTRY[name]
+
+
+def list_specs() -> list[ModelSpec]:
+    """All registered models, in CLI order."""
+    return list(_REGISTRY.values())
+
+
+def model_name(idata) -> str | None:
+    """The registered model that produced ``idata`` (``None`` when unknown)."""
+    if "posterior" not in idata.groups():
+        return None
+    return idata.posterior.attrs.get("pmctx_model")
+
+
+def invariants_of(idata):
+    """Label-invariant quantities of a fit: its model's ``invariants``, else its posterior.
+
+    A fit from an unknown model gets every posterior variable (linear statistics), which is
+    what ``az.summary`` would show.
+    """
+    name = model_name(idata)
+    if name in _REGISTRY:
+        return _REGISTRY[name].invariants(idata)
+    return idata.posterior
+
+
+def _spec(name, module, package, options, advice, *, predict=None) -> ModelSpec:
+    models = f"pmctx.models.{module}"
+    return ModelSpec(
+        name=name,
+        module=models,
+        schema=_Lazy("pmctx.schema", f"load_{name}"),
+        fit=_Lazy(models, "fit_data"),
+        invariants=_Lazy(models, "invariants"),
+        write_outputs=_Lazy(models, "write_outputs"),
+        demo=_Lazy(models, "demo"),
+        simulate=_optional(f"pmctx.{package}.simulate", "simulate"),
+        predict=predict,
+        options=options,
+        advice=advice,
+    )
+
+
+register(
+    _spec(
+        "ibp",
+        "ibp",
+        "ibp",
+        {
+            "K_max": "truncation level, number of feature columns (int, default 10)",
+            "alpha": "IBP concentration (number or 'prior')",
+            "sigma_n": "force noise sd (number or 'prior')",
+            "sigma_A": "force-vector prior sd (number or 'prior')",
+            "phi": "prior probability of a basis pixel (number or 'prior')",
+            "lam": "noisy-OR link strength (number or 'prior')",
+            "eps": "noisy-OR leak probability (number or 'prior')",
+        },
+        "Run longer (draws=2000, tune=2000) or more chains; if chains disagree on n_active, "
+        "they sit in different modes: fix sigma_n to the force noise or raise K_max",
+        predict=_Lazy("pmctx.models.ibp", "predict"),
+    )
+)
+register(
+    _spec(
+        "crp",
+        "crp_conditioning",
+        "conditioning",
+        {
+            "alpha": "CRP concentration (default 1.0)",
+            "max_causes": "truncation, number of latent causes (default 10)",
+            "concentration": "Beta(eta, eta) prior on feature probabilities (default 1.0)",
+        },
+        "Run longer (draws=2000, tune=2000) or more chains",
+        predict=_Lazy("pmctx.models.crp_conditioning", "predict"),
+    )
+)
+register(
+    _spec(
+        "vonmises",
+        "vonmises_map",
+        "vonmises",
+        {
+            "kappa": "smoothing concentration (default 5.0)",
+            "kappa_obs": "observation concentration on doubled angles (default 2.0)",
+            "rank": "rank R of the edge potential (default 5)",
+            "sampler": "augmented, ffbs or pointwise (default augmented)",
+        },
+        "Run longer (draws=2000, tune=2000) or try sampler='ffbs', which moves whole columns",
+        predict=_Lazy("pmctx.models.vonmises_map", "predict"),
+    )
+)
+register(
+    _spec(
+        "gum",
+        "gum",
+        "gum",
+        {
+            "formula": 'model formula, e.g. "y ~ f(x1) * f(x2) + f(x3)"',
+            "family": "gaussian, bernoulli or poisson (default gaussian)",
+        },
+        "Run longer (draws=2000, tune=2000); divergences point to a product of functions "
+        "with secondary modes: compare with g.laplace()",
+        predict=_Lazy("pmctx.models.gum", "predict"),
+    )
+)

@@ -1,0 +1,150 @@
+"""One sampling contract for every pmctx model: ``pm.sample``'s arguments and defaults.
+
+Every model's ``sample``/``fit`` takes the keyword arguments of :func:`pymc.sample` that a
+user sets most (``draws``, ``tune``, ``chains``, ``cores``, ``random_seed``, ``progressbar``,
+``idata_kwargs``) with pm.sample's defaults (:data:`SAMPLE_DEFAULTS`), and runs through
+:func:`run_sampler`, so that a fit means the same thing whichever model it is. Differences:
+
+* ``progressbar=None`` (default) means "on in a terminal, off otherwise" (off in tests,
+  notebooks run by nbclient and pipes; ``PMCTX_NO_PROGRESS=1`` turns it off everywhere).
+* PyMC's own convergence checks are off; pmctx checks the label-invariant quantities of each
+  model instead (:func:`pmctx.convergence.check_convergence`), because R-hat of
+  label-switching latents (IBP ``Z``, CRP ``z``) is meaningless.
+* ``seed=`` is accepted as a deprecated alias of ``random_seed`` (a ``FutureWarning``).
+
+Examples
+--------
+>>> import pymc as pm
+>>> from pmctx.sampling import SAMPLE_DEFAULTS, run_sampler
+>>> SAMPLE_DEFAULTS["draws"], SAMPLE_DEFAULTS["tune"], SAMPLE_DEFAULTS["chains"]
+(1000, 1000, 4)
+>>> with pm.Model() as model:
+...     mu = pm.Normal("mu")
+>>> idata = run_sampler(model, draws=20, tune=20, chains=1, random_seed=0)
+>>> idata.posterior["mu"].shape
+(1, 20)
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pymc as pm
+
+from pmctx.progress import progress_enabled
+from pmctx.validation import check_int
+
+__all__ = [
+    "SAMPLE_DEFAULTS",
+    "SAMPLE_KWARGS",
+    "check_sample_kwargs",
+    "resolve_seed",
+    "run_sampler",
+]
+
+#: pm.sample's defaults for the arguments every pmctx ``sample``/``fit`` takes.
+SAMPLE_DEFAULTS: dict[str, Any] = {
+    "draws": 1000,
+    "tune": 1000,
+    "chains": 4,
+    "cores": None,
+    "random_seed": None,
+    "progressbar": None,
+    "idata_kwargs": None,
+}
+
+#: Their names, in the order every ``sample``/``fit`` signature lists them.
+SAMPLE_KWARGS = tuple(SAMPLE_DEFAULTS)
+
+_NO_SEED = object()
+
+
+def resolve_seed(random_seed=None, seed=_NO_SEED, *, stacklevel: int = 3):
+    """``random_seed``, or the deprecated ``seed=`` alias with a ``FutureWarning``.
+
+    Examples
+    --------
+    >>> resolve_seed(3)
+    3
+    """
+    if seed is _NO_SEED or seed is None:
+        return random_seed
+    if random_seed is not None:
+        raise TypeError(
+            f"Pass random_seed only; got both random_seed={random_seed!r} and the deprecated "
+            f"seed={seed!r}."
+        )
+    warnings.warn(
+        "seed= is deprecated; pass random_seed= (as in pm.sample).",
+        FutureWarning,
+        stacklevel=stacklevel,
+    )
+    return seed
+
+
+def check_sample_kwargs(*, draws, tune, chains, cores=None, progressbar=None) -> dict:
+    """Validate the sampling arguments at the public boundary; returns them cleaned.
+
+    Examples
+    --------
+    >>> check_sample_kwargs(draws=10, tune=0, chains=2)["chains"]
+    2
+    """
+    cleaned = {
+        "draws": check_int(draws, "draws", minimum=1),
+        "tune": check_int(tune, "tune", minimum=0),
+        "chains": check_int(chains, "chains", minimum=1),
+        "cores": None if cores is None else check_int(cores, "cores", minimum=1),
+        "progressbar": progress_enabled(None if progressbar is None else not progressbar),
+    }
+    return cleaned
+
+
+def run_sampler(
+    model: pm.Model,
+    *,
+    step=None,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=_NO_SEED,
+    **pm_kwargs,
+):
+    """Run ``pm.sample`` on ``model`` under the pmctx sampling contract.
+
+    Parameters
+    ----------
+    model : pm.Model
+    step : step method or list, optional
+        pmctx steps for the latents they own; PyMC assigns the rest.
+    draws, tune, chains, cores, random_seed, idata_kwargs
+        As in :func:`pymc.sample` (same defaults).
+    progressbar : bool, optional
+        ``None``: on in a terminal, off otherwise.
+    seed
+        Deprecated alias of ``random_seed``.
+    **pm_kwargs
+        Passed to :func:`pymc.sample` (``initvals``, ``target_accept``, ``init``, ...).
+
+    Returns
+    -------
+    arviz.InferenceData
+    """
+    random_seed = resolve_seed(random_seed, seed)
+    kwargs = check_sample_kwargs(
+        draws=draws, tune=tune, chains=chains, cores=cores, progressbar=progressbar
+    )
+    pm_kwargs.setdefault("compute_convergence_checks", False)
+    with model:
+        return pm.sample(
+            step=step,
+            random_seed=random_seed,
+            idata_kwargs=dict(idata_kwargs or {}),
+            **kwargs,
+            **pm_kwargs,
+        )

@@ -1,0 +1,90 @@
+"""The sampling contract: one set of keyword arguments and defaults for every model."""
+
+import inspect
+
+import numpy as np
+import pymc as pm
+import pytest
+from pmctx.models import crp_conditioning, gum, ibp, vonmises_map
+
+from pmctx.gum.api import GumModel
+from pmctx.sampling import SAMPLE_DEFAULTS, SAMPLE_KWARGS, resolve_seed, run_sampler
+
+ENTRY_POINTS = {
+    "ibp.sample": ibp.sample,
+    "ibp.fit_data": ibp.fit_data,
+    "ibp.fit": ibp.fit,
+    "crp.sample_posterior": crp_conditioning.sample_posterior,
+    "crp.fit_data": crp_conditioning.fit_data,
+    "crp.fit": crp_conditioning.fit,
+    "vonmises.reconstruct": vonmises_map.reconstruct,
+    "vonmises.fit_data": vonmises_map.fit_data,
+    "vonmises.fit": vonmises_map.fit,
+    "gum.GumModel.sample": GumModel.sample,
+    "gum.fit_data": gum.fit_data,
+    "gum.fit": gum.fit,
+}
+
+
+def _contract(func):
+    params = inspect.signature(func).parameters
+    return {
+        name: (params[name].kind, params[name].default)
+        for name in (*SAMPLE_KWARGS, "seed")
+        if name in params
+    }
+
+
+def test_every_sample_and_fit_has_pm_sample_keywords_and_defaults():
+    pm_params = inspect.signature(pm.sample).parameters
+    for name in ("draws", "tune", "cores", "random_seed", "idata_kwargs"):
+        assert SAMPLE_DEFAULTS[name] == pm_params[name].default, name
+    expected = {name: (inspect.Parameter.KEYWORD_ONLY, d) for name, d in SAMPLE_DEFAULTS.items()}
+    expected["seed"] = (inspect.Parameter.KEYWORD_ONLY, None)
+    contracts = {label: _contract(func) for label, func in ENTRY_POINTS.items()}
+    for label, contract in contracts.items():
+        assert contract == expected, label
+    # and against each other, in the same order
+    orders = {
+        label: [p for p in inspect.signature(f).parameters if p in expected]
+        for label, f in ENTRY_POINTS.items()
+    }
+    assert len({tuple(o) for o in orders.values()}) == 1, orders
+
+
+def test_seed_is_a_deprecated_alias():
+    assert resolve_seed(5) == 5
+    with pytest.warns(FutureWarning, match="random_seed"):
+        assert resolve_seed(None, 3) == 3
+    with pytest.raises(TypeError, match="random_seed only"):
+        resolve_seed(1, 2)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"chains": 0}, ValueError, "chains must be >= 1"),
+        ({"draws": 0}, ValueError, "draws must be >= 1"),
+        ({"tune": -1}, ValueError, "tune must be >= 0"),
+        ({"cores": 0}, ValueError, "cores must be >= 1"),
+        ({"draws": 2.5}, TypeError, "draws must be an integer"),
+    ],
+)
+def test_bad_sampling_arguments_are_rejected_before_sampling(kwargs, error, match):
+    with pm.Model() as model:
+        pm.Normal("mu")
+    with pytest.raises(error, match=match):
+        run_sampler(model, **{"draws": 5, "tune": 5, "chains": 1, **kwargs})
+
+
+def test_run_sampler_is_reproducible_and_quiet_off_a_terminal(capsys):
+    with pm.Model() as model:
+        pm.Normal("mu")
+    runs = [run_sampler(model, draws=10, tune=10, chains=1, random_seed=3) for _ in range(2)]
+    np.testing.assert_array_equal(runs[0].posterior["mu"], runs[1].posterior["mu"])
+    assert "━" not in capsys.readouterr().err  # no rich progress bar when not a terminal
+
+
+def test_vonmises_rejects_zero_chains_with_a_clear_message():
+    with pytest.raises(ValueError, match="chains must be >= 1"):
+        vonmises_map.reconstruct(np.full((3, 3), 0.5), chains=0, draws=5, tune=5)
