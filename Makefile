@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.pmctx-installed
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo demo-quick test test-slow lint format bench bench-quick clean
+.PHONY: demo demo-quick test test-slow lint format bench bench-quick docs docs-noexec clean
 
 $(STAMP): pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,13 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix pmctx models tests benchmarks setup.py
 	$(BIN)/ruff format pmctx models tests benchmarks setup.py
 
+# The docs site, with the tutorials executed (warnings are errors); docs-noexec skips execution.
+docs: $(STAMP)
+	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
+
+docs-noexec: $(STAMP)
+	PMCTX_DOCS_EXECUTE=0 $(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
@@ -43,4 +50,4 @@ bench-quick: $(STAMP)
 	$(BIN)/python -m benchmarks --quick
 
 clean:
-	rm -rf $(VENV) pmctx-demo pmctx-fit build dist *.egg-info
+	rm -rf $(VENV) pmctx-demo pmctx-fit build dist *.egg-info docs/_build docs/generated docs/jupyter_execute

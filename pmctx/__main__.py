@@ -4,4 +4,5 @@ import sys
 
 from pmctx.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing the module (e.g. to document it) must not run the CLI
+    sys.exit(main())

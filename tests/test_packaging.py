@@ -41,6 +41,14 @@ def test_wheel_contains_models_package(wheel):
     assert not any(n.startswith("models/") for n in names)
 
 
+def test_wheel_ships_the_license(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    licenses = [n for n in names if ".dist-info/" in n and Path(n).name == "LICENSE"]
+    assert licenses, f"no LICENSE in the wheel's dist-info: {names}"
+    text = zipfile.ZipFile(wheel).read(licenses[0]).decode()
+    assert text.startswith("MIT License")
+
+
 def test_pmctx_models_imports_from_installed_wheel(wheel, tmp_path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)

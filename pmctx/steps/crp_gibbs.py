@@ -3,7 +3,7 @@
 Model (see :mod:`pmctx.models.crp_conditioning`): ``weights ~ Dirichlet(alpha/K, ..., alpha/K)``
 over ``K`` causes, ``z_t ~ Categorical(weights)``, ``theta[k, i] ~ Beta(eta, eta)`` and binary
 features ``F[t, i] ~ Bernoulli(theta[z_t, i])`` (entries of ``F`` may be missing). With
-``weights`` and ``theta`` integrated out, the conditional of one assignment is
+``weights`` and ``theta`` integrated out, the conditional of one assignment is::
 
     P(z_t = k | z_-t, F) ∝ (n_-t,k + alpha/K) * prod_i (N_-t,k,i,F_ti + eta) / (N_-t,k,i + 2 eta),
 
@@ -118,7 +118,7 @@ def collapsed_gibbs_sweep(z, F, n_causes, prior_weight, eta, uniforms):
 
 
 def collapsed_conditional(z, t, F, n_causes, prior_weight, eta) -> np.ndarray:
-    """P(z_t = k | z_-t, F) for every k (the probabilities one sweep samples from)."""
+    """``P(z_t = k | z_-t, F)`` for every ``k`` (the probabilities one sweep samples from)."""
     z = np.asarray(z, dtype=np.int64)
     F = np.asarray(F, dtype=np.int64)
     n_k, counts = _counts(z, F, n_causes)

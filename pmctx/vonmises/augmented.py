@@ -40,13 +40,13 @@ __all__ = ["augmented_sweep", "sample_edge_modes", "sample_single_term_chains"]
 
 
 def sample_edge_modes(o_a, o_b, kappa: float, modes, rng) -> np.ndarray:
-    """Draw the mode of each edge ``(o_a, o_b)``: ``P(k) ∝ exp(kappa r_k . (o_a + o_b))``."""
+    """Draw the mode of each edge ``(o_a, o_b)``: ``P(k) ∝ exp(kappa r_k · (o_a + o_b))``."""
     sum_vec = np.stack([np.cos(o_a) + np.cos(o_b), np.sin(o_a) + np.sin(o_b)], axis=-1)
     return sample_categorical(kappa * sum_vec @ modes.T, rng)
 
 
 def sample_single_term_chains(node_vec, kappa: float, modes, rng):
-    """FFBS draw of chains whose node factors are single terms ``exp(v . o)`` (compiled).
+    """FFBS draw of chains whose node factors are single terms ``exp(v · o)`` (compiled).
 
     Same law as :func:`pmctx.vonmises.ffbs.sample_chains` with one component per node;
     ``node_vec`` has shape ``(B, M, 2)``. Returns ``(angles (B, M), log_evidence (B,))``.

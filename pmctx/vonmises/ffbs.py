@@ -4,7 +4,7 @@ Given everything outside a chain of nodes ``o_0 .. o_{M-1}`` (a grid column), ea
 factor is a mixture ``g_i(o) = sum_c w_ic exp(v_ic . o)`` (neighbours off the chain,
 observation and node prior) and consecutive nodes share the edge potential
 ``psi(o_i, o_{i+1}) = sum_u exp(kappa r_u . (o_i + o_{i+1}))``. Introducing the vertical
-auxiliary modes ``u_i`` and integrating every angle out leaves a discrete chain
+auxiliary modes ``u_i`` and integrating every angle out leaves a discrete chain::
 
     p(u) ∝ prod_i C_i(u_{i-1}, u_i),
     C_i(a, b) = sum_c w_ic 2 pi I0(|v_ic + kappa r_a + kappa r_b|),

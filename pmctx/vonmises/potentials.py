@@ -1,7 +1,7 @@
 """Low-rank von Mises edge potentials, the circle normaliser and small sampling helpers.
 
 The orientation-map prior couples 4-neighbours ``a, b`` on the grid of doubled angles ``o``
-through the rank-``R`` edge potential
+through the rank-``R`` edge potential::
 
     psi(o_a, o_b) = sum_{k=0}^{R} exp(kappa cos(o_a - phi_k)) exp(kappa cos(o_b - phi_k)),
     phi_k = 2 pi k / (R + 1),
@@ -55,7 +55,7 @@ def mode_vectors(rank: int) -> np.ndarray:
 
 
 def log_circle_normaliser(r):
-    """``log of the integral over the circle of exp(v . o) do`` for ``|v| = r``.
+    """Log of the integral over the circle of ``exp(v · o) do`` for ``|v| = r``.
 
     Equals ``log(2 pi I0(r))``, computed as ``log(2 pi) + log(i0e(r)) + r`` so that large
     concentrations do not overflow.
@@ -127,7 +127,7 @@ def sample_categorical(log_weights, rng) -> np.ndarray:
 
 
 def sample_von_mises(natural, rng) -> np.ndarray:
-    """Draw angles in ``[-pi, pi)`` with density proportional to ``exp(v . o)``.
+    """Draw angles in ``[-pi, pi)`` with density proportional to ``exp(v · o)``.
 
     ``natural`` has shape ``(..., 2)``: the mean direction is ``arg v``, the concentration
     ``|v|`` (a zero vector gives a uniform angle).
@@ -162,7 +162,7 @@ def neighbour_terms(o_neighbour, present, kappa: float, modes):
 
 
 def combine_terms(log_weights_a, vectors_a, log_weights_b, vectors_b):
-    """Products of two mixtures of exp(v . o) terms: all pairs, flattened on the last axis."""
+    """Products of two mixtures of ``exp(v · o)`` terms: all pairs, flattened on the last axis."""
     log_weights = log_weights_a[..., :, None] + log_weights_b[..., None, :]
     vectors = vectors_a[..., :, None, :] + vectors_b[..., None, :, :]
     lead = log_weights.shape[:-2]
