@@ -29,12 +29,14 @@ from pathlib import Path
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 from scipy.special import betaln, gammaln
 
 from pmctx.conditioning.design import as_feature_matrix
 from pmctx.convergence import report_after_fit
 from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
 from pmctx.steps.crp_gibbs import CRPCollapsedGibbs
+from pmctx.steps.registration import tag_block
 from pmctx.validation import check_int, check_positive
 
 __all__ = [
@@ -77,9 +79,13 @@ def build_model(features, *, alpha=1.0, max_causes=10, concentration=1.0) -> pm.
     ['cause', 'feature']
     """
     F, names = as_feature_matrix(features)
-    alpha = check_positive(alpha, "alpha")
+    # A pytensor variable (e.g. a hyperprior declared in an enclosing model) is used as it is.
+    if not isinstance(alpha, pt.Variable):
+        alpha = check_positive(alpha, "alpha")
     K = check_int(max_causes, "max_causes", minimum=1)
-    eta = check_positive(concentration, "concentration")
+    eta = concentration
+    if not isinstance(eta, pt.Variable):
+        eta = check_positive(concentration, "concentration")
     t_idx, i_idx = np.nonzero(F >= 0)
     coords = {
         "trial": np.arange(F.shape[0]),
@@ -90,15 +96,18 @@ def build_model(features, *, alpha=1.0, max_causes=10, concentration=1.0) -> pm.
     with pm.Model(coords=coords) as model:
         trial_index = pm.Data("trial_index", t_idx, dims="entry")
         feature_index = pm.Data("feature_index", i_idx, dims="entry")
-        weights = pm.Dirichlet("weights", a=np.full(K, alpha / K), dims="cause")
+        weights = pm.Dirichlet("weights", a=pt.ones(K) * alpha / K, dims="cause")
         theta = pm.Beta("theta", eta, eta, dims=("cause", "feature"))
         z = pm.Categorical("z", p=weights, dims="trial")
-        pm.Bernoulli(
+        observed = pm.Bernoulli(
             "features",
             p=theta[z[trial_index], feature_index],
             observed=F[t_idx, i_idx],
             dims="entry",
         )
+    # Plain pm.sample() gives the tagged block to CRPCollapsedGibbs (it integrates weights
+    # and theta out of z's update, so it must own all three).
+    tag_block(CRPCollapsedGibbs.owns_block, z=z, weights=weights, theta=theta, features=observed)
     return model
 
 

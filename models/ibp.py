@@ -37,6 +37,7 @@ from pmctx import TruncationWarning
 from pmctx.convergence import report_after_fit
 from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
 from pmctx.steps.ibp_gibbs import ALPHA_PRIOR, HYPER_NAMES, IBPAlphaGibbs, IBPGibbs
+from pmctx.steps.registration import tag_block
 from pmctx.validation import (
     as_binary_array,
     as_float_array,
@@ -151,6 +152,11 @@ def build_model(F=None, X=None, *, K_max: int = 10, reconstructions: bool = True
             if reconstructions:
                 pm.Deterministic("X_prob", pt.exp(log_p1), dims=("trial", "pixel"))
         pm.Deterministic("loglik", loglik)
+    # Plain pm.sample() hands the tagged latents to IBPGibbs (and alpha to IBPAlphaGibbs).
+    latents = {name: model[name] for name in ("Z", "pi", "A", "Y") if name in model.named_vars}
+    tag_block(IBPGibbs.owns_block, **latents)
+    if hyper["alpha"] == "prior":
+        tag_block(IBPAlphaGibbs.owns_block, alpha=h["alpha"])
     return model
 
 

@@ -37,6 +37,7 @@ from pmctx.steps.vonmises import (
     ColumnFFBSVonMises,
     PointwiseVonMisesGibbs,
 )
+from pmctx.steps.registration import tag_block
 from pmctx.validation import (
     as_angle_array,
     as_binary_array,
@@ -81,7 +82,8 @@ def o_to_theta(o):
 
 def _check_hyper(kappa, kappa_obs, rank):
     kappa = check_positive(kappa, "kappa")
-    kappa_obs = check_positive(kappa_obs, "kappa_obs")
+    if not isinstance(kappa_obs, pt.Variable):  # a user's random variable is used as it is
+        kappa_obs = check_positive(kappa_obs, "kappa_obs")
     rank = check_int(rank, "rank", minimum=1)
     return kappa, kappa_obs, rank
 
@@ -164,7 +166,12 @@ def build_model(
     phases = 2.0 * np.pi * np.arange(rank + 1) / (rank + 1)
     with pm.Model(coords=coords) as model:
         kappa_d = pm.Data("kappa", kappa)
-        kappa_obs_d = pm.Data("kappa_obs", kappa_obs)
+        if not isinstance(kappa_obs, pt.Variable):
+            kappa_obs_d = pm.Data("kappa_obs", kappa_obs)
+        elif getattr(kappa_obs, "name", None) == "kappa_obs":
+            kappa_obs_d = kappa_obs
+        else:  # the steps read kappa_obs by this name
+            kappa_obs_d = pm.Deterministic("kappa_obs", kappa_obs)
         pm.Data("rank", rank)
         pm.Data("z_filled", z_filled, dims=("row", "col"))
         pm.Data("obs_mask", mask, dims=("row", "col"))
@@ -189,6 +196,8 @@ def build_model(
                 dims="obs",
             )
         pm.Deterministic("theta", pt.mod(o, 2.0 * np.pi) / 2.0, dims=("row", "col"))
+    # Plain pm.sample() gives the tagged angle grid to the exact block sampler, not NUTS.
+    tag_block(AugmentedVonMisesGibbs.owns_block, o=o)
     return model
 
 

@@ -3,14 +3,26 @@
 Subclasses only set ``name`` and ``stats_dtypes_shapes`` and implement ``step``; this base
 resolves the model and value variables and keeps one ``numpy`` Generator in ``self.rng``,
 which ``pm.sample`` replaces per chain through :meth:`set_rng`.
+
+A subclass that sets ``owns_block`` is registered with PyMC's automatic step assignment when
+it is defined and claims the variables its models tag with that block (see
+:mod:`pmctx.steps.registration`), so plain ``pm.sample()`` uses it.
 """
 
 from __future__ import annotations
 
+import functools
+from typing import ClassVar
+
 import pymc as pm
 from pymc.step_methods.compound import BlockedStep, Competence
 
+from pmctx.steps.registration import block_tag, register_step
 from pmctx.validation import as_rng
+
+# Keyword arguments pm.sample's instantiate_steppers passes to every automatically assigned
+# step; pmctx steps compile their own functions and read the start from the point.
+_SAMPLER_KWARGS = ("initial_point", "compile_kwargs")
 
 __all__ = ["PmctxStep"]
 
@@ -46,6 +58,17 @@ class PmctxStep(BlockedStep):
 
     name = "pmctx_step"
     default_blocked = True
+    #: Block of tagged variables this step claims in ``pm.sample``'s automatic assignment
+    #: (None: the step is only used when passed explicitly).
+    owns_block: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            cls.__init__ = _accept_sampler_kwargs(init)
+        if cls.__dict__.get("owns_block"):
+            register_step(cls)
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True):
         self.model = pm.modelcontext(model)
@@ -61,9 +84,12 @@ class PmctxStep(BlockedStep):
         self.value_names = [v.name for v in self.vars]
         self.rng = as_rng(rng)
 
-    @staticmethod
-    def competence(var, has_grad=None):
-        # pmctx steps are assigned explicitly; never let pm.sample pick them automatically.
+    @classmethod
+    def competence(cls, var, has_grad=None):
+        """IDEAL for random variables tagged with this step's block, else INCOMPATIBLE."""
+        tag = block_tag(var)
+        if cls.owns_block is not None and tag is not None and tag.block == cls.owns_block:
+            return Competence.IDEAL
         return Competence.INCOMPATIBLE
 
     def compile_fn(self, outputs, inputs=None):
@@ -74,3 +100,21 @@ class PmctxStep(BlockedStep):
         return self.model.compile_fn(
             outputs, inputs=inputs, on_unused_input="ignore", point_fn=True
         )
+
+
+def _accept_sampler_kwargs(init):
+    """Let ``__init__`` take (and ignore) the keyword arguments ``pm.sample`` adds."""
+    if getattr(init, "_pmctx_sampler_kwargs", False):
+        return init
+
+    @functools.wraps(init)
+    def wrapped(self, *args, **kwargs):
+        for key in _SAMPLER_KWARGS:
+            kwargs.pop(key, None)
+        init(self, *args, **kwargs)
+
+    wrapped._pmctx_sampler_kwargs = True
+    return wrapped
+
+
+PmctxStep.__init__ = _accept_sampler_kwargs(PmctxStep.__init__)

@@ -31,6 +31,7 @@ import numpy as np
 from pymc.distributions.transforms import LogOddsTransform, SimplexTransform
 
 from pmctx.steps.base import PmctxStep
+from pmctx.steps.registration import block_tag, block_variables
 from pmctx.validation import check_int, check_positive
 
 __all__ = ["CRPCollapsedGibbs", "collapsed_conditional", "collapsed_gibbs_sweep"]
@@ -140,17 +141,26 @@ def _log_gamma_draws(rng, shape):
 class CRPCollapsedGibbs(PmctxStep):
     """Collapsed Gibbs for the assignments, then conjugate draws of weights and theta.
 
+    Plain ``pm.sample()`` on a model from :func:`pmctx.models.crp_conditioning.build_model`
+    assigns this step to ``z, weights, theta`` together (they are tagged as the block
+    ``"crp"``) and it reads the features and the priors from the model.
+
     Parameters
     ----------
-    vars : list
+    vars : list, optional
         ``[z, weights, theta]``: the Categorical assignments (trial,), the Dirichlet cause
         weights (cause,) and the Beta feature probabilities (cause, feature) of the model.
-    features : array_like of int (trial, feature)
-        The observed features coded 1/0 with -1 for missing entries, as in the model.
-    alpha : float
-        Total Dirichlet concentration (each cause has ``alpha / K``).
-    concentration : float, default 1.0
-        Beta(eta, eta) prior of the feature probabilities.
+        Default (or any order when the variables are tagged): the model's ``"crp"`` block.
+    features : array_like of int (trial, feature), optional
+        The observed features coded 1/0 with -1 for missing entries. Default: read from the
+        model's observed ``features`` and its ``trial_index``/``feature_index`` data.
+    alpha : float, optional
+        Total Dirichlet concentration (each cause has ``alpha / K``). Default: read from the
+        Dirichlet prior of ``weights`` at every step, so ``alpha`` may be a random variable
+        (e.g. with a Gamma hyperprior) that another step samples.
+    concentration : float, optional
+        Beta(eta, eta) prior of the feature probabilities; default read from ``theta``'s
+        prior at every step, like ``alpha``.
     model, rng : see :class:`~pmctx.steps.base.PmctxStep`.
 
     Examples
@@ -169,9 +179,17 @@ class CRPCollapsedGibbs(PmctxStep):
     """
 
     name = "crp_collapsed_gibbs"
+    owns_block = "crp"  # z, weights, theta as tagged by pmctx.models.crp_conditioning
     stats_dtypes_shapes = {"n_occupied": (np.int64, [])}
 
-    def __init__(self, vars, *, features, alpha, concentration=1.0, model=None, rng=None):
+    def __init__(
+        self, vars=None, *, features=None, alpha=None, concentration=None, model=None, rng=None
+    ):
+        import pymc as pm
+
+        model = pm.modelcontext(model)
+        tagged = block_variables(model, self.owns_block)
+        vars = _order_by_role(model, vars, tagged)
         if len(vars) != 3:
             raise ValueError(
                 "CRPCollapsedGibbs updates [z, weights, theta] together (the collapsed update "
@@ -189,6 +207,8 @@ class CRPCollapsedGibbs(PmctxStep):
                 raise ValueError(f"{rv.name} has transform {tr!r}; expected {ok.__name__} or none.")
         start = self.model.initial_point()
         z_shape = np.shape(start[self.value_names[0]])
+        if features is None:
+            features = _model_features(self.model, tagged, z_shape[0])
         self.features = np.asarray(features, dtype=np.int64)
         if self.features.ndim != 2 or self.features.shape[0] != z_shape[0]:
             raise ValueError(
@@ -197,26 +217,55 @@ class CRPCollapsedGibbs(PmctxStep):
             )
         if not np.isin(self.features, (-1, 0, 1)).all():
             raise ValueError("features must be coded 1/0 with -1 for missing entries.")
-        self.alpha = check_positive(alpha, "alpha")
-        self.eta = check_positive(concentration, "concentration")
         n_w = np.shape(start[self.value_names[1]])[-1]
         self.n_causes = check_int(
             n_w + (self._transforms[1] is not None), "number of causes", minimum=1
         )
-        self.prior_weight = self.alpha / self.n_causes
+        # Priors given as numbers stay fixed; otherwise they are read from the model graph
+        # (the Dirichlet's and the Beta's parameters) at every step, which is what lets a
+        # user put hyperpriors on them without changing this step.
+        self.alpha = None if alpha is None else check_positive(alpha, "alpha")
+        self.eta = None if concentration is None else check_positive(concentration, "concentration")
+        self._prior_fn = None
+        if alpha is None or concentration is None:
+            w_rv, th_rv = self._rvs[1], self._rvs[2]
+            params = [w_rv.owner.inputs[-1], *th_rv.owner.inputs[-2:]]
+            params = self.model.replace_rvs_by_values(params)
+            self._prior_fn = self.compile_fn(params, inputs=list(self.model.value_vars))
+            if not any(rv in self.model.free_RVs for rv in _ancestors(self.model, params)):
+                self.alpha, self.eta = self._read_prior(start)
+                self._prior_fn = None
+        self.prior_weight = None if self.alpha is None else self.alpha / self.n_causes
+
+    def _read_prior(self, point):
+        a, b1, b2 = (np.asarray(v, dtype=np.float64) for v in self._prior_fn(point))
+        a = np.broadcast_to(a, (self.n_causes,))
+        if not np.allclose(a, a[0]) or not np.allclose(b1, b2) or np.ptp(b1) > 1e-12 * b1.max():
+            raise ValueError(
+                "CRPCollapsedGibbs needs a symmetric Dirichlet prior on weights and one "
+                f"Beta(eta, eta) on theta; got Dirichlet a={a}, Beta({b1}, {b2})."
+            )
+        alpha = self.alpha if self.alpha is not None else float(a[0]) * self.n_causes
+        eta = self.eta if self.eta is not None else float(np.ravel(b1)[0])
+        return alpha, eta
 
     def step(self, point):
         z_name, w_name, th_name = self.value_names
+        if self._prior_fn is None:
+            alpha, eta = self.alpha, self.eta
+        else:
+            alpha, eta = self._read_prior(point)
+        prior_weight = alpha / self.n_causes
         z = np.asarray(point[z_name], dtype=np.int64)
         F = self.features
         z = collapsed_gibbs_sweep(
-            z, F, self.n_causes, self.prior_weight, self.eta, self.rng.random(z.shape[0])
+            z, F, self.n_causes, prior_weight, eta, self.rng.random(z.shape[0])
         )
         n_k, counts = _counts(z, F, self.n_causes)
-        log_w = _log_gamma_draws(self.rng, n_k + self.prior_weight)
+        log_w = _log_gamma_draws(self.rng, n_k + prior_weight)
         log_w -= np.logaddexp.reduce(log_w)
-        log_g1 = _log_gamma_draws(self.rng, counts[:, :, 1] + self.eta)
-        log_g0 = _log_gamma_draws(self.rng, counts[:, :, 0] + self.eta)
+        log_g1 = _log_gamma_draws(self.rng, counts[:, :, 1] + eta)
+        log_g0 = _log_gamma_draws(self.rng, counts[:, :, 0] + eta)
         new = dict(point)
         new[z_name] = z.astype(point[z_name].dtype)
         if self._transforms[1] is None:
@@ -226,3 +275,46 @@ class CRPCollapsedGibbs(PmctxStep):
         logit = log_g1 - log_g0
         new[th_name] = logit if self._transforms[2] is not None else 1.0 / (1.0 + np.exp(-logit))
         return new, [{"n_occupied": int((n_k > 0).sum())}]
+
+
+def _order_by_role(model, vars, tagged):
+    """``[z, weights, theta]`` from the tagged block (any order given) or as given."""
+    roles = ("z", "weights", "theta")
+    if vars is None:
+        if not all(r in tagged for r in roles):
+            raise ValueError(
+                "CRPCollapsedGibbs needs vars=[z, weights, theta] or a model from "
+                "pmctx.models.crp_conditioning.build_model (whose variables are tagged)."
+            )
+        return [tagged[r] for r in roles]
+    vars = list(vars)
+    as_rv = {v: rv for rv, v in model.rvs_to_values.items()}
+    rvs = [as_rv.get(v, v) for v in vars]
+    by_role = {block_tag(rv).role: v for rv, v in zip(rvs, vars) if block_tag(rv) is not None}
+    if len(vars) == 3 and set(by_role) == set(roles):
+        return [by_role[r] for r in roles]
+    return vars
+
+
+def _model_features(model, tagged, n_trials):
+    """The (trial, feature) matrix coded 1/0/-1 from the model's observed entries."""
+    if "features" not in tagged or not {"trial_index", "feature_index"} <= set(model.named_vars):
+        raise ValueError(
+            "Pass features=... (trials x features, 1/0 and -1 for missing): the model is not "
+            "one from pmctx.models.crp_conditioning.build_model."
+        )
+    observed = np.asarray(model.rvs_to_values[tagged["features"]].eval(), dtype=np.int64)
+    t_idx = np.asarray(model["trial_index"].get_value(), dtype=np.int64)
+    i_idx = np.asarray(model["feature_index"].get_value(), dtype=np.int64)
+    n_features = int(tagged["theta"].shape[-1].eval())
+    F = np.full((n_trials, n_features), -1, dtype=np.int64)
+    F[t_idx, i_idx] = observed
+    return F
+
+
+def _ancestors(model, outputs):
+    from pytensor.graph.traversal import ancestors
+
+    values = set(model.value_vars)
+    value_to_rv = {v: rv for rv, v in model.rvs_to_values.items()}
+    return [value_to_rv[v] for v in ancestors(outputs) if v in values]

@@ -69,6 +69,7 @@ class IBPGibbs(PmctxStep):
     """
 
     name = "ibp_gibbs"
+    owns_block = "ibp"  # Z, pi, A, Y as tagged by pmctx.models.ibp.build_model
     stats_dtypes_shapes = {
         "n_active": (np.int64, []),
         "n_new_features": (np.int64, []),
@@ -93,8 +94,8 @@ class IBPGibbs(PmctxStep):
         if vars is None:
             vars = [model[n] for n in owned]
         super().__init__(vars, model=model, rng=rng)
-        got = sorted(v.name for v in vars)
-        if got != sorted(owned):
+        got = sorted(self.value_names)
+        if got != sorted(model.rvs_to_values[model[n]].name for n in owned):
             raise ValueError(
                 f"IBPGibbs updates {owned} together (its Z updates integrate pi out); got "
                 f"{got}. Pass vars=None to let it pick them."
@@ -183,6 +184,7 @@ class IBPAlphaGibbs(PmctxStep):
     """
 
     name = "ibp_alpha_gibbs"
+    owns_block = "ibp_alpha"  # alpha="prior" in pmctx.models.ibp.build_model
     stats_dtypes_shapes = {"alpha": (np.float64, [])}
 
     def __init__(self, vars=None, *, prior=ALPHA_PRIOR, model=None, rng=None):

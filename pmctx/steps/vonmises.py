@@ -64,7 +64,10 @@ class _VonMisesMapStep(PmctxStep):
         self._shared = {name: model[name] for name in shared}
         computed = [name for name in _PARAMETERS if name not in shared]
         self._computed = computed
-        self._compute = self.compile_fn([model[name] for name in computed]) if computed else None
+        # Parameters that depend on free variables (e.g. a prior on kappa_obs) are read from
+        # the point: random variables in their graphs are replaced by their values.
+        outputs = model.replace_rvs_by_values([model[name] for name in computed])
+        self._compute = self.compile_fn(outputs) if computed else None
 
     def _parameters(self, point) -> dict:
         values = {name: var.get_value() for name, var in self._shared.items()}
@@ -161,4 +164,5 @@ class AugmentedVonMisesGibbs(_VonMisesMapStep):
     """
 
     name = "vonmises_augmented"
+    owns_block = "vonmises_map"  # o, as tagged by pmctx.models.vonmises_map.build_model
     sweep = staticmethod(augmented_sweep)

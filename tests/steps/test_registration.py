@@ -1,0 +1,169 @@
+"""Plain ``pm.sample()`` on pmctx models assigns pmctx's steps to the latents they own."""
+
+import cloudpickle
+import numpy as np
+import pymc as pm
+import pytest
+from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
+from pymc.step_methods.compound import Competence, CompoundStep
+
+from pmctx.models import crp_conditioning, ibp, vonmises_map
+from pmctx.steps.base import PmctxStep
+from pmctx.steps.crp_gibbs import CRPCollapsedGibbs
+from pmctx.steps.ibp_gibbs import IBPAlphaGibbs, IBPGibbs
+from pmctx.steps.registration import assigned_steps, block_tag, block_variables, register_step
+from pmctx.steps.vonmises import AugmentedVonMisesGibbs, PointwiseVonMisesGibbs
+
+RNG = np.random.default_rng(0)
+F_IBP = RNG.normal(size=(6, 2))
+X_IBP = RNG.integers(0, 2, (6, 4))
+F_CRP = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1], [np.nan, 0, 1]])  # NaN: unknown US
+
+
+def _ibp(**kw):
+    return ibp.build_model(F=F_IBP, X=X_IBP, K_max=3, **kw)
+
+
+def _crp(**kw):
+    return crp_conditioning.build_model(F_CRP, max_causes=3, **kw)
+
+
+def _vonmises():
+    z = np.array([[0.1, np.nan, 0.4], [0.2, 0.3, np.nan]])
+    return vonmises_map.build_model(z, kappa=2.0, kappa_obs=1.0, rank=2)
+
+
+def _sorted(table):
+    return {k: sorted(v) for k, v in table.items()}
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        (_ibp, {"IBPGibbs": ["A", "Y", "Z", "pi"]}),
+        (
+            lambda: _ibp(alpha="prior", sigma_n="prior"),
+            {"IBPGibbs": ["A", "Y", "Z", "pi"], "IBPAlphaGibbs": ["alpha"], "NUTS": ["sigma_n"]},
+        ),
+        (
+            lambda: ibp.build_model(X=X_IBP, K_max=3),
+            {"IBPGibbs": ["Y", "Z", "pi"]},
+        ),
+        (_crp, {"CRPCollapsedGibbs": ["theta", "weights", "z"]}),
+        (_vonmises, {"AugmentedVonMisesGibbs": ["o"]}),
+    ],
+    ids=["ibp", "ibp-hyperpriors", "ibp-cues-only", "crp", "vonmises"],
+)
+def test_plain_sample_assigns_pmctx_steps(build, expected):
+    assert _sorted(assigned_steps(build())) == _sorted(expected)
+
+
+def test_gum_stays_with_nuts():
+    from pmctx.models.gum import gum, section_3_1_formula, seed_section_3_1
+
+    g = gum(section_3_1_formula(max_points=8), seed_section_3_1(40), family="poisson")
+    assert list(assigned_steps(g.model)) == ["NUTS"]
+
+
+def test_tags_mark_blocks_not_names():
+    model = _ibp(alpha="prior")
+    assert sorted(block_variables(model, "ibp")) == ["A", "Y", "Z", "pi"]
+    assert block_tag(model["alpha"]).block == "ibp_alpha"
+    assert block_tag(model["sigma_n"]) is None
+    # A variable merely *named* like a pmctx latent is not claimed.
+    with pm.Model() as plain:
+        z = pm.Bernoulli("Z", 0.5, shape=3)
+    assert IBPGibbs.competence(z, False) == Competence.INCOMPATIBLE
+    assert IBPGibbs.competence(model["Z"], False) == Competence.IDEAL
+    assert assigned_steps(plain) == {"BinaryGibbsMetropolis": ["Z"]}
+    # Only the default sampler of a block registers; the alternatives stay explicit.
+    assert PointwiseVonMisesGibbs.competence(_vonmises()["o"], True) == Competence.INCOMPATIBLE
+
+
+@pytest.mark.parametrize("build", [_ibp, _crp, _vonmises], ids=["ibp", "crp", "vonmises"])
+def test_plain_sample_runs_and_pickles(build):
+    model = build()
+    with model:
+        provided, selected = assign_step_methods(model, methods=pm.STEP_METHODS)
+        step = instantiate_steppers(model, provided, selected, initial_point=model.initial_point())
+        clone = cloudpickle.loads(cloudpickle.dumps(step))
+        point = model.initial_point()
+        step.set_rng(1)
+        clone.set_rng(1)
+        new, _ = step.step(point)
+        new_clone, _ = clone.step(point)
+        for key in new:
+            np.testing.assert_array_equal(new[key], new_clone[key])
+        idata = pm.sample(draws=5, tune=5, chains=1, progressbar=False, random_seed=0,
+                          compute_convergence_checks=False)  # fmt: skip
+    expected = {"ibp": "n_active", "crp": "n_occupied", "vonmises": "smoothness"}
+    assert any(name in idata.sample_stats for name in expected.values())
+
+
+def test_explicit_steps_keep_their_variables():
+    model = _ibp(alpha="prior")
+    with model:
+        mine = IBPGibbs(new_features=False, rng=0)
+        table = assigned_steps(model, step=[mine])
+        assert _sorted(table) == {"IBPGibbs": ["A", "Y", "Z", "pi"], "IBPAlphaGibbs": ["alpha"]}
+        idata = pm.sample(draws=5, tune=5, chains=1, step=[mine], progressbar=False,
+                          random_seed=0, compute_convergence_checks=False)  # fmt: skip
+    assert int(idata.sample_stats["n_new_features"].sum()) == 0
+    # A user may still pick the other von Mises samplers explicitly.
+    model = _vonmises()
+    with model:
+        table = assigned_steps(model, step=[PointwiseVonMisesGibbs()])
+    assert table == {"PointwiseVonMisesGibbs": ["o"]}
+
+
+def test_crp_step_reads_features_and_priors_from_the_model():
+    model = _crp(alpha=2.0, concentration=0.5)
+    with model:
+        auto = CRPCollapsedGibbs()
+    np.testing.assert_array_equal(auto.features, np.nan_to_num(F_CRP, nan=-1))
+    assert auto.alpha == pytest.approx(2.0)
+    assert auto.eta == pytest.approx(0.5)
+    assert auto.value_names[0] == "z"
+
+
+def test_new_step_classes_register_by_declaring_a_block():
+    try:
+
+        class Flip(PmctxStep):
+            name = "flip"
+            owns_block = "test_flip_block"
+            stats_dtypes_shapes = {}
+
+            def step(self, point):
+                return point, [{}]
+
+        assert pm.STEP_METHODS[0] is Flip
+        register_step(Flip)  # idempotent
+        assert sum(m is Flip for m in pm.STEP_METHODS) == 1
+        from pmctx.steps.registration import tag_block
+
+        with pm.Model() as model:
+            b = pm.Bernoulli("b", 0.5)
+            pm.Normal("x")
+        tag_block("test_flip_block", b=b)
+        assert _sorted(assigned_steps(model)) == {"Flip": ["b"], "NUTS": ["x"]}
+        with model:
+            step = Flip(vars=[model.rvs_to_values[b]], initial_point={}, compile_kwargs=None)
+        assert step.value_names == ["b"]
+    finally:
+        pm.STEP_METHODS[:] = [m for m in pm.STEP_METHODS if m.__name__ != "Flip"]
+
+
+@pytest.mark.slow
+def test_plain_sample_with_several_cores():
+    model = _crp()
+    with model:
+        idata = pm.sample(draws=20, tune=10, chains=2, cores=2, progressbar=False,
+                          random_seed=0, compute_convergence_checks=False)  # fmt: skip
+    assert idata.sample_stats["n_occupied"].shape == (2, 20)
+
+
+def test_alpha_step_is_assigned_only_with_its_prior():
+    assert "IBPAlphaGibbs" not in assigned_steps(_ibp())
+    assert isinstance(IBPAlphaGibbs.competence(_ibp(alpha="prior")["alpha"], True), Competence)
+    assert not isinstance(AugmentedVonMisesGibbs, CompoundStep)
