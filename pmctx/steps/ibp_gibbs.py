@@ -16,7 +16,7 @@ import numpy as np
 import pymc as pm
 from pymc.logprob.transforms import LogOddsTransform
 
-from pmctx.ibp.sampler import IBPHyper, IBPState, gibbs_sweep
+from pmctx.ibp.sampler import MOVES, IBPHyper, IBPState, gibbs_sweep
 from pmctx.steps.base import PmctxStep
 from pmctx.validation import check_int
 
@@ -50,6 +50,11 @@ class IBPGibbs(PmctxStep):
     block_size : int, default 3
         Size of the random block of shared columns redrawn jointly per row (mixing between
         split and merged features); 0 switches it off.
+    moves : {"joint", "legacy"}, default "joint"
+        ``"joint"`` draws each row's block together with its number of singletons, the
+        singletons' ``A`` and ``Y`` integrated out (:mod:`pmctx.ibp.joint_row`), so a row can
+        trade a singleton for several shared features in one exact move. ``"legacy"`` is the
+        original update (singletons given the shared columns), kept for comparison.
 
     Notes
     -----
@@ -76,7 +81,14 @@ class IBPGibbs(PmctxStep):
     }
 
     def __init__(
-        self, vars=None, *, model=None, rng=None, new_features: bool = True, block_size: int = 3
+        self,
+        vars=None,
+        *,
+        model=None,
+        rng=None,
+        new_features: bool = True,
+        block_size: int = 3,
+        moves: str = "joint",
     ):
         model = pm.modelcontext(model)
         missing = [n for n in ("Z", "pi") if n not in model.named_vars]
@@ -119,6 +131,9 @@ class IBPGibbs(PmctxStep):
             self._fixed_hyper = IBPHyper(*(float(v) for v in self._hyper_fn(model.initial_point())))
         self.new_features = bool(new_features)
         self.block_size = check_int(block_size, "block_size", minimum=0, maximum=12)
+        if moves not in MOVES:
+            raise ValueError(f"moves must be one of {sorted(MOVES)}; got {moves!r}.")
+        self.moves = moves
 
     def current_hyper(self, point) -> IBPHyper:
         if self._fixed_hyper is not None:
@@ -140,6 +155,7 @@ class IBPGibbs(PmctxStep):
             self.rng,
             new_features=self.new_features,
             block_size=self.block_size,
+            moves=self.moves,
         )
         new = dict(point)
         new["Z"] = state.Z.reshape(n, self.k_max)
