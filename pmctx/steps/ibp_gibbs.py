@@ -74,8 +74,11 @@ class IBPGibbs(PmctxStep):
 
     Notes
     -----
-    Sampler stats: ``n_active`` (columns in use), ``n_new_features`` (features added in the
-    sweep) and ``truncation_hit`` (some row left no free column: raise ``K_max``).
+    Sampler stats: ``n_active`` (columns in use), ``n_singletons`` (columns used by one row
+    only: with learned hyperparameters the posterior often keeps one such feature explaining
+    a single noisy trial, so ``n_active - n_singletons`` is the number of features the data
+    pin down), ``n_new_features`` (features added in the sweep) and ``truncation_hit`` (some
+    row left no free column: raise ``K_max``).
 
     Examples
     --------
@@ -92,6 +95,7 @@ class IBPGibbs(PmctxStep):
     name = "ibp_gibbs"
     stats_dtypes_shapes = {
         "n_active": (np.int64, []),
+        "n_singletons": (np.int64, []),
         "n_new_features": (np.int64, []),
         "truncation_hit": (bool, []),
     }
@@ -183,7 +187,12 @@ class IBPGibbs(PmctxStep):
             new["Y"] = state.Y
         logit = state.pi_logit
         new[self._pi_key] = logit if self._pi_logit_space else 1.0 / (1.0 + np.exp(-logit))
-        stats = {"n_active": state.n_active, "n_new_features": added, "truncation_hit": hits > 0}
+        stats = {
+            "n_active": state.n_active,
+            "n_singletons": int(np.count_nonzero(state.Z.sum(axis=0) == 1)),
+            "n_new_features": added,
+            "truncation_hit": hits > 0,
+        }
         return new, [stats]
 
 
