@@ -35,8 +35,9 @@ import pytensor.tensor as pt
 
 from pmctx import TruncationWarning
 from pmctx.convergence import report_after_fit
+from pmctx.ibp.hyper import HYPER_PRIORS
 from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
-from pmctx.steps.ibp_gibbs import ALPHA_PRIOR, HYPER_NAMES, IBPAlphaGibbs, IBPGibbs
+from pmctx.steps.ibp_gibbs import HYPER_NAMES, LEARNED_HYPER, IBPAlphaGibbs, IBPGibbs, IBPHyperGibbs
 from pmctx.steps.registration import tag_block
 from pmctx.validation import (
     as_binary_array,
@@ -49,20 +50,25 @@ from pmctx.validation import (
 
 __all__ = ["build_model", "demo", "fit", "plot_bases", "sample", "write_outputs"]
 
-DEFAULT_HYPER = dict(alpha=1.0, sigma_n=0.5, sigma_A=1.0, phi=0.5, lam=0.9, eps=0.05)
+# Every hyperparameter is learned unless the user passes a number; the priors and why they
+# were chosen are documented in pmctx.ibp.hyper (HYPER_PRIORS).
+DEFAULT_HYPER = dict(
+    alpha="prior", sigma_n="prior", sigma_A="prior", phi="prior", lam="prior", eps="prior"
+)
 
 
 def _hyper_prior(name):
-    # Weakly informative priors for hyperparameters the user asks to learn.
-    if name == "alpha":  # conjugate: IBPAlphaGibbs samples it exactly
-        return pm.Gamma(name, alpha=ALPHA_PRIOR[0], beta=ALPHA_PRIOR[1])
+    # Priors with exact (conjugate) or slice-sampled updates: IBPAlphaGibbs, IBPHyperGibbs.
+    if name == "alpha":
+        shape, rate = HYPER_PRIORS["alpha"]
+        return pm.Gamma(name, alpha=shape, beta=rate)
     if name in ("sigma_n", "sigma_A"):
-        return pm.HalfNormal(name, sigma=1.0)
-    if name == "phi":
-        return pm.Beta(name, 1.0, 1.0)
-    if name == "lam":
-        return pm.Beta(name, 5.0, 1.0)
-    return pm.Beta(name, 1.0, 20.0)  # eps
+        # The conjugate prior is on the variance; the standard deviation is derived from it.
+        shape, scale = HYPER_PRIORS[name + "2"]
+        var = pm.InverseGamma(name + "2", alpha=shape, beta=scale)
+        return pm.Deterministic(name, pt.sqrt(var))
+    a, b = HYPER_PRIORS[name]
+    return pm.Beta(name, a, b)
 
 
 def validate_inputs(F, X, K_max, hyper):
@@ -180,10 +186,12 @@ def sample(
 ):
     """Sample the IBP visuo-motor posterior with the specialised Gibbs step.
 
-    Fixed hyperparameters use :class:`~pmctx.steps.ibp_gibbs.IBPGibbs` alone. Given
-    ``"prior"``, ``alpha`` gets its conjugate Gamma update
-    (:class:`~pmctx.steps.ibp_gibbs.IBPAlphaGibbs`) and the others are sampled by PyMC's own
-    step (NUTS) in the same ``pm.sample`` call.
+    :class:`~pmctx.steps.ibp_gibbs.IBPGibbs` updates ``Z, pi, A, Y``. Hyperparameters are
+    learned unless passed as numbers: ``alpha`` by its conjugate Gamma update
+    (:class:`~pmctx.steps.ibp_gibbs.IBPAlphaGibbs`), ``sigma_n^2, sigma_A^2, phi`` by
+    conjugate draws and ``lam, eps`` by slice sampling
+    (:class:`~pmctx.steps.ibp_gibbs.IBPHyperGibbs`); priors in
+    :data:`pmctx.ibp.hyper.HYPER_PRIORS`.
 
     Parameters
     ----------
@@ -224,8 +232,10 @@ def sample(
     model = build_model(F, X, K_max=K_max, reconstructions=reconstructions, **hyper)
     with model:
         steps = [IBPGibbs()]
-        if hyper.get("alpha") == "prior":
+        if model["alpha"] in model.free_RVs:
             steps.append(IBPAlphaGibbs())
+        if any(n in model.named_vars and model[n] in model.free_RVs for n in LEARNED_HYPER):
+            steps.append(IBPHyperGibbs())
     idata = run_sampler(
         model,
         step=steps,

@@ -27,14 +27,12 @@ import math
 import numba
 import numpy as np
 
-from pmctx.ibp.continuous import sample_a_kernel, sample_pi_logit_kernel
-
 __all__ = [
-    "full_sweep",
     "log1mexp",
     "new_feature_block",
     "new_feature_log_posterior",
     "noisy_or_tables",
+    "place_new_features",
     "refresh_empty_columns",
     "row_block_update",
     "sweep_rows",
@@ -201,9 +199,21 @@ def new_feature_block(i, Z, A, Y, X, R, C, m, hyper, ll0, ll1, rng):
             _set_z(i, k, 0, Z, A, Y, R, C, m)  # singletons are zeroed (Algorithm 2, l. 15)
     if n_free == 0:
         return 0
-    sigma_n, sigma_a, phi = hyper[1], hyper[2], hyper[3]
     logw = new_feature_log_posterior(i, n_free, X, R, C, hyper, ll0)
     k_new = _sample_log_weights(logw, rng)
+    place_new_features(i, k_new, free, n_free, Z, A, Y, X, R, C, m, hyper, ll0, ll1, rng)
+    return k_new
+
+
+@numba.njit(cache=True)
+def place_new_features(i, k_new, free, n_free, Z, A, Y, X, R, C, m, hyper, ll0, ll1, rng):
+    """Give row ``i`` ``k_new`` of the ``n_free`` free columns, with A_new and Y_new drawn.
+
+    The columns are chosen uniformly (they are exchangeable), ``A_new`` comes from eq. 14 and
+    ``Y_new`` per pixel exactly from its conditional; ``R`` and ``C`` must exclude row ``i``'s
+    free columns on entry and are kept in sync.
+    """
+    sigma_n, sigma_a, phi = hyper[1], hyper[2], hyper[3]
     # Uniform choice of k_new of the free columns: partial Fisher-Yates puts them first.
     for j in range(k_new):
         swap = j + rng.integers(0, n_free - j)
@@ -247,7 +257,6 @@ def new_feature_block(i, Z, A, Y, X, R, C, m, hyper, ll0, ll1, rng):
             Y[free[order[j]], t] = 1 if j < s_on else 0
     for j in range(k_new):
         _set_z(i, free[j], 1, Z, A, Y, R, C, m)
-    return k_new
 
 
 @numba.njit(cache=True)
@@ -400,31 +409,3 @@ def update_y(Z, Y, X, C, phi, ll0, ll1, rng):
                 Y[k, t] = new
                 for j in range(n_rows):
                     C[rows[j], t] += new - ykt
-
-
-@numba.njit(cache=True)
-def full_sweep(Z, A, Y, F, X, pi_logit, hyper, rng, new_features, block_size):
-    """One whole sweep in place: A (eq. 2), Y (eq. 3-5), rows of Z, then pi | Z.
-
-    Returns ``(features added, truncation hits)``; see :func:`sweep_rows`.
-    """
-    n, k_max = Z.shape
-    if A.shape[1] > 0:
-        A[:, :] = sample_a_kernel(Z, F, hyper[1], hyper[2], rng)
-    ll0, ll1 = noisy_or_tables(hyper[4], hyper[5], k_max)
-    C = np.zeros((n, Y.shape[1]), dtype=np.int64)
-    R = F.copy()
-    m = np.zeros(k_max, dtype=np.int64)
-    for i in range(n):
-        for k in range(k_max):
-            if Z[i, k] == 1:
-                m[k] += 1
-                for t in range(Y.shape[1]):
-                    C[i, t] += Y[k, t]
-                for d in range(A.shape[1]):
-                    R[i, d] -= A[k, d]
-    if Y.shape[1] > 0:
-        update_y(Z, Y, X, C, hyper[3], ll0, ll1, rng)
-    added, hits = sweep_rows(Z, A, Y, X, R, C, m, hyper, ll0, ll1, rng, new_features, block_size)
-    pi_logit[:] = sample_pi_logit_kernel(m, n, hyper[0] / hyper[6], rng)
-    return added, hits

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pmctx.ibp.kernels import full_sweep
+from pmctx.ibp.sweep import MOVES_JOINT, MOVES_LEGACY, full_sweep
 
-__all__ = ["IBPHyper", "IBPState", "gibbs_sweep"]
+__all__ = ["MOVES", "IBPHyper", "IBPState", "gibbs_sweep"]
+
+MOVES = {"legacy": MOVES_LEGACY, "joint": MOVES_JOINT}
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,15 @@ class IBPState:
 
 
 def gibbs_sweep(
-    state: IBPState, F, X, hyper: IBPHyper, rng, *, new_features: bool = True, block_size: int = 3
+    state: IBPState,
+    F,
+    X,
+    hyper: IBPHyper,
+    rng,
+    *,
+    new_features: bool = True,
+    block_size: int = 3,
+    moves: str = "joint",
 ):
     """Update ``state`` in place by one sweep; returns ``(features_added, truncation_hits)``.
 
@@ -78,7 +88,12 @@ def gibbs_sweep(
         Include the new-feature block move (without it, free columns stay as they are).
     block_size : int, default 3
         After the single-site updates of a row, jointly redraw a random block of this many
-        shared columns (exact, 2^block_size configurations); 0 or 1 switches it off.
+        shared columns (exact, 2^block_size configurations); 0 or 1 switches it off. With
+        ``moves="joint"`` the block is drawn together with the row's number of singletons.
+    moves : {"joint", "legacy"}, default "joint"
+        ``"joint"``: :mod:`pmctx.ibp.joint_row` (block and singletons together, removes the
+        singleton-for-shared-features trap); ``"legacy"``: the original row update, kept
+        for comparison (``new_features`` applies to it only).
 
     Examples
     --------
@@ -89,6 +104,8 @@ def gibbs_sweep(
     >>> state.Z.shape
     (5, 3)
     """
+    if moves not in MOVES:
+        raise ValueError(f"moves must be one of {sorted(MOVES)}; got {moves!r}.")
     k_max = state.Z.shape[1]
     added, hits = full_sweep(
         state.Z,
@@ -101,5 +118,6 @@ def gibbs_sweep(
         rng,
         new_features,
         block_size,
+        MOVES[moves],
     )
     return int(added), int(hits)

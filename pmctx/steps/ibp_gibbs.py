@@ -16,11 +16,27 @@ import numpy as np
 import pymc as pm
 from pymc.logprob.transforms import LogOddsTransform
 
-from pmctx.ibp.sampler import IBPHyper, IBPState, gibbs_sweep
+from pmctx.ibp.hyper import (
+    HYPER_PRIORS,
+    noisy_or_count_histogram,
+    noisy_or_loglik_from_counts,
+    sample_basis_var,
+    sample_noise_var,
+    sample_phi,
+    slice_sample_logit,
+)
+from pmctx.ibp.sampler import MOVES, IBPHyper, IBPState, gibbs_sweep
 from pmctx.steps.base import PmctxStep
 from pmctx.validation import check_int
 
-__all__ = ["ALPHA_PRIOR", "HYPER_NAMES", "IBPAlphaGibbs", "IBPGibbs"]
+__all__ = [
+    "ALPHA_PRIOR",
+    "HYPER_NAMES",
+    "LEARNED_HYPER",
+    "IBPAlphaGibbs",
+    "IBPGibbs",
+    "IBPHyperGibbs",
+]
 
 HYPER_NAMES = ("alpha", "sigma_n", "sigma_A", "phi", "lam", "eps")
 
@@ -50,11 +66,19 @@ class IBPGibbs(PmctxStep):
     block_size : int, default 3
         Size of the random block of shared columns redrawn jointly per row (mixing between
         split and merged features); 0 switches it off.
+    moves : {"joint", "legacy"}, default "joint"
+        ``"joint"`` draws each row's block together with its number of singletons, the
+        singletons' ``A`` and ``Y`` integrated out (:mod:`pmctx.ibp.joint_row`), so a row can
+        trade a singleton for several shared features in one exact move. ``"legacy"`` is the
+        original update (singletons given the shared columns), kept for comparison.
 
     Notes
     -----
-    Sampler stats: ``n_active`` (columns in use), ``n_new_features`` (features added in the
-    sweep) and ``truncation_hit`` (some row left no free column: raise ``K_max``).
+    Sampler stats: ``n_active`` (columns in use), ``n_singletons`` (columns used by one row
+    only: with learned hyperparameters the posterior often keeps one such feature explaining
+    a single noisy trial, so ``n_active - n_singletons`` is the number of features the data
+    pin down), ``n_new_features`` (features added in the sweep) and ``truncation_hit`` (some
+    row left no free column: raise ``K_max``).
 
     Examples
     --------
@@ -72,12 +96,20 @@ class IBPGibbs(PmctxStep):
     owns_block = "ibp"  # Z, pi, A, Y as tagged by pmctx.models.ibp.build_model
     stats_dtypes_shapes = {
         "n_active": (np.int64, []),
+        "n_singletons": (np.int64, []),
         "n_new_features": (np.int64, []),
         "truncation_hit": (bool, []),
     }
 
     def __init__(
-        self, vars=None, *, model=None, rng=None, new_features: bool = True, block_size: int = 3
+        self,
+        vars=None,
+        *,
+        model=None,
+        rng=None,
+        new_features: bool = True,
+        block_size: int = 3,
+        moves: str = "joint",
     ):
         model = pm.modelcontext(model)
         missing = [n for n in ("Z", "pi") if n not in model.named_vars]
@@ -114,12 +146,17 @@ class IBPGibbs(PmctxStep):
         hyper = model.replace_rvs_by_values([model[h] for h in HYPER_NAMES])
         self._hyper_fn = self.compile_fn(hyper, inputs=list(model.value_vars))
         # Fixed hyperparameters are read once; ones with priors are read from every point.
-        free = [model[h] for h in HYPER_NAMES if model[h] in model.free_RVs]
+        free = [
+            h for h in HYPER_NAMES if model[h] in model.free_RVs or model[h] in model.deterministics
+        ]
         self._fixed_hyper = None
         if not free:
             self._fixed_hyper = IBPHyper(*(float(v) for v in self._hyper_fn(model.initial_point())))
         self.new_features = bool(new_features)
         self.block_size = check_int(block_size, "block_size", minimum=0, maximum=12)
+        if moves not in MOVES:
+            raise ValueError(f"moves must be one of {sorted(MOVES)}; got {moves!r}.")
+        self.moves = moves
 
     def current_hyper(self, point) -> IBPHyper:
         if self._fixed_hyper is not None:
@@ -141,6 +178,7 @@ class IBPGibbs(PmctxStep):
             self.rng,
             new_features=self.new_features,
             block_size=self.block_size,
+            moves=self.moves,
         )
         new = dict(point)
         new["Z"] = state.Z.reshape(n, self.k_max)
@@ -150,11 +188,16 @@ class IBPGibbs(PmctxStep):
             new["Y"] = state.Y
         logit = state.pi_logit
         new[self._pi_key] = logit if self._pi_logit_space else 1.0 / (1.0 + np.exp(-logit))
-        stats = {"n_active": state.n_active, "n_new_features": added, "truncation_hit": hits > 0}
+        stats = {
+            "n_active": state.n_active,
+            "n_singletons": int(np.count_nonzero(state.Z.sum(axis=0) == 1)),
+            "n_new_features": added,
+            "truncation_hit": hits > 0,
+        }
         return new, [stats]
 
 
-ALPHA_PRIOR = (2.0, 1.0)  # Gamma(shape, rate) prior that build_model gives alpha="prior"
+ALPHA_PRIOR = HYPER_PRIORS["alpha"]  # Gamma(shape, rate) that build_model gives alpha
 
 
 class IBPAlphaGibbs(PmctxStep):
@@ -214,3 +257,112 @@ class IBPAlphaGibbs(PmctxStep):
         value = np.log(alpha) if self._log_space else alpha
         new[self.value_names[0]] = np.asarray(value, dtype=np.float64)
         return new, [{"alpha": float(alpha)}]
+
+
+# Model variables IBPHyperGibbs updates: the two variances (their square roots sigma_n,
+# sigma_A are deterministics of the model) and the three probabilities.
+LEARNED_HYPER = ("sigma_n2", "sigma_A2", "phi", "lam", "eps")
+
+
+class IBPHyperGibbs(PmctxStep):
+    """Updates of the IBP hyperparameters that have priors, given ``Z``, ``A``, ``Y``.
+
+    Conjugate draws of ``sigma_n^2 | F, Z, A`` and ``sigma_A^2 | A`` (inverse gamma) and
+    ``phi | Y`` (beta); slice sampling of ``lam`` then ``eps`` on their exact noisy-OR
+    conditional (:mod:`pmctx.ibp.hyper`). Each update leaves the posterior invariant.
+
+    Parameters
+    ----------
+    vars : list, optional
+        Defaults to every one of ``sigma_n2, sigma_A2, phi, lam, eps`` that has a prior in
+        the model (the others are fixed numbers).
+    priors : dict, optional
+        Prior parameters; default ``pmctx.ibp.hyper.HYPER_PRIORS`` (what
+        :func:`pmctx.models.ibp.build_model` uses). They must match the model's.
+    model, rng
+        As in :class:`IBPGibbs`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pmctx.models.ibp import build_model
+    >>> model = build_model(F=np.ones((4, 2)), X=np.eye(4, dtype=int), K_max=3, lam=0.9)
+    >>> with model:
+    ...     step = IBPHyperGibbs(rng=0)
+    >>> step.value_names
+    ['sigma_n2_log__', 'sigma_A2_log__', 'phi_logodds__', 'eps_logodds__']
+    """
+
+    name = "ibp_hyper_gibbs"
+    stats_dtypes_shapes = {
+        name: (np.float64, []) for name in ("sigma_n", "sigma_A", "phi", "lam", "eps")
+    }
+
+    def __init__(self, vars=None, *, priors=None, model=None, rng=None):
+        model = pm.modelcontext(model)
+        learned = [n for n in LEARNED_HYPER if n in model.named_vars and model[n] in model.free_RVs]
+        if not learned:
+            raise ValueError(
+                "IBPHyperGibbs needs a model from pmctx.models.ibp.build_model with at least "
+                f"one of {LEARNED_HYPER} given a prior; all are fixed numbers here."
+            )
+        super().__init__([model[n] for n in learned] if vars is None else vars, model=model,
+                         rng=rng)  # fmt: skip
+        by_value = {model.rvs_to_values[model[n]].name: n for n in learned}
+        unknown = [v for v in self.value_names if v not in by_value]
+        if unknown:
+            raise ValueError(f"IBPHyperGibbs updates {learned} only; got {unknown}.")
+        self.learned = [by_value[v] for v in self.value_names]
+        self._keys = {n: model.rvs_to_values[model[n]].name for n in learned}
+        self._transformed = {n: model.rvs_to_transforms.get(model[n]) is not None for n in learned}
+        self.priors = {**HYPER_PRIORS, **(priors or {})}
+        self.k_max = int(model.dim_lengths["feature"].eval())
+        self.F = _observed(model, "F")
+        self.X = _observed(model, "X")
+        n = int(model.dim_lengths["trial"].eval())
+        self._F = np.zeros((n, 0)) if self.F is None else np.asarray(self.F, dtype=np.float64)
+        self._X = np.zeros((n, 0), np.int64) if self.X is None else self.X.astype(np.int64)
+        hyper = model.replace_rvs_by_values([model[h] for h in HYPER_NAMES])
+        self._hyper_fn = self.compile_fn(hyper, inputs=list(model.value_vars))
+
+    def _to_value(self, name, x):
+        if not self._transformed[name]:
+            return np.asarray(x, dtype=np.float64)
+        if name in ("sigma_n2", "sigma_A2"):
+            return np.asarray(np.log(x), dtype=np.float64)
+        return np.asarray(np.log(x) - np.log1p(-x), dtype=np.float64)
+
+    def step(self, point):
+        values = dict(zip(HYPER_NAMES, (float(v) for v in self._hyper_fn(point))))
+        n = self._F.shape[0]
+        Z = np.asarray(point["Z"]).reshape(n, self.k_max)
+        A = point["A"] if self.F is not None else np.zeros((self.k_max, 0))
+        Y = point["Y"] if self.X is not None else np.zeros((self.k_max, 0), np.int64)
+        new = dict(point)
+        if "sigma_n2" in self.learned:
+            v = sample_noise_var(self._F, Z, A, self.priors["sigma_n2"], self.rng)
+            values["sigma_n"] = float(np.sqrt(v))
+            new[self._keys["sigma_n2"]] = self._to_value("sigma_n2", v)
+        if "sigma_A2" in self.learned:
+            v = sample_basis_var(A, self.priors["sigma_A2"], self.rng)
+            values["sigma_A"] = float(np.sqrt(v))
+            new[self._keys["sigma_A2"]] = self._to_value("sigma_A2", v)
+        if "phi" in self.learned:
+            values["phi"] = sample_phi(Y, self.priors["phi"], self.rng)
+            new[self._keys["phi"]] = self._to_value("phi", values["phi"])
+        if "lam" in self.learned or "eps" in self.learned:
+            n0, n1 = noisy_or_count_histogram(Z, Y, self._X)
+            for name in ("lam", "eps"):
+                if name not in self.learned:
+                    continue
+                a, b = self.priors[name]
+
+                def log_density(p, name=name, a=a, b=b):
+                    other = {**values, name: p}
+                    prior = (a - 1.0) * np.log(p) + (b - 1.0) * np.log1p(-p)
+                    return prior + noisy_or_loglik_from_counts(n0, n1, other["lam"], other["eps"])
+
+                values[name] = slice_sample_logit(values[name], log_density, self.rng)
+                new[self._keys[name]] = self._to_value(name, values[name])
+        stats = {k: values[k] for k in ("sigma_n", "sigma_A", "phi", "lam", "eps")}
+        return new, [stats]

@@ -26,7 +26,8 @@ def run_sweeps(F, X, k_max, hyper, n_sweeps, seed, *, new_features=True):
     )
     out = np.empty((n_sweeps, n * k_max + k_max * t), dtype=np.int64)
     for s in range(n_sweeps):
-        gibbs_sweep(state, F, X, hyper, rng, new_features=new_features)
+        moves = "joint" if new_features else "legacy"
+        gibbs_sweep(state, F, X, hyper, rng, new_features=new_features, moves=moves)
         out[s] = np.concatenate([state.Z.ravel(), state.Y.ravel()])
     return out
 

@@ -193,3 +193,8 @@ def test_alpha_and_ibp_steps_reach_the_exact_alpha_posterior(alpha_model):
     assert abs(float(alpha.mean()) - want) < 4 * se, (float(alpha.mean()), want, se)
     # The prior mean is 2; the data move it, so matching `want` is not matching the prior.
     assert abs(want - 2.0) > 8 * se
+
+
+def test_unknown_moves_are_rejected(tiny_model):
+    with tiny_model, pytest.raises(ValueError, match="moves must be one of"):
+        IBPGibbs(moves="fast")
