@@ -33,6 +33,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from pmctx import TruncationWarning
+from pmctx.ibp.marginal import add_integrated_log_likelihood
 from pmctx.steps.ibp_gibbs import ALPHA_PRIOR, HYPER_NAMES, IBPAlphaGibbs, IBPGibbs
 from pmctx.validation import (
     as_binary_array,
@@ -182,7 +183,10 @@ def sample(
     draws, tune, chains, cores, random_seed, progressbar
         As in ``pm.sample``.
     log_likelihood : bool, default True
-        Add the pointwise ``log_likelihood`` group for ``F`` and ``X`` (for ``az.loo``).
+        Add the per-trial ``log_likelihood`` group with each trial's ``z_i`` summed out
+        (``trial``, ``F`` given cues, ``X`` given forces; see :mod:`pmctx.ibp.marginal`),
+        the one ``az.loo`` needs; the likelihood given the sampled ``z_i`` is kept in the
+        ``conditional_log_likelihood`` group (not for LOO).
     reconstructions : bool, default True
         Store ``F_hat`` and ``X_prob`` per draw.
     **hyper
@@ -221,6 +225,8 @@ def sample(
             compute_convergence_checks=False,
             idata_kwargs={"log_likelihood": log_likelihood},
         )
+    if log_likelihood:  # per-trial likelihood with z_i summed out: the one LOO needs
+        add_integrated_log_likelihood(idata, model, random_seed=random_seed)
     hit = idata.sample_stats["truncation_hit"].values
     if hit.mean() > 0.01:
         warnings.warn(
