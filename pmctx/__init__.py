@@ -24,4 +24,13 @@ class ConvergenceWarning(PmctxWarning):
     """An optimiser or sampler did not converge as requested."""
 
 
-__all__ = ["ConvergenceWarning", "PmctxWarning", "TruncationWarning", "__version__"]
+from pmctx.compare import LooReliabilityWarning, compare  # noqa: E402  (after the warnings)
+
+__all__ = [
+    "ConvergenceWarning",
+    "LooReliabilityWarning",
+    "PmctxWarning",
+    "TruncationWarning",
+    "__version__",
+    "compare",
+]

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from pmctx.compare import add_parser as add_compare_parser
+from pmctx.compare import run as run_compare
 from pmctx.models import MODEL_MODULES
 
 __all__ = ["available_models", "main"]
@@ -78,6 +80,7 @@ def _build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--chains", type=int, default=4)
     fit.add_argument("--seed", type=int, default=0)
     fit.add_argument("--out", default="pmctx-fit", type=Path, help="output folder")
+    add_compare_parser(sub)
     return parser
 
 
@@ -150,6 +153,8 @@ def _fit(args) -> int:
 def main(argv=None) -> int:
     """Entry point of the ``pmctx`` command."""
     args = _build_parser().parse_args(argv)
+    if args.command == "compare":
+        return run_compare(args)
     return _demo(args) if args.command == "demo" else _fit(args)
 
 

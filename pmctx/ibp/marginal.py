@@ -361,7 +361,10 @@ CONDITIONAL_GROUP = "conditional_log_likelihood"
 
 def _constant(idata, model, name):
     if "constant_data" in idata.groups() and name in idata.constant_data:
-        return float(idata.constant_data[name].values)
+        value = np.asarray(idata.constant_data[name].values)
+        if value.size != 1:
+            raise ValueError(f"constant_data[{name!r}] must be a scalar, got shape {value.shape}.")
+        return float(value.reshape(-1)[0])
     if model is not None and name in model.named_vars:
         var = model[name]
         if var not in model.free_RVs:
