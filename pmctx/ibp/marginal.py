@@ -55,8 +55,8 @@ from scipy.special import logsumexp
 from pmctx.validation import as_rng, check_int
 
 __all__ = [
-    "DEFAULT_MAX_EXACT",
     "CONDITIONAL_GROUP",
+    "DEFAULT_MAX_EXACT",
     "add_integrated_log_likelihood",
     "config_logliks",
     "integrated_log_likelihood",
@@ -416,7 +416,7 @@ def add_integrated_log_likelihood(idata, model=None, **options):
             continue
         value = _constant(idata, model, name)
         if value is None:
-            needed = name == "sigma_n" and F is not None or name != "sigma_n" and X is not None
+            needed = F is not None if name == "sigma_n" else X is not None
             if needed:
                 raise ValueError(
                     f"Cannot find hyperparameter {name!r} in the posterior, constant_data or "

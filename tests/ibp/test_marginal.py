@@ -142,7 +142,7 @@ def fake_idata(seed=0, chains=2, draws=3, sampled_sigma=True):
 
 
 def test_add_group_reads_hyperparameters_per_draw_and_keeps_conditional():
-    idata, (F, X, Z, A, Y, pi), posterior = fake_idata()
+    idata, (F, X, _Z, A, Y, pi), posterior = fake_idata()
     add_integrated_log_likelihood(idata, inactive="exact")
     assert CONDITIONAL_GROUP in idata.groups()
     assert sorted(idata.log_likelihood.data_vars) == ["F", "X", "joint"]
@@ -154,7 +154,7 @@ def test_add_group_reads_hyperparameters_per_draw_and_keeps_conditional():
 
 
 def test_add_group_reads_constants():
-    idata, (F, X, Z, A, Y, pi), _ = fake_idata(1, sampled_sigma=False)
+    idata, (F, X, _Z, A, Y, pi), _ = fake_idata(1, sampled_sigma=False)
     add_integrated_log_likelihood(idata, inactive="exact")
     want, _, _ = brute_force(F, X, A, Y, pi, **HYPER)
     np.testing.assert_allclose(idata.log_likelihood["joint"].values[1, 1], want, rtol=1e-12)
