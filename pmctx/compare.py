@@ -17,11 +17,11 @@ Examples
 >>> import arviz as az, numpy as np
 >>> rng = np.random.default_rng(0)
 >>> y = rng.normal(size=30)
->>> def fit(mu_sd):
-...     mu = rng.normal(y.mean(), mu_sd, size=(2, 200))
+>>> def fit(center):
+...     mu = rng.normal(center, 0.2, size=(2, 200))
 ...     ll = -0.5 * np.log(2 * np.pi) - 0.5 * (y - mu[..., None]) ** 2
 ...     return az.from_dict(posterior={"mu": mu}, log_likelihood={"y": ll})
->>> table = compare({"good": fit(0.2), "off": fit(1.0)})
+>>> table = compare({"good": fit(y.mean()), "off": fit(1.0)})
 >>> list(table.index), bool(table.loc["good", "k_share"] <= 0.02)
 (['good', 'off'], True)
 """

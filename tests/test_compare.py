@@ -77,3 +77,9 @@ def test_cli_prints_table_and_warning(tmp_path, y, capsys):
     assert "k_share" in out and "ok" in out
     assert main(["compare", str(paths[0]), str(tmp_path / "missing.nc")]) == 2
     assert main(["compare", *map(str, paths), "--names", "a"]) == 2
+
+
+def test_docstring_examples():
+    from pmctx.testing import assert_docstring_examples
+
+    assert_docstring_examples("pmctx.compare")

@@ -214,8 +214,9 @@ def trial_logliks(
     F, X : arrays or None
         Forces (N x D) and binary cues (N x T).
     Z, A, Y, pi : arrays
-        One draw: ``Z`` (N x K) selects the active columns; ``A`` (K x D), ``Y`` (K x T),
-        ``pi`` (K,).
+        One draw: ``Z`` (N_fit x K, the fitted trials' rows) selects the active columns
+        (and centres the importance proposal when its rows are the scored trials);
+        ``A`` (K x D), ``Y`` (K x T), ``pi`` (K,).
     sigma_n, lam, eps : float
         Hyperparameters of this draw.
     max_exact : int, default 10
@@ -261,11 +262,12 @@ def trial_logliks(
         log_f, log_x = config_logliks(F, X, configs, A, Y, **hyper)
         return _combine(log_f, log_x, log_w[None, :], has_f, has_x)
     # Importance sampling over all columns, one proposal per trial.
-    n = Z.shape[0]
+    n = (F if F is not None else X).shape[0]
+    own_rows = Z.shape[0] == n  # else held-out trials: no own row to centre the proposal on
     out = {name: np.empty(n) for name in ("joint", "F", "X") if name == "joint" or
            (name == "F" and has_f) or (name == "X" and has_x)}  # fmt: skip
     for i in range(n):
-        q = 0.9 * Z[i] + 0.05
+        q = 0.9 * Z[i] + 0.05 if own_rows else np.full(k, 0.5)
         from_prior = rng.random(n_importance) < 0.5
         u = rng.random((n_importance, k))
         configs = np.where(from_prior[:, None], u < pi, u < q).astype(np.int64)
@@ -320,7 +322,10 @@ def integrated_log_likelihood(
     max_exact = check_int(max_exact, "max_exact", minimum=0, maximum=20)
     rng = as_rng(random_seed)
     Z = posterior["Z"].values
-    n_chain, n_draw, n, _ = Z.shape
+    n_chain, n_draw = Z.shape[:2]
+    if F is None and X is None:
+        raise ValueError("Pass the forces F, the cues X or both.")
+    n = (F if F is not None else X).shape[0]  # may be held-out trials, not the fitted ones
     pi = posterior["pi"].values
 
     def per_draw(name):
@@ -348,7 +353,11 @@ def integrated_log_likelihood(
     coords = {
         "chain": posterior["chain"].values,
         "draw": posterior["draw"].values,
-        "trial": posterior["trial"].values if "trial" in posterior.coords else np.arange(n),
+        "trial": (
+            posterior["trial"].values
+            if "trial" in posterior.coords and posterior["trial"].size == n
+            else np.arange(n)
+        ),
     }
     return xr.Dataset(
         {name: (("chain", "draw", "trial"), v) for name, v in out.items()}, coords=coords
@@ -401,7 +410,7 @@ def add_integrated_log_likelihood(idata, model=None, **options):
     >>> from pmctx.ibp.data import visuomotor_data
     >>> from pmctx.models.ibp import sample
     >>> data = visuomotor_data(n_trials=10, seed=0)
-    >>> idata = sample(data.F, data.X, K_max=4, draws=5, tune=5, chains=1, sigma_n=0.3)
+    >>> idata = sample(data.F, data.X, K_max=8, draws=5, tune=5, chains=1, sigma_n=0.3)
     >>> sorted(idata.log_likelihood.data_vars), sorted(idata.conditional_log_likelihood)
     (['F', 'X', 'joint'], ['F', 'X'])
     """

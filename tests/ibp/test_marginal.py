@@ -171,3 +171,9 @@ def test_bad_options_are_rejected():
     idata, *_ = fake_idata()
     with pytest.raises(ValueError, match="max_exact"):
         integrated_log_likelihood(idata.posterior, hyper=HYPER, max_exact=-1)
+
+
+def test_docstring_examples():
+    from pmctx.testing import assert_docstring_examples
+
+    assert_docstring_examples("pmctx.ibp.marginal")
