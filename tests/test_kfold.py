@@ -117,3 +117,24 @@ def test_docstring_examples():
     from pmctx.testing import assert_docstring_examples
 
     assert_docstring_examples("pmctx.kfold")
+
+
+def test_ibp_predictive_scores_held_out_forces_given_cues():
+    from pmctx.ibp.marginal import trial_logliks
+
+    rng = np.random.default_rng(0)
+    n_fit, k, d, t = 5, 3, 2, 4
+    Z = rng.integers(0, 2, (n_fit, k))
+    Z[:, 2] = 0
+    A, Y, pi = rng.normal(size=(k, d)), rng.integers(0, 2, (k, t)), np.array([0.4, 0.6, 0.01])
+    posterior = {"Z": Z[None, None], "A": A[None, None], "Y": Y[None, None], "pi": pi[None, None]}
+    idata = az.from_dict(
+        posterior=posterior,
+        constant_data={"sigma_n": np.array(0.5), "lam": np.array(0.9), "eps": np.array(0.05)},
+    )
+    test = {"F": rng.normal(size=(2, d)), "X": rng.integers(0, 2, (2, t))}
+    _, log_pred = ibp_functions(var_name="F", marginal_options={"inactive": "exact"})
+    got = log_pred(idata, test)
+    want = trial_logliks(test["F"], test["X"], Z, A, Y, pi, sigma_n=0.5, inactive="exact")["F"]
+    assert got.shape == (1, 1, 2)
+    np.testing.assert_allclose(got[0, 0], want, rtol=1e-12)
