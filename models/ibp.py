@@ -36,6 +36,7 @@ import pytensor.tensor as pt
 from pmctx import TruncationWarning
 from pmctx.convergence import report_after_fit
 from pmctx.ibp.hyper import HYPER_PRIORS
+from pmctx.ibp.marginal import add_integrated_log_likelihood
 from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
 from pmctx.steps.ibp_gibbs import HYPER_NAMES, LEARNED_HYPER, IBPAlphaGibbs, IBPGibbs, IBPHyperGibbs
 from pmctx.steps.registration import tag_block
@@ -204,7 +205,10 @@ def sample(
     seed
         Deprecated alias of ``random_seed``.
     log_likelihood : bool, default True
-        Add the pointwise ``log_likelihood`` group for ``F`` and ``X`` (for ``az.loo``).
+        Add the per-trial ``log_likelihood`` group with each trial's ``z_i`` summed out
+        (``trial``, ``F`` given cues, ``X`` given forces; see :mod:`pmctx.ibp.marginal`),
+        the one ``az.loo`` needs; the likelihood given the sampled ``z_i`` is kept in the
+        ``conditional_log_likelihood`` group (not for LOO).
     reconstructions : bool, default True
         Store ``F_hat`` and ``X_prob`` per draw.
     check_convergence : bool, default True
@@ -247,6 +251,8 @@ def sample(
         progressbar=progressbar,
         idata_kwargs={"log_likelihood": log_likelihood, **(idata_kwargs or {})},
     )
+    if log_likelihood:  # per-trial likelihood with z_i summed out: the one LOO needs
+        add_integrated_log_likelihood(idata, model, random_seed=random_seed)
     hit = idata.sample_stats["truncation_hit"].values
     if hit.mean() > 0.01:
         warnings.warn(

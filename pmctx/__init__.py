@@ -34,4 +34,14 @@ def summary(idata, var_names=None, **kwargs):
     return _summary(idata, var_names, **kwargs)
 
 
-__all__ = ["ConvergenceWarning", "PmctxWarning", "TruncationWarning", "__version__", "summary"]
+from pmctx.compare import LooReliabilityWarning, compare  # noqa: E402  (after the warnings)
+
+__all__ = [
+    "ConvergenceWarning",
+    "LooReliabilityWarning",
+    "PmctxWarning",
+    "TruncationWarning",
+    "__version__",
+    "compare",
+    "summary",
+]

@@ -1,0 +1,205 @@
+"""Model comparison by PSIS-LOO that always reports how far PSIS can be trusted.
+
+:func:`compare` wraps ``az.loo`` / ``az.compare``: next to the ranking it gives, per model,
+the share of observations with Pareto k above ``threshold`` (0.7), and it warns with
+:class:`LooReliabilityWarning` when that share exceeds ``max_bad_share`` (2%): a ranking is
+never returned or printed without that warning when PSIS is unreliable. The fallback is an
+exact refit: :func:`pmctx.kfold.kfold` or :func:`pmctx.kfold.reloo`.
+
+Latent-variable models must store a log-likelihood with the per-unit latent integrated out
+(the IBP does since issue 16: variables ``joint``, ``F``, ``X``); the one given each trial's
+sampled latent makes PSIS fail.
+
+``pmctx compare A.nc B.nc ...`` is the command-line version (see :func:`add_parser`).
+
+Examples
+--------
+>>> import arviz as az, numpy as np
+>>> rng = np.random.default_rng(0)
+>>> y = rng.normal(size=30)
+>>> def fit(center):
+...     mu = rng.normal(center, 0.2, size=(2, 200))
+...     ll = -0.5 * np.log(2 * np.pi) - 0.5 * (y - mu[..., None]) ** 2
+...     return az.from_dict(posterior={"mu": mu}, log_likelihood={"y": ll})
+>>> table = compare({"good": fit(y.mean()), "off": fit(1.0)})
+>>> list(table.index), bool(table.loc["good", "k_share"] <= 0.02)
+(['good', 'off'], True)
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from pmctx import PmctxWarning
+
+__all__ = ["LooReliabilityWarning", "add_parser", "compare", "pareto_k_share", "run"]
+
+#: Pareto k above which PSIS estimates are unreliable (Vehtari et al. 2024).
+K_THRESHOLD = 0.7
+#: Share of observations above the threshold beyond which a ranking comes with a warning.
+MAX_BAD_SHARE = 0.02
+
+
+class LooReliabilityWarning(PmctxWarning):
+    """PSIS-LOO is unreliable (too many Pareto k > 0.7): refit exactly (pmctx.kfold)."""
+
+
+def _load(value):
+    import arviz as az
+
+    if isinstance(value, str | Path):
+        return az.from_netcdf(value)
+    return value
+
+
+def _default_var_name(idata) -> str | None:
+    names = list(idata.log_likelihood.data_vars)
+    if len(names) == 1:
+        return names[0]
+    if "joint" in names:  # integrated per-trial likelihood of all observations
+        return "joint"
+    raise ValueError(
+        f"The log_likelihood group has several variables {names}; pass var_name= one of them."
+    )
+
+
+def pareto_k_share(loo, threshold: float = K_THRESHOLD) -> float:
+    """Share of observations whose Pareto k exceeds ``threshold`` in an ``az.loo`` result."""
+    return float(np.mean(np.asarray(loo.pareto_k) > threshold))
+
+
+def compare(
+    models: Mapping,
+    *,
+    var_name=None,
+    threshold: float = K_THRESHOLD,
+    max_bad_share: float = MAX_BAD_SHARE,
+    scale: str = "log",
+):
+    """Rank models by PSIS-LOO and report the share of Pareto k above ``threshold``.
+
+    Parameters
+    ----------
+    models : mapping name -> InferenceData, NetCDF path or precomputed ``az.loo`` result
+        Each with a ``log_likelihood`` group over the same observations.
+    var_name : str or mapping name -> str, optional
+        Log-likelihood variable; default: the only one, else ``joint``.
+    threshold : float, default 0.7
+        Pareto k threshold.
+    max_bad_share : float, default 0.02
+        Above this share of k > threshold a :class:`LooReliabilityWarning` is emitted.
+    scale : str, default "log"
+        As in ``az.compare``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``az.compare``'s table plus ``k_share`` (share of k > threshold), ``n_high_k`` and
+        ``reliable``; ``table.attrs["loo"]`` holds the pointwise ``az.loo`` results.
+    """
+    import arviz as az
+
+    if len(models) < 2:
+        raise ValueError(f"compare needs at least two models, got {len(models)}.")
+    loos = {}
+    for name, value in models.items():
+        value = _load(value)
+        if isinstance(value, az.ELPDData):
+            loos[name] = value
+            continue
+        if "log_likelihood" not in value.groups():
+            raise ValueError(f"Model {name!r} has no log_likelihood group.")
+        var = var_name.get(name) if isinstance(var_name, Mapping) else var_name
+        var = var or _default_var_name(value)
+        with warnings.catch_warnings():  # replaced by our own, more specific warning
+            warnings.filterwarnings("ignore", message=".*Pareto.*")
+            warnings.filterwarnings("ignore", message=".*pareto.*")
+            loos[name] = az.loo(value, var_name=var, pointwise=True, scale=scale)
+    sizes = {name: int(np.size(loo.loo_i)) for name, loo in loos.items()}
+    if len(set(sizes.values())) > 1:
+        raise ValueError(f"The models score different numbers of observations: {sizes}.")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Pareto.*")
+        table = az.compare(loos, ic="loo", scale=scale)
+    table["k_share"] = [pareto_k_share(loos[name], threshold) for name in table.index]
+    table["n_high_k"] = [
+        int(np.sum(np.asarray(loos[name].pareto_k) > threshold)) for name in table.index
+    ]
+    table["reliable"] = table["k_share"] <= max_bad_share
+    table.attrs["loo"] = loos
+    bad = table.index[~table["reliable"]].tolist()
+    if bad:
+        shares = ", ".join(f"{n}: {table.loc[n, 'k_share']:.0%}" for n in bad)
+        warnings.warn(
+            f"PSIS-LOO is unreliable for {bad} (share of Pareto k > {threshold}: {shares}; "
+            f"more than {max_bad_share:.0%}), so this ranking is not trustworthy. Refit "
+            "exactly with pmctx.kfold.kfold (K-fold CV) or pmctx.kfold.reloo (refits of the "
+            "high-k observations); for latent-variable models use a log-likelihood with the "
+            "per-unit latent integrated out.",
+            LooReliabilityWarning,
+            stacklevel=2,
+        )
+    return table
+
+
+def format_table(table) -> str:
+    """The comparison as text, with the reliability columns first."""
+    cols = ["rank", "elpd_loo", "se", "elpd_diff", "dse", "p_loo", "k_share", "n_high_k"]
+    cols = [c for c in cols if c in table.columns] + ["reliable"]
+    return table[cols].to_string(float_format=lambda v: f"{v:.2f}")
+
+
+# ---------------------------------------------------------------- command line
+
+
+def add_parser(subparsers):
+    """Register ``pmctx compare`` on an ``argparse`` subparsers object."""
+    parser = subparsers.add_parser(
+        "compare",
+        help="rank fitted models by PSIS-LOO with Pareto-k reporting",
+        description="Rank InferenceData files by PSIS-LOO; prints the share of Pareto k > "
+        "THRESHOLD per model and a warning when PSIS is unreliable (then refit exactly "
+        "with pmctx.kfold).",
+    )
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE.nc")
+    parser.add_argument("--names", nargs="+", help="model names (default: file stems)")
+    parser.add_argument("--var-name", help="log_likelihood variable (default: only or joint)")
+    parser.add_argument("--threshold", type=float, default=K_THRESHOLD)
+    parser.add_argument("--max-bad-share", type=float, default=MAX_BAD_SHARE)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args) -> int:
+    """Run ``pmctx compare``; returns the exit status (2 on bad input)."""
+    import sys
+
+    names = args.names or [p.stem for p in args.files]
+    if len(names) != len(args.files) or len(set(names)) != len(names):
+        print(f"Need one distinct name per file; got names {names}.", file=sys.stderr)
+        return 2
+    missing = [str(p) for p in args.files if not p.exists()]
+    if missing:
+        print(f"File(s) not found: {missing}.", file=sys.stderr)
+        return 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LooReliabilityWarning)
+        try:
+            table = compare(
+                dict(zip(names, args.files, strict=True)),
+                var_name=args.var_name,
+                threshold=args.threshold,
+                max_bad_share=args.max_bad_share,
+            )
+        except (ValueError, TypeError, KeyError) as err:
+            print(f"Cannot compare: {err}", file=sys.stderr)
+            return 2
+    for w in caught:
+        if issubclass(w.category, LooReliabilityWarning):
+            print(f"WARNING: {w.message}")
+    print(format_table(table))
+    return 0

@@ -1,0 +1,322 @@
+"""Exact refits where PSIS fails: K-fold cross-validation and reloo-style refits.
+
+When :func:`pmctx.compare` warns that too many Pareto k exceed 0.7, the PSIS estimate of the
+leave-one-out predictive density cannot be trusted; the fallback is to refit the model
+without the held-out units, through the model's *own* sampler, and score them exactly:
+
+* :func:`kfold`: split the units into ``k`` folds, refit ``k`` times, score each held-out
+  unit by ``log mean_s p(y_i | theta_s)`` over the draws of the fit that did not see it.
+* :func:`reloo`: keep the PSIS value where Pareto k is fine and refit once per high-k unit
+  (what ``az.reloo`` does, without the ``SamplingWrapper`` ceremony).
+
+A model enters through two functions: ``fit(train_data) -> InferenceData`` and
+``log_predictive(idata, test_data) -> array (chain, draw, n_test)`` (or ``(draws, n_test)``)
+of pointwise log predictive densities given each draw. :func:`ibp_functions` and
+:func:`gum_functions` build them for the IBP and the GUM. Refits are independent, so they
+go through ``map_fn`` (default: the built-in ``map``); to run them on a dask cluster (the
+batch engine of issue 12, ``pmctx.batch``), pass e.g.
+``map_fn=lambda f, jobs: client.gather(client.map(f, list(jobs)))``.
+
+Both return an ``arviz.ELPDData`` with ``elpd_loo``/``loo_i`` fields (Pareto k set to 0
+for exactly refitted units), so :func:`pmctx.compare` and ``az.compare`` rank them.
+
+Examples
+--------
+>>> import arviz as az, numpy as np
+>>> y = np.random.default_rng(0).normal(size=12)
+>>> def fit(train):  # conjugate normal mean, exact posterior draws
+...     rng = np.random.default_rng(len(train["y"]))
+...     n = len(train["y"])
+...     mu = rng.normal(train["y"].sum() / (n + 1), (n + 1) ** -0.5, size=(1, 500))
+...     return az.from_dict(posterior={"mu": mu})
+>>> def log_predictive(idata, test):
+...     mu = idata.posterior["mu"].values[..., None]
+...     return -0.5 * np.log(2 * np.pi) - 0.5 * (test["y"] - mu) ** 2
+>>> result = kfold(fit, log_predictive, {"y": y}, k=4)
+>>> int(result.n_data_points), bool(np.isfinite(result.elpd_loo))
+(12, True)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from pmctx.validation import as_rng, check_int
+
+__all__ = [
+    "elpd_data",
+    "fold_indices",
+    "gum_functions",
+    "ibp_functions",
+    "kfold",
+    "reloo",
+    "split_rows",
+]
+
+
+def fold_indices(n: int, k: int, *, random_seed=0) -> list[np.ndarray]:
+    """Random partition of ``range(n)`` into ``k`` folds of (nearly) equal size."""
+    n = check_int(n, "n", minimum=2)
+    k = check_int(k, "k", minimum=2, maximum=n)
+    order = as_rng(random_seed).permutation(n)
+    return [np.sort(order[i::k]) for i in range(k)]
+
+
+def split_rows(data: dict, train: np.ndarray, test: np.ndarray, n: int):
+    """Index every array of ``data`` whose first axis has length ``n``; keep the rest."""
+
+    def take(idx):
+        return {
+            key: (np.asarray(v)[idx] if np.ndim(v) >= 1 and np.shape(v)[0] == n else v)
+            for key, v in data.items()
+        }
+
+    return take(train), take(test)
+
+
+def _n_units(data: dict) -> int:
+    sizes = {np.shape(v)[0] for v in data.values() if v is not None and np.ndim(v) >= 1}
+    if len(sizes) != 1:
+        raise ValueError(
+            f"Cannot tell the number of units from arrays with first axes {sorted(sizes)}; "
+            "pass n= explicitly."
+        )
+    return sizes.pop()
+
+
+def _pointwise_elpd(log_pred) -> np.ndarray:
+    """``log mean_s exp(log_pred[s, i])`` for a (chain, draw, n) or (draws, n) array."""
+    log_pred = np.asarray(log_pred, dtype=np.float64)
+    flat = log_pred.reshape(-1, log_pred.shape[-1])
+    if not np.all(np.isfinite(flat) | (flat == -np.inf)):
+        raise ValueError("log_predictive returned NaN or +inf values.")
+    return logsumexp(flat, axis=0) - np.log(flat.shape[0])
+
+
+def elpd_data(loo_i, *, n_samples: int, p_loo=np.nan, pareto_k=None, scale: str = "log"):
+    """An ``arviz.ELPDData`` (LOO kind) from pointwise elpd values, for ``az.compare``."""
+    import arviz as az
+    import xarray as xr
+
+    loo_i = np.asarray(loo_i, dtype=np.float64)
+    n = loo_i.size
+    pareto_k = np.zeros(n) if pareto_k is None else np.asarray(pareto_k, dtype=np.float64)
+    factor = {"log": 1.0, "negative_log": -1.0, "deviance": -2.0}[scale]
+    return az.ELPDData(
+        data=[
+            factor * loo_i.sum(),
+            abs(factor) * np.sqrt(n * np.var(loo_i)),
+            p_loo,
+            n_samples,
+            n,
+            bool(np.any(pareto_k > 0.7)),
+            xr.DataArray(factor * loo_i, dims=["unit"]),
+            xr.DataArray(pareto_k, dims=["unit"]),
+            scale,
+            0.7,
+        ],
+        index=[
+            "elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i",
+            "pareto_k", "scale", "good_k",
+        ],
+    )  # fmt: skip
+
+
+class _Refit:
+    """One refit job (picklable for dask when ``fit`` and ``log_predictive`` are)."""
+
+    def __init__(self, fit, log_predictive, data, n, split):
+        self.fit, self.log_predictive = fit, log_predictive
+        self.data, self.n, self.split = data, n, split
+
+    def __call__(self, test):
+        test = np.asarray(test)
+        train = np.setdiff1d(np.arange(self.n), test)
+        train_data, test_data = self.split(self.data, train, test, self.n)
+        idata = self.fit(train_data)
+        log_pred = np.asarray(self.log_predictive(idata, test_data))
+        if log_pred.shape[-1] != test.size:
+            raise ValueError(
+                f"log_predictive returned {log_pred.shape[-1]} values per draw for "
+                f"{test.size} held-out units."
+            )
+        n_samples = int(np.prod(log_pred.shape[:-1]))
+        return _pointwise_elpd(log_pred), n_samples
+
+
+def kfold(
+    fit,
+    log_predictive,
+    data: dict,
+    *,
+    k: int = 10,
+    n: int | None = None,
+    folds=None,
+    split=split_rows,
+    random_seed=0,
+    map_fn=None,
+    full_log_predictive=None,
+    scale: str = "log",
+):
+    """K-fold cross-validated elpd through the model's own sampler.
+
+    Parameters
+    ----------
+    fit : callable ``train_data -> InferenceData``
+    log_predictive : callable ``(idata, test_data) -> array (..., n_test)``
+        Pointwise log predictive density of held-out units per posterior draw.
+    data : dict of arrays
+        Units along the first axis of the arrays of length ``n``.
+    k : int, default 10
+        Number of folds (``k = n`` is exact leave-one-out).
+    n : int, optional
+        Number of units (default: the common first-axis length).
+    folds : list of index arrays, optional
+        Test sets to use instead of a random partition.
+    split : callable ``(data, train_idx, test_idx, n) -> (train_data, test_data)``
+    random_seed : int
+        For the partition.
+    map_fn : callable ``(function, iterable) -> iterable``, default ``map``
+        Runs the refits (e.g. on dask).
+    full_log_predictive : array (..., n), optional
+        Pointwise log-likelihood of the full-data fit; gives ``p_loo = lppd - elpd``.
+    scale : {"log", "negative_log", "deviance"}
+
+    Returns
+    -------
+    arviz.ELPDData
+    """
+    n = _n_units(data) if n is None else check_int(n, "n", minimum=2)
+    folds = fold_indices(n, k, random_seed=random_seed) if folds is None else list(folds)
+    covered = np.sort(np.concatenate(folds))
+    if not np.array_equal(covered, np.arange(n)):
+        raise ValueError("folds must partition range(n): every unit held out exactly once.")
+    job = _Refit(fit, log_predictive, data, n, split)
+    results = list((map_fn or map)(job, folds))
+    loo_i = np.empty(n)
+    for test, (elpd_i, _) in zip(folds, results, strict=True):
+        loo_i[test] = elpd_i
+    p_loo = np.nan
+    if full_log_predictive is not None:
+        p_loo = float(_pointwise_elpd(full_log_predictive).sum() - loo_i.sum())
+    n_samples = min(s for _, s in results)
+    return elpd_data(loo_i, n_samples=n_samples, p_loo=p_loo, scale=scale)
+
+
+def reloo(
+    fit,
+    log_predictive,
+    data: dict,
+    loo,
+    *,
+    threshold: float = 0.7,
+    n: int | None = None,
+    split=split_rows,
+    map_fn=None,
+):
+    """Replace the PSIS values of high-k units by exact leave-one-out refits.
+
+    Parameters
+    ----------
+    fit, log_predictive, data, n, split, map_fn
+        As in :func:`kfold`.
+    loo : arviz.ELPDData
+        ``az.loo(..., pointwise=True)`` of the full-data fit (log scale).
+    threshold : float, default 0.7
+        Units with Pareto k above it are refitted.
+
+    Returns
+    -------
+    arviz.ELPDData
+        With the refitted units' ``loo_i`` replaced and their Pareto k set to 0.
+    """
+    if loo.scale != "log":
+        raise ValueError(f"reloo needs an az.loo result on the log scale, got {loo.scale!r}.")
+    n = _n_units(data) if n is None else n
+    loo_i = np.asarray(loo.loo_i, dtype=np.float64).copy()
+    pareto_k = np.asarray(loo.pareto_k, dtype=np.float64).copy()
+    if loo_i.size != n:
+        raise ValueError(f"loo has {loo_i.size} pointwise values but data has {n} units.")
+    bad = np.flatnonzero(pareto_k > threshold)
+    job = _Refit(fit, log_predictive, data, n, split)
+    for i, (elpd_i, _) in zip(bad, (map_fn or map)(job, [np.array([i]) for i in bad]), strict=True):
+        loo_i[i] = elpd_i[0]
+        pareto_k[i] = 0.0
+    lppd = float(loo.elpd_loo + loo.p_loo)
+    return elpd_data(
+        loo_i, n_samples=int(loo.n_samples), p_loo=lppd - loo_i.sum(), pareto_k=pareto_k
+    )
+
+
+# ---------------------------------------------------------------- model adapters
+
+
+class _IBPFit:
+    def __init__(self, options):
+        self.options = options
+
+    def __call__(self, train):
+        from pmctx.models.ibp import sample
+
+        return sample(train.get("F"), train.get("X"), log_likelihood=False, **self.options)
+
+
+class _IBPPredictive:
+    def __init__(self, var_name, options, hyper):
+        self.var_name, self.options, self.hyper = var_name, options, hyper
+
+    def __call__(self, idata, test):
+        from pmctx.ibp.marginal import integrated_log_likelihood
+
+        hyper = {}
+        for name in ("sigma_n", "lam", "eps"):
+            if name not in idata.posterior:
+                hyper[name] = float(np.asarray(idata.constant_data[name]).reshape(-1)[0])
+        ds = integrated_log_likelihood(
+            idata.posterior, test.get("F"), test.get("X"), hyper=hyper, **self.options
+        )
+        return ds[self.var_name].values
+
+
+def ibp_functions(*, var_name: str = "joint", marginal_options=None, **sample_options):
+    """``fit`` and ``log_predictive`` for the IBP visuo-motor model.
+
+    ``fit`` runs :func:`pmctx.models.ibp.sample` on the training trials with
+    ``sample_options`` (``K_max``, ``draws``, ``tune``, hyperparameters, ...);
+    ``log_predictive`` scores held-out trials with the integrated likelihood: ``joint``
+    (the whole trial), ``F`` (forces given the trial's cues: the visuo-motor question) or
+    ``X`` (cues given forces). Data: ``{"F": ..., "X": ...}`` (either may be left out).
+    """
+    if var_name not in ("joint", "F", "X"):
+        raise ValueError(f"var_name must be 'joint', 'F' or 'X'; got {var_name!r}.")
+    return _IBPFit(sample_options), _IBPPredictive(var_name, marginal_options or {}, None)
+
+
+def gum_functions(build, *, fit_options=None):
+    """``fit`` and ``log_predictive`` for a GUM, through ``GumModel.predict``.
+
+    ``build(train_data) -> GumModel``; the GUM's exact held-out prediction (issue 11,
+    ``GumModel.predict(idata, new_data, kind="log_density")`` returning per-draw pointwise
+    log densities of the new responses) scores the test rows. Until ``predict`` exists this
+    adapter raises ``NotImplementedError`` when called.
+    """
+
+    def fit(train):
+        gum_model = build(train)
+        idata = gum_model.sample(**(fit_options or {}))
+        idata.attrs["_pmctx_gum_model"] = id(gum_model)
+        fit.models[id(gum_model)] = gum_model
+        return idata
+
+    fit.models = {}
+
+    def log_predictive(idata, test):
+        gum_model = fit.models[idata.attrs["_pmctx_gum_model"]]
+        if not hasattr(gum_model, "predict"):
+            raise NotImplementedError(
+                "GumModel.predict is not available yet (issue 11); held-out GUM scoring needs it."
+            )
+        return np.asarray(gum_model.predict(idata, test, kind="log_density"))
+
+    return fit, log_predictive
