@@ -22,6 +22,7 @@ import arviz as az
 import numpy as np
 import pandas as pd
 import pymc as pm
+import xarray as xr
 
 from pmctx.gum.build import build_pymc_model, function_dim
 from pmctx.gum.constraints import resolve_constraints
@@ -29,6 +30,14 @@ from pmctx.gum.design import build_design, offset_name
 from pmctx.gum.families import FAMILIES, loglik
 from pmctx.gum.formula import parse_formula
 from pmctx.gum.laplace import LaplaceResult, laplace_fit
+from pmctx.gum.predict import (
+    KINDS,
+    as_dataarray,
+    function_draws,
+    mean_response,
+    predict_draws,
+    response_draws,
+)
 from pmctx.gum.terms import Categorical, Term, normalize
 from pmctx.io import add_log_likelihood, to_inference_data
 from pmctx.validation import (
@@ -85,8 +94,11 @@ class GumModel:
     grid with a credible band.
     """
 
-    def __init__(self, design, blocks, constraints, labels, lengthscale_prior_sigma=None):
+    def __init__(
+        self, design, blocks, constraints, labels, lengthscale_prior_sigma=None, columns=None
+    ):
         self.lengthscale_prior_sigma = lengthscale_prior_sigma
+        self._training_columns = columns
         self.design = design
         self.blocks = blocks
         self.constraints = constraints
@@ -147,9 +159,17 @@ class GumModel:
         return point
 
     def sample(
-        self, *, draws=500, tune=500, chains=2, seed=0, init_at_map=True, **kwargs
+        self,
+        *,
+        draws=500,
+        tune=500,
+        chains=2,
+        seed=0,
+        init_at_map=True,
+        posterior_predictive=True,
+        **kwargs,
     ) -> az.InferenceData:
-        """NUTS via ``pm.sample`` with a ``log_likelihood`` group.
+        """NUTS via ``pm.sample`` with ``log_likelihood`` and ``posterior_predictive`` groups.
 
         Products of functions have secondary modes (see :func:`pmctx.gum.laplace.laplace_fit`);
         with ``init_at_map`` (default) every chain starts at the multi-start Laplace MAP.
@@ -168,6 +188,8 @@ class GumModel:
                 idata_kwargs={"log_likelihood": True},
                 **kwargs,
             )
+        if posterior_predictive:
+            self.add_posterior_predictive(idata, seed=seed)
         return idata
 
     def advi(
@@ -234,14 +256,127 @@ class GumModel:
         self.laplace_result = laplace_fit(self.design, **kwargs)
         return self.laplace_result
 
-    def laplace(self, *, draws=1000, seed=0, log_likelihood=True, result=None) -> az.InferenceData:
+    def laplace(
+        self, *, draws=1000, seed=0, log_likelihood=True, posterior_predictive=True, result=None
+    ) -> az.InferenceData:
         """Laplace posterior as InferenceData (Gaussian draws; one chain).
 
-        ``attrs["log_evidence"]`` holds the Laplace log marginal likelihood.
+        ``attrs["log_evidence"]`` holds the Laplace log marginal likelihood. The Newton fit is
+        reused when the model already has one at its current hyperparameters (e.g. after
+        :func:`pmctx.gum.hyper.fit_evidence`); pass ``result`` to use another.
         """
-        result = result or self.fit_laplace()
+        result = result or self.laplace_result or self.fit_laplace()
         u = result.draws(draws, np.random.default_rng(seed))
-        return self.to_idata(u, result=result, log_likelihood=log_likelihood)
+        idata = self.to_idata(u, result=result, log_likelihood=log_likelihood)
+        if posterior_predictive:
+            self.add_posterior_predictive(idata, seed=seed)
+        return idata
+
+    # --------------------------------------------------------------- prediction
+    def _new_columns(self, data) -> tuple[dict, int]:
+        """Validated 2-D regressor columns of new data (categorical labels mapped to codes)."""
+        columns = _columns(data)
+        leaves = [leaf for b in self.blocks for f in b for leaf in f]
+        needed = sorted({leaf.column for leaf in leaves})
+        missing = [c for c in needed if c not in columns]
+        if missing:
+            raise ValueError(
+                f"New data lacks column(s) {missing} that the GUM uses; it has {sorted(columns)}."
+            )
+        lengths = {np.shape(columns[c])[0] if np.ndim(columns[c]) else 0 for c in needed}
+        if len(lengths) != 1 or 0 in lengths:
+            raise ValueError(
+                f"New data columns {needed} must have the same number of rows, got {lengths}."
+            )
+        n = lengths.pop()
+        prepared = {}
+        for column in needed:
+            values = np.asarray(columns[column])
+            labels = next(
+                (
+                    self.labels[leaf.name]
+                    for leaf in leaves
+                    if leaf.column == column and leaf.name in self.labels
+                ),
+                None,
+            )
+            if labels is not None and values.dtype.kind in "OUSb":
+                text = values.astype(str)
+                codes = np.searchsorted(labels, text)
+                codes = np.clip(codes, 0, len(labels) - 1)
+                unseen = sorted(set(text[labels[codes] != text]))
+                if unseen:
+                    raise ValueError(
+                        f"data[{column!r}] has level(s) {unseen[:5]} not seen in training "
+                        f"(levels: {list(labels)}). Predict only at training levels."
+                    )
+                values = codes.astype(float)
+            prepared[column], _ = _regressor(values, column, n, False)
+        return prepared, n
+
+    def predict(
+        self, data, idata=None, *, kind="rho", draws=1000, seed=0, name=None
+    ) -> xr.DataArray:
+        """Posterior draws of the predictor, mean or response at new inputs.
+
+        Functions are evaluated exactly at the new inputs (GP conditional of seed 002 eq. 14
+        for exact-support GPs, the model's own basis otherwise; see
+        :mod:`pmctx.gum.predict`).
+
+        Parameters
+        ----------
+        data : DataFrame or dict
+            The regressor columns of the formula (the response is not needed).
+        idata : InferenceData, optional
+            Posterior draws (NUTS, ADVI or Laplace). Default: ``draws`` Laplace draws.
+        kind : {"rho", "mean", "response"}
+            The predictor ``rho``, the mean response ``g^-1(rho)``, or response draws.
+        draws : int, default 1000
+            Laplace draws when ``idata`` is None.
+        seed : int, default 0
+            Seed of the GP-conditional and response draws.
+
+        Returns
+        -------
+        xarray.DataArray with dims ``(chain, draw, obs)``.
+        """
+        check_choice(kind, "kind", KINDS)
+        draws = check_int(draws, "draws", minimum=1)
+        columns, n = self._new_columns(data)
+        rho, noise = predict_draws(self, columns, n, idata, draws=draws, seed=seed)
+        d = self.design
+        if kind == "mean":
+            rho = mean_response(d.family, d.link, rho)
+        elif kind == "response":
+            if d.family == "gaussian" and noise is None:
+                raise ValueError(
+                    "Response draws of Gaussian data need noise_sd (fixed or sampled)."
+                )
+            rng = np.random.default_rng(seed + 1)
+            rho = response_draws(d.family, d.link, rho, rng, noise_sd=noise)
+        return as_dataarray(rho, name or (d.response if kind == "response" else kind))
+
+    def function_values(self, name, x, idata=None, *, draws=1000, seed=0) -> np.ndarray:
+        """Draws (chain, draw, len(x)) of function ``name`` at inputs ``x`` (exact, not
+        interpolated from the support grid)."""
+        if name not in self.design.functions:
+            raise ValueError(f"Unknown function {name!r}; have {self.function_names}.")
+        return function_draws(self, name, x, idata, draws=draws, seed=seed)
+
+    def add_posterior_predictive(self, idata: az.InferenceData, *, seed=0) -> az.InferenceData:
+        """Add a ``posterior_predictive`` group (response draws at the training inputs), so
+        ``az.plot_ppc`` and ``az.loo_pit`` work on GUM fits."""
+        d = self.design
+        rho, noise = predict_draws(self, self._training_columns, d.n_obs, idata, seed=seed)
+        rng = np.random.default_rng(seed + 2)
+        if d.family == "gaussian" and noise is None:
+            return idata  # noise_sd neither fixed nor sampled: nothing to draw from
+        values = response_draws(d.family, d.link, rho, rng, noise_sd=noise)
+        group = xr.Dataset({d.response: as_dataarray(values, d.response)})
+        if "posterior_predictive" in idata.groups():
+            del idata["posterior_predictive"]
+        idata.add_groups(posterior_predictive=group)
+        return idata
 
     def to_idata(self, u: np.ndarray, *, result=None, log_likelihood=True) -> az.InferenceData:
         """InferenceData of free-vector draws ``u`` (draws x D), named like the PyMC model."""
@@ -269,7 +404,7 @@ class GumModel:
         if log_likelihood:
             ll = np.stack([self.pointwise_loglik(row) for row in u])
             groups["log_likelihood"] = {d.response: ll[None]}
-            dims[d.response] = ["obs"]
+        dims[d.response] = ["obs"]
         attrs = {"inference": "laplace"}
         if result is not None:
             attrs.update(log_evidence=result.log_evidence, converged=int(result.converged))
@@ -421,4 +556,4 @@ def gum(
     )
     if lengthscale_prior_sigma is not None:
         lengthscale_prior_sigma = check_positive(lengthscale_prior_sigma, "lengthscale_prior_sigma")
-    return GumModel(design, blocks, constraints, labels, lengthscale_prior_sigma)
+    return GumModel(design, blocks, constraints, labels, lengthscale_prior_sigma, prepared)

@@ -14,6 +14,7 @@ MODULES = [
     "pmctx.gum.synthetic",
     "pmctx.gum.glm",
     "pmctx.gum.api",
+    "pmctx.gum.predict",
     "pmctx.models.gum",
 ]
 
