@@ -252,8 +252,35 @@ def normalize(term: Term, *, check: bool = True) -> list[list[list[Function]]]:
     else:
         raise TypeError(f"Not a GUM term: {term!r}.")
     if check:
+        blocks = canonical_order(blocks)
         _check_blocks(blocks)
     return blocks
+
+
+def _leaf_key(leaf) -> tuple:
+    # Functions of values with a natural zero (GP, then linear and fixed) before weight vectors
+    # (categorical): the first factor of a product keeps the free scale (pmctx.gum.constraints).
+    rank = 0 if isinstance(leaf, GP) else 2 if isinstance(leaf, Categorical) else 1
+    return (rank, leaf.name, leaf.column)
+
+
+def _factor_key(factor) -> tuple:
+    return (min(_leaf_key(leaf)[0] for leaf in factor), *[_leaf_key(leaf) for leaf in factor])
+
+
+def canonical_order(blocks):
+    """Blocks, factors and functions in one order that does not depend on how the formula
+    was written (sums and products commute): within a factor, functions by kind (GP,
+    linear/fixed, categorical) then name; within a block, factors by their functions; blocks
+    with more factors first.
+
+    So ``w(position) * f(angle)`` and ``f(angle) * w(position)`` are the same model.
+    """
+    blocks = [
+        sorted((sorted(factor, key=_leaf_key) for factor in block), key=_factor_key)
+        for block in blocks
+    ]
+    return sorted(blocks, key=lambda block: (-len(block), [_factor_key(f) for f in block]))
 
 
 def _check_blocks(blocks) -> None:
