@@ -49,9 +49,14 @@ def support_points(leaf, inputs: list[np.ndarray]) -> tuple[np.ndarray, bool]:
     if isinstance(leaf, Linear):
         return np.array([0.0]), True
     unique = np.unique(values)
+    if not isinstance(leaf, Categorical) and unique.size < 2:
+        shown = "no finite values" if unique.size == 0 else f"the single value {float(unique[0]):g}"
+        raise ValueError(
+            f"Regressor {leaf.column!r} of the GP {leaf.name!r} has {shown}; a function of a "
+            "constant cannot be told apart from the intercept. Drop the term, or check the "
+            "column (e.g. a filter that left one condition)."
+        )
     if isinstance(leaf, Categorical) or unique.size <= int(leaf.max_points):
-        return unique, True
-    if unique.size < 2:
         return unique, True
     return np.linspace(unique[0], unique[-1], int(leaf.max_points)), False
 
