@@ -26,8 +26,9 @@ import xarray as xr
 
 from pmctx.gum.build import build_pymc_model, function_dim
 from pmctx.gum.constraints import resolve_constraints
+from pmctx.gum.derived import derive_column
 from pmctx.gum.design import build_design, offset_name
-from pmctx.gum.families import FAMILIES, loglik
+from pmctx.gum.families import DISPERSION, FAMILIES
 from pmctx.gum.formula import parse_formula
 from pmctx.gum.laplace import LaplaceResult, laplace_fit
 from pmctx.gum.predict import (
@@ -65,12 +66,12 @@ def _columns(data) -> dict:
 def _response(family: str, values, name: str) -> np.ndarray:
     if family == "bernoulli":
         return as_binary_array(values, name, ndim=1).astype(float)
-    if family == "poisson":
+    if family in ("poisson", "negative_binomial"):
         return as_count_array(values, name, ndim=1).astype(float)
     return as_float_array(values, name, ndim=1)
 
 
-def _regressor(values: np.ndarray, name: str, n: int, categorical: bool):
+def _regressor(values: np.ndarray, name: str, n: int, categorical: bool, allow_empty=False):
     labels = None
     if values.dtype.kind in "OUSb" and categorical:
         labels, values = np.unique(values.astype(str), return_inverse=True)
@@ -80,9 +81,18 @@ def _regressor(values: np.ndarray, name: str, n: int, categorical: bool):
             f"data[{name!r}] must have shape ({n},) or ({n}, positions) to match the response, "
             f"got shape {arr.shape}."
         )
-    if arr.ndim == 2 and np.isnan(arr).all(axis=1).any():
+    if arr.ndim == 2 and not allow_empty and np.isnan(arr).all(axis=1).any():
         raise ValueError(f"data[{name!r}] has rows where every position is NaN (missing).")
     return (arr[:, None] if arr.ndim == 1 else arr), labels
+
+
+def _add_derived(blocks, columns: dict) -> None:
+    """Build the columns of interaction and lag terms (in place)."""
+    for block in blocks:
+        for factor in block:
+            for leaf in factor:
+                if leaf.derive is not None:
+                    columns[leaf.column] = derive_column(leaf.derive, columns)
 
 
 class GumModel:
@@ -115,6 +125,9 @@ class GumModel:
             )
         return self._model
 
+    def _free_dispersion(self) -> bool:
+        return self.design.family in DISPERSION and self.design.noise_sd is None
+
     @property
     def function_names(self) -> list[str]:
         return list(self.design.functions)
@@ -122,15 +135,15 @@ class GumModel:
     def hyperparameters(self) -> dict:
         """Current hyperparameters per function (plus ``noise_sd`` for Gaussian data)."""
         out = {name: dict(fn.hyper) for name, fn in self.design.functions.items()}
-        if self.design.family == "gaussian":
-            out["noise_sd"] = self.design.noise_sd
+        if self.design.family in DISPERSION:
+            out[DISPERSION[self.design.family]] = self.design.noise_sd
         return out
 
     def set_hyperparameters(self, values: dict) -> None:
         """Set hyperparameters, e.g. ``{"f_x": {"lengthscale": 0.3}, "noise_sd": 0.5}``."""
         for name, settings in values.items():
-            if name == "noise_sd":
-                self.design.noise_sd = check_positive(settings, "noise_sd")
+            if name in ("noise_sd", "alpha") and self.design.family in DISPERSION:
+                self.design.noise_sd = check_positive(settings, name)
                 continue
             if name not in self.design.functions:
                 raise ValueError(f"Unknown function {name!r}; have {self.function_names}.")
@@ -176,7 +189,7 @@ class GumModel:
         """
         kwargs.setdefault("progressbar", False)
         kwargs.setdefault("target_accept", 0.9)
-        if init_at_map and not (self.design.family == "gaussian" and self.design.noise_sd is None):
+        if init_at_map and not self._free_dispersion():
             kwargs.setdefault("initvals", self.map_point())
             kwargs.setdefault("init", "adapt_diag")
         with self.model:
@@ -221,7 +234,7 @@ class GumModel:
         """
         check_choice(method, "method", ("advi", "fullrank_advi"))
         kwargs.setdefault("progressbar", False)
-        gaussian_free_noise = self.design.family == "gaussian" and self.design.noise_sd is None
+        gaussian_free_noise = self._free_dispersion()
         if start_at_map and not gaussian_free_noise:
             result = self.laplace_result or self.fit_laplace()
             kwargs.setdefault("start", self.map_point(result.u_map))
@@ -248,10 +261,11 @@ class GumModel:
 
     def fit_laplace(self, **kwargs) -> LaplaceResult:
         """Newton MAP + Hessian at the current hyperparameters (see :mod:`pmctx.gum.laplace`)."""
-        if self.design.family == "gaussian" and self.design.noise_sd is None:
+        if self._free_dispersion():
+            key = DISPERSION[self.design.family]
             raise ValueError(
-                "Laplace needs a fixed noise_sd for Gaussian data: pass noise_sd=... to gum() "
-                "or fit it with pmctx.gum.hyper.fit_evidence(...)."
+                f"Laplace needs a fixed {key} for {self.design.family} data: pass {key}=... to "
+                "gum() or fit it with pmctx.gum.hyper.fit_evidence(...)."
             )
         self.laplace_result = laplace_fit(self.design, **kwargs)
         return self.laplace_result
@@ -276,6 +290,7 @@ class GumModel:
     def _new_columns(self, data) -> tuple[dict, int]:
         """Validated 2-D regressor columns of new data (categorical labels mapped to codes)."""
         columns = _columns(data)
+        _add_derived(self.blocks, columns)
         leaves = [leaf for b in self.blocks for f in b for leaf in f]
         needed = sorted({leaf.column for leaf in leaves})
         missing = [c for c in needed if c not in columns]
@@ -311,7 +326,7 @@ class GumModel:
                         f"(levels: {list(labels)}). Predict only at training levels."
                     )
                 values = codes.astype(float)
-            prepared[column], _ = _regressor(values, column, n, False)
+            prepared[column], _ = _regressor(values, column, n, False, allow_empty=True)
         return prepared, n
 
     def predict(
@@ -369,8 +384,8 @@ class GumModel:
         d = self.design
         rho, noise = predict_draws(self, self._training_columns, d.n_obs, idata, seed=seed)
         rng = np.random.default_rng(seed + 2)
-        if d.family == "gaussian" and noise is None:
-            return idata  # noise_sd neither fixed nor sampled: nothing to draw from
+        if d.family in DISPERSION and noise is None:
+            return idata  # dispersion neither fixed nor sampled: nothing to draw from
         values = response_draws(d.family, d.link, rho, rng, noise_sd=noise)
         group = xr.Dataset({d.response: as_dataarray(values, d.response)})
         if "posterior_predictive" in idata.groups():
@@ -419,9 +434,7 @@ class GumModel:
 
     def pointwise_loglik(self, u: np.ndarray) -> np.ndarray:
         """Log-likelihood of every observation at free vector ``u``."""
-        rho = self.design.predictor(u)
-        noise = 1.0 if self.design.noise_sd is None else self.design.noise_sd
-        return loglik(self.design.family, self.design.link, self.design.y, rho, noise_sd=noise)[0]
+        return self.design.loglik(self.design.predictor(u))[0]
 
     def function_summary(self, idata: az.InferenceData, name: str, *, hdi_prob=0.94):
         """Posterior mean, sd and equal-tailed band of function ``name`` on its grid.
@@ -462,6 +475,8 @@ def gum(
     intercept_sd: float = 10.0,
     offset_sd: float = 10.0,
     noise_sd: float | None = None,
+    alpha: float | None = None,
+    weights=None,
     lengthscale_prior_sigma: float | None = None,
 ) -> GumModel:
     """Declare a GUM.
@@ -478,7 +493,7 @@ def gum(
         product block a sum over positions.
     response : str, optional
         Response column when terms are given.
-    family : {"gaussian", "bernoulli", "poisson"}
+    family : {"gaussian", "bernoulli", "poisson", "negative_binomial"}
     link : str, optional
         ``logit`` (default) or ``probit`` for Bernoulli; ``log`` for Poisson; ``identity``.
     intercept : bool, optional
@@ -487,6 +502,12 @@ def gum(
         Prior standard deviations of the intercept ``c0`` and of free offsets ``c_ij``.
     noise_sd : float, optional
         Gaussian noise sd; None samples it (NUTS) or leaves it to hyperparameter fitting.
+    alpha : float, optional
+        Negative-binomial dispersion (variance ``mu + mu^2 / alpha``); None samples it (NUTS,
+        ``HalfNormal(10)`` prior) or leaves it to hyperparameter fitting.
+    weights : array of shape (N,), optional
+        Observation weights: observation n's log-likelihood counts ``weights[n]`` times
+        (non-negative; e.g. frequency weights of aggregated trials).
     lengthscale_prior_sigma : float, optional
         Sample GP lengthscales under NUTS/ADVI with priors
         ``LogNormal(log(declared), lengthscale_prior_sigma)``; Laplace keeps them fixed (fit
@@ -495,6 +516,19 @@ def gum(
     Returns
     -------
     GumModel
+
+    Examples
+    --------
+    Quantile binning, observation weights and a negative-binomial family:
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(1)
+    >>> data = {"x": rng.normal(size=200), "g": rng.choice(["a", "b", "c"], 200)}
+    >>> data["y"] = rng.poisson(np.exp(0.5 * data["x"]))
+    >>> g = gum("y ~ f(x, binning=5) + cat(g)^cat(g2)", {**data, "g2": data["g"][::-1]},
+    ...         family="negative_binomial", alpha=5.0, weights=np.ones(200))
+    >>> g.design.functions["f_x"].support.size, sorted(g.function_names)
+    (5, ['f_x', 'w_g', 'w_g2', 'w_g_g2'])
     """
     check_choice(family, "family", tuple(FAMILIES))
     default_link, links = FAMILIES[family]
@@ -519,8 +553,13 @@ def gum(
     offset_sd = check_positive(offset_sd, "offset_sd")
     if noise_sd is not None:
         noise_sd = check_positive(noise_sd, "noise_sd")
+    if alpha is not None:
+        if family != "negative_binomial":
+            raise ValueError(f"alpha is the negative-binomial dispersion; family is {family!r}.")
+        noise_sd = check_positive(alpha, "alpha")
     columns = _columns(data)
     blocks = normalize(term)
+    _add_derived(blocks, columns)
     needed = [response] + [leaf.column for b in blocks for f in b for leaf in f]
     missing = sorted({c for c in needed if c not in columns})
     if missing:
@@ -529,12 +568,15 @@ def gum(
             f"{sorted(columns)}. Fix the formula or rename the data columns."
         )
     y = _response(family, columns[response], f"data[{response!r}]")
+    derived = {leaf.column for b in blocks for f in b for leaf in f if leaf.derive is not None}
     categorical = {
         leaf.column for b in blocks for f in b for leaf in f if isinstance(leaf, Categorical)
     }
     prepared, labels = {}, {}
     for column in {leaf.column for b in blocks for f in b for leaf in f}:
-        prepared[column], lab = _regressor(columns[column], column, len(y), column in categorical)
+        prepared[column], lab = _regressor(
+            columns[column], column, len(y), column in categorical, column in derived
+        )
         if lab is not None:
             for b in blocks:
                 for f in b:
@@ -554,6 +596,11 @@ def gum(
         offset_sd=offset_sd,
         noise_sd=noise_sd,
     )
+    if weights is not None:
+        weights = as_float_array(weights, "weights", shape=(len(y),))
+        if np.any(weights < 0):
+            raise ValueError("weights must be non-negative, got a negative weight.")
+        design.weights = weights
     if lengthscale_prior_sigma is not None:
         lengthscale_prior_sigma = check_positive(lengthscale_prior_sigma, "lengthscale_prior_sigma")
     return GumModel(design, blocks, constraints, labels, lengthscale_prior_sigma, prepared)

@@ -93,7 +93,7 @@ def _new_basis(leaf, fn, x: np.ndarray, labels):
                 "data did not contain. Predict only at levels seen in training."
             )
         return basis_matrix(leaf, fn, x), None
-    if isinstance(leaf, Linear) or not fn.exact:
+    if isinstance(leaf, Linear) or not fn.exact or fn.edges is not None:
         return basis_matrix(leaf, fn, x), None
     ok = np.isfinite(x)
     new = np.setdiff1d(np.unique(x[ok]), fn.support)
@@ -105,7 +105,7 @@ def _new_basis(leaf, fn, x: np.ndarray, labels):
     W = np.zeros((flat.size, extended.size))
     rows = np.flatnonzero(np.isfinite(flat))
     W[rows, order[np.searchsorted(extended[order], flat[rows])]] = 1.0
-    return W.reshape(*x.shape, -1), _Extension(fn, new)
+    return leaf.scale * W.reshape(*x.shape, -1), _Extension(fn, new)
 
 
 def _posterior_arrays(gum_model, idata, draws, seed):
@@ -122,10 +122,12 @@ def _posterior_arrays(gum_model, idata, draws, seed):
     post = idata.posterior
     shape = (post.sizes["chain"], post.sizes["draw"])
     values = {}
-    for name in [*list(gum_model.design.functions), "intercept", "noise_sd"]:
+    for name in [*list(gum_model.design.functions), "intercept", "noise_sd", "alpha"]:
         if name in post:
             arr = post[name].values
             values[name] = arr.reshape(shape[0] * shape[1], *arr.shape[2:])
+    if "alpha" in values:  # negative-binomial dispersion, carried as noise_sd here
+        values["noise_sd"] = values.pop("alpha")
     for key, spec in gum_model.design.offsets.items():
         label = offset_name(key)
         values[label] = (
@@ -148,7 +150,7 @@ def function_draws(gum_model, name: str, x, idata=None, *, draws=1000, seed=0) -
     theta = values[name]
     if extension is not None:
         theta = extension.draw(theta, np.random.default_rng(seed))
-    return (theta @ basis[:, 0, :].T).reshape(*shape, -1)
+    return (theta @ basis[:, 0, :].T / fn.leaf.scale).reshape(*shape, -1)
 
 
 def predict_draws(gum_model, columns: dict, n: int, idata=None, *, draws=1000, seed=0):
@@ -165,7 +167,8 @@ def predict_draws(gum_model, columns: dict, n: int, idata=None, *, draws=1000, s
                 x = np.broadcast_to(columns[leaf.column], (n, n_pos))
                 mask = mask * np.isfinite(x)
                 if isinstance(leaf, Fixed):
-                    bases[(i, j, l)] = np.asarray(leaf.fn(np.where(np.isfinite(x), x, 0.0)), float)
+                    values_x = leaf.fn(np.where(np.isfinite(x), x, 0.0))
+                    bases[(i, j, l)] = leaf.scale * np.asarray(values_x, float)
                     continue
                 fn = d.functions[leaf.name]
                 basis, ext = _new_basis(leaf, fn, x, gum_model.labels.get(leaf.name))
@@ -216,6 +219,7 @@ def response_draws(family, link, rho, rng, *, noise_sd=None, alpha=None) -> np.n
     if family == "poisson":
         return rng.poisson(mean)
     if family == "negative_binomial":
+        alpha = noise_sd if alpha is None else alpha  # the family's dispersion parameter
         alpha = np.broadcast_to(np.asarray(alpha, float)[..., None], rho.shape)
         return rng.poisson(rng.gamma(alpha, mean / alpha))
     noise = np.broadcast_to(np.asarray(noise_sd, float)[..., None], rho.shape)

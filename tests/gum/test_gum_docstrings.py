@@ -15,6 +15,7 @@ MODULES = [
     "pmctx.gum.glm",
     "pmctx.gum.api",
     "pmctx.gum.predict",
+    "pmctx.gum.derived",
     "pmctx.models.gum",
 ]
 

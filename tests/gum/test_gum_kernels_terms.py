@@ -70,7 +70,7 @@ def test_formula_intercept_and_nesting():
         ("y ~ g(x)", "unknown term 'g'"),
         ("y ~ f(x,", "invalid syntax"),
         ("y ~ f(x, kernel=foo)", "unknown name 'foo'"),
-        ("y ~ f(x) - f(z)", "only '- 1'"),
+        ("y ~ f(x) - 2", "unsupported expression '2'"),
         ("y ~ f(x, bogus=1)", "bad options"),
         ("y ~ f(x, kernel='periodic')", "no period"),
         ("y ~ f(x, lengthscale=-1)", "must be positive"),
