@@ -31,6 +31,7 @@ from pmctx.gum.design import build_design, offset_name
 from pmctx.gum.families import DISPERSION, FAMILIES
 from pmctx.gum.formula import parse_formula
 from pmctx.gum.laplace import LaplaceResult, laplace_fit
+from pmctx.gum.many import GumCollection, split_rows
 from pmctx.gum.predict import (
     KINDS,
     as_dataarray,
@@ -84,6 +85,20 @@ def _regressor(values: np.ndarray, name: str, n: int, categorical: bool, allow_e
     if arr.ndim == 2 and not allow_empty and np.isnan(arr).all(axis=1).any():
         raise ValueError(f"data[{name!r}] has rows where every position is NaN (missing).")
     return (arr[:, None] if arr.ndim == 1 else arr), labels
+
+
+def _split_fits(formula: str, data, *, weights=None, **kwargs):
+    """``y|g ~ rhs``: one GUM per level of ``g`` (see :mod:`pmctx.gum.many`)."""
+    lhs, rhs = formula.split("~", 1)
+    response, _, by = (part.strip() for part in lhs.partition("|"))
+    columns = _columns(data)
+    if weights is not None:
+        columns["__weights__"] = as_float_array(weights, "weights", ndim=1)
+    models = {}
+    for level, rows in split_rows(columns, by).items():
+        level_weights = rows.pop("__weights__", None)
+        models[level] = gum(f"{response} ~ {rhs}", rows, weights=level_weights, **kwargs)
+    return GumCollection(models, by)
 
 
 def _add_derived(blocks, columns: dict) -> None:
@@ -515,7 +530,8 @@ def gum(
 
     Returns
     -------
-    GumModel
+    GumModel, or a :class:`~pmctx.gum.many.GumCollection` (one model per level) for a
+    formula ``"y|g ~ ..."``.
 
     Examples
     --------
@@ -530,6 +546,20 @@ def gum(
     >>> g.design.functions["f_x"].support.size, sorted(g.function_names)
     (5, ['f_x', 'w_g', 'w_g2', 'w_g_g2'])
     """
+    if isinstance(formula_or_terms, str) and "|" in formula_or_terms.split("~")[0]:
+        return _split_fits(
+            formula_or_terms,
+            data,
+            family=family,
+            link=link,
+            intercept=intercept,
+            intercept_sd=intercept_sd,
+            offset_sd=offset_sd,
+            noise_sd=noise_sd,
+            alpha=alpha,
+            weights=weights,
+            lengthscale_prior_sigma=lengthscale_prior_sigma,
+        )
     check_choice(family, "family", tuple(FAMILIES))
     default_link, links = FAMILIES[family]
     link = default_link if link is None else link

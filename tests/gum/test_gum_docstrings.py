@@ -16,6 +16,7 @@ MODULES = [
     "pmctx.gum.api",
     "pmctx.gum.predict",
     "pmctx.gum.derived",
+    "pmctx.gum.many",
     "pmctx.models.gum",
 ]
 
