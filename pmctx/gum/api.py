@@ -22,14 +22,25 @@ import arviz as az
 import numpy as np
 import pandas as pd
 import pymc as pm
+import xarray as xr
 
 from pmctx.gum.build import build_pymc_model, function_dim
 from pmctx.gum.constraints import resolve_constraints
+from pmctx.gum.derived import derive_column
 from pmctx.gum.design import build_design, offset_name
-from pmctx.gum.families import FAMILIES, loglik
+from pmctx.gum.families import DISPERSION, FAMILIES
 from pmctx.gum.formula import parse_formula
 from pmctx.gum.init import set_laplace_initvals
 from pmctx.gum.laplace import LaplaceResult, laplace_fit
+from pmctx.gum.many import GumCollection, split_rows
+from pmctx.gum.predict import (
+    KINDS,
+    as_dataarray,
+    function_draws,
+    mean_response,
+    predict_draws,
+    response_draws,
+)
 from pmctx.gum.terms import Categorical, Term, normalize
 from pmctx.io import add_log_likelihood, to_inference_data
 from pmctx.sampling import SAMPLE_DEFAULTS
@@ -58,12 +69,12 @@ def _columns(data) -> dict:
 def _response(family: str, values, name: str) -> np.ndarray:
     if family == "bernoulli":
         return as_binary_array(values, name, ndim=1).astype(float)
-    if family == "poisson":
+    if family in ("poisson", "negative_binomial"):
         return as_count_array(values, name, ndim=1).astype(float)
     return as_float_array(values, name, ndim=1)
 
 
-def _regressor(values: np.ndarray, name: str, n: int, categorical: bool):
+def _regressor(values: np.ndarray, name: str, n: int, categorical: bool, allow_empty=False):
     labels = None
     if values.dtype.kind in "OUSb" and categorical:
         labels, values = np.unique(values.astype(str), return_inverse=True)
@@ -73,9 +84,32 @@ def _regressor(values: np.ndarray, name: str, n: int, categorical: bool):
             f"data[{name!r}] must have shape ({n},) or ({n}, positions) to match the response, "
             f"got shape {arr.shape}."
         )
-    if arr.ndim == 2 and np.isnan(arr).all(axis=1).any():
+    if arr.ndim == 2 and not allow_empty and np.isnan(arr).all(axis=1).any():
         raise ValueError(f"data[{name!r}] has rows where every position is NaN (missing).")
     return (arr[:, None] if arr.ndim == 1 else arr), labels
+
+
+def _split_fits(formula: str, data, *, weights=None, **kwargs):
+    """``y|g ~ rhs``: one GUM per level of ``g`` (see :mod:`pmctx.gum.many`)."""
+    lhs, rhs = formula.split("~", 1)
+    response, _, by = (part.strip() for part in lhs.partition("|"))
+    columns = _columns(data)
+    if weights is not None:
+        columns["__weights__"] = as_float_array(weights, "weights", ndim=1)
+    models = {}
+    for level, rows in split_rows(columns, by).items():
+        level_weights = rows.pop("__weights__", None)
+        models[level] = gum(f"{response} ~ {rhs}", rows, weights=level_weights, **kwargs)
+    return GumCollection(models, by)
+
+
+def _add_derived(blocks, columns: dict) -> None:
+    """Build the columns of interaction and lag terms (in place)."""
+    for block in blocks:
+        for factor in block:
+            for leaf in factor:
+                if leaf.derive is not None:
+                    columns[leaf.column] = derive_column(leaf.derive, columns)
 
 
 class GumModel:
@@ -87,8 +121,11 @@ class GumModel:
     grid with a credible band.
     """
 
-    def __init__(self, design, blocks, constraints, labels, lengthscale_prior_sigma=None):
+    def __init__(
+        self, design, blocks, constraints, labels, lengthscale_prior_sigma=None, columns=None
+    ):
         self.lengthscale_prior_sigma = lengthscale_prior_sigma
+        self._training_columns = columns
         self.design = design
         self.blocks = blocks
         self.constraints = constraints
@@ -108,6 +145,9 @@ class GumModel:
             set_laplace_initvals(self, self._model)
         return self._model
 
+    def _free_dispersion(self) -> bool:
+        return self.design.family in DISPERSION and self.design.noise_sd is None
+
     @property
     def function_names(self) -> list[str]:
         return list(self.design.functions)
@@ -115,15 +155,15 @@ class GumModel:
     def hyperparameters(self) -> dict:
         """Current hyperparameters per function (plus ``noise_sd`` for Gaussian data)."""
         out = {name: dict(fn.hyper) for name, fn in self.design.functions.items()}
-        if self.design.family == "gaussian":
-            out["noise_sd"] = self.design.noise_sd
+        if self.design.family in DISPERSION:
+            out[DISPERSION[self.design.family]] = self.design.noise_sd
         return out
 
     def set_hyperparameters(self, values: dict) -> None:
         """Set hyperparameters, e.g. ``{"f_x": {"lengthscale": 0.3}, "noise_sd": 0.5}``."""
         for name, settings in values.items():
-            if name == "noise_sd":
-                self.design.noise_sd = check_positive(settings, "noise_sd")
+            if name in ("noise_sd", "alpha") and self.design.family in DISPERSION:
+                self.design.noise_sd = check_positive(settings, name)
                 continue
             if name not in self.design.functions:
                 raise ValueError(f"Unknown function {name!r}; have {self.function_names}.")
@@ -163,10 +203,11 @@ class GumModel:
         idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
         seed=None,
         init_at_map=True,
+        posterior_predictive: bool = True,
         check_convergence: bool = True,
         **kwargs,
     ) -> az.InferenceData:
-        """NUTS via ``pm.sample`` with a ``log_likelihood`` group (see :mod:`pmctx.sampling`).
+        """NUTS via ``pm.sample``, with ``log_likelihood`` and ``posterior_predictive`` groups.
 
         ``draws, tune, chains, cores, random_seed, progressbar, idata_kwargs`` are
         ``pm.sample``'s, with its defaults (``seed`` is a deprecated alias). Products of
@@ -181,7 +222,7 @@ class GumModel:
         from pmctx.sampling import run_sampler
 
         kwargs.setdefault("target_accept", 0.9)
-        if init_at_map and not (self.design.family == "gaussian" and self.design.noise_sd is None):
+        if init_at_map and not self._free_dispersion():
             kwargs.setdefault("initvals", self.map_point())
             kwargs.setdefault("init", "adapt_diag")
         idata = run_sampler(
@@ -196,6 +237,8 @@ class GumModel:
             seed=seed,
             **kwargs,
         )
+        if posterior_predictive:
+            self.add_posterior_predictive(idata, seed=seed if random_seed is None else random_seed)
         report_after_fit(idata, "gum", check=check_convergence)
         return idata
 
@@ -228,7 +271,7 @@ class GumModel:
         """
         check_choice(method, "method", ("advi", "fullrank_advi"))
         kwargs.setdefault("progressbar", False)
-        gaussian_free_noise = self.design.family == "gaussian" and self.design.noise_sd is None
+        gaussian_free_noise = self._free_dispersion()
         if start_at_map and not gaussian_free_noise:
             result = self.laplace_result or self.fit_laplace()
             kwargs.setdefault("start", self.map_point(result.u_map))
@@ -255,22 +298,137 @@ class GumModel:
 
     def fit_laplace(self, **kwargs) -> LaplaceResult:
         """Newton MAP + Hessian at the current hyperparameters (see :mod:`pmctx.gum.laplace`)."""
-        if self.design.family == "gaussian" and self.design.noise_sd is None:
+        if self._free_dispersion():
+            key = DISPERSION[self.design.family]
             raise ValueError(
-                "Laplace needs a fixed noise_sd for Gaussian data: pass noise_sd=... to gum() "
-                "or fit it with pmctx.gum.hyper.fit_evidence(...)."
+                f"Laplace needs a fixed {key} for {self.design.family} data: pass {key}=... to "
+                "gum() or fit it with pmctx.gum.hyper.fit_evidence(...)."
             )
         self.laplace_result = laplace_fit(self.design, **kwargs)
         return self.laplace_result
 
-    def laplace(self, *, draws=1000, seed=0, log_likelihood=True, result=None) -> az.InferenceData:
+    def laplace(
+        self, *, draws=1000, seed=0, log_likelihood=True, posterior_predictive=True, result=None
+    ) -> az.InferenceData:
         """Laplace posterior as InferenceData (Gaussian draws; one chain).
 
-        ``attrs["log_evidence"]`` holds the Laplace log marginal likelihood.
+        ``attrs["log_evidence"]`` holds the Laplace log marginal likelihood. The Newton fit is
+        reused when the model already has one at its current hyperparameters (e.g. after
+        :func:`pmctx.gum.hyper.fit_evidence`); pass ``result`` to use another.
         """
-        result = result or self.fit_laplace()
+        result = result or self.laplace_result or self.fit_laplace()
         u = result.draws(draws, np.random.default_rng(seed))
-        return self.to_idata(u, result=result, log_likelihood=log_likelihood)
+        idata = self.to_idata(u, result=result, log_likelihood=log_likelihood)
+        if posterior_predictive:
+            self.add_posterior_predictive(idata, seed=seed)
+        return idata
+
+    # --------------------------------------------------------------- prediction
+    def _new_columns(self, data) -> tuple[dict, int]:
+        """Validated 2-D regressor columns of new data (categorical labels mapped to codes)."""
+        columns = _columns(data)
+        _add_derived(self.blocks, columns)
+        leaves = [leaf for b in self.blocks for f in b for leaf in f]
+        needed = sorted({leaf.column for leaf in leaves})
+        missing = [c for c in needed if c not in columns]
+        if missing:
+            raise ValueError(
+                f"New data lacks column(s) {missing} that the GUM uses; it has {sorted(columns)}."
+            )
+        lengths = {np.shape(columns[c])[0] if np.ndim(columns[c]) else 0 for c in needed}
+        if len(lengths) != 1 or 0 in lengths:
+            raise ValueError(
+                f"New data columns {needed} must have the same number of rows, got {lengths}."
+            )
+        n = lengths.pop()
+        prepared = {}
+        for column in needed:
+            values = np.asarray(columns[column])
+            labels = next(
+                (
+                    self.labels[leaf.name]
+                    for leaf in leaves
+                    if leaf.column == column and leaf.name in self.labels
+                ),
+                None,
+            )
+            if labels is not None and values.dtype.kind in "OUSb":
+                text = values.astype(str)
+                codes = np.searchsorted(labels, text)
+                codes = np.clip(codes, 0, len(labels) - 1)
+                unseen = sorted(set(text[labels[codes] != text]))
+                if unseen:
+                    raise ValueError(
+                        f"data[{column!r}] has level(s) {unseen[:5]} not seen in training "
+                        f"(levels: {list(labels)}). Predict only at training levels."
+                    )
+                values = codes.astype(float)
+            prepared[column], _ = _regressor(values, column, n, False, allow_empty=True)
+        return prepared, n
+
+    def predict(
+        self, data, idata=None, *, kind="rho", draws=1000, seed=0, name=None
+    ) -> xr.DataArray:
+        """Posterior draws of the predictor, mean or response at new inputs.
+
+        Functions are evaluated exactly at the new inputs (GP conditional of seed 002 eq. 14
+        for exact-support GPs, the model's own basis otherwise; see
+        :mod:`pmctx.gum.predict`).
+
+        Parameters
+        ----------
+        data : DataFrame or dict
+            The regressor columns of the formula (the response is not needed).
+        idata : InferenceData, optional
+            Posterior draws (NUTS, ADVI or Laplace). Default: ``draws`` Laplace draws.
+        kind : {"rho", "mean", "response"}
+            The predictor ``rho``, the mean response ``g^-1(rho)``, or response draws.
+        draws : int, default 1000
+            Laplace draws when ``idata`` is None.
+        seed : int, default 0
+            Seed of the GP-conditional and response draws.
+
+        Returns
+        -------
+        xarray.DataArray with dims ``(chain, draw, obs)``.
+        """
+        check_choice(kind, "kind", KINDS)
+        draws = check_int(draws, "draws", minimum=1)
+        columns, n = self._new_columns(data)
+        rho, noise = predict_draws(self, columns, n, idata, draws=draws, seed=seed)
+        d = self.design
+        if kind == "mean":
+            rho = mean_response(d.family, d.link, rho)
+        elif kind == "response":
+            if d.family == "gaussian" and noise is None:
+                raise ValueError(
+                    "Response draws of Gaussian data need noise_sd (fixed or sampled)."
+                )
+            rng = np.random.default_rng(seed + 1)
+            rho = response_draws(d.family, d.link, rho, rng, noise_sd=noise)
+        return as_dataarray(rho, name or (d.response if kind == "response" else kind))
+
+    def function_values(self, name, x, idata=None, *, draws=1000, seed=0) -> np.ndarray:
+        """Draws (chain, draw, len(x)) of function ``name`` at inputs ``x`` (exact, not
+        interpolated from the support grid)."""
+        if name not in self.design.functions:
+            raise ValueError(f"Unknown function {name!r}; have {self.function_names}.")
+        return function_draws(self, name, x, idata, draws=draws, seed=seed)
+
+    def add_posterior_predictive(self, idata: az.InferenceData, *, seed=0) -> az.InferenceData:
+        """Add a ``posterior_predictive`` group (response draws at the training inputs), so
+        ``az.plot_ppc`` and ``az.loo_pit`` work on GUM fits."""
+        d = self.design
+        rho, noise = predict_draws(self, self._training_columns, d.n_obs, idata, seed=seed)
+        rng = np.random.default_rng(None if seed is None else seed + 2)
+        if d.family in DISPERSION and noise is None:
+            return idata  # dispersion neither fixed nor sampled: nothing to draw from
+        values = response_draws(d.family, d.link, rho, rng, noise_sd=noise)
+        group = xr.Dataset({d.response: as_dataarray(values, d.response)})
+        if "posterior_predictive" in idata.groups():
+            del idata["posterior_predictive"]
+        idata.add_groups(posterior_predictive=group)
+        return idata
 
     def to_idata(self, u: np.ndarray, *, result=None, log_likelihood=True) -> az.InferenceData:
         """InferenceData of free-vector draws ``u`` (draws x D), named like the PyMC model."""
@@ -298,7 +456,7 @@ class GumModel:
         if log_likelihood:
             ll = np.stack([self.pointwise_loglik(row) for row in u])
             groups["log_likelihood"] = {d.response: ll[None]}
-            dims[d.response] = ["obs"]
+        dims[d.response] = ["obs"]
         attrs = {"inference": "laplace"}
         if result is not None:
             attrs.update(log_evidence=result.log_evidence, converged=int(result.converged))
@@ -313,9 +471,7 @@ class GumModel:
 
     def pointwise_loglik(self, u: np.ndarray) -> np.ndarray:
         """Log-likelihood of every observation at free vector ``u``."""
-        rho = self.design.predictor(u)
-        noise = 1.0 if self.design.noise_sd is None else self.design.noise_sd
-        return loglik(self.design.family, self.design.link, self.design.y, rho, noise_sd=noise)[0]
+        return self.design.loglik(self.design.predictor(u))[0]
 
     def function_summary(self, idata: az.InferenceData, name: str, *, hdi_prob=0.94):
         """Posterior mean, sd and equal-tailed band of function ``name`` on its grid.
@@ -356,6 +512,8 @@ def gum(
     intercept_sd: float = 10.0,
     offset_sd: float = 10.0,
     noise_sd: float | None = None,
+    alpha: float | None = None,
+    weights=None,
     lengthscale_prior_sigma: float | None = None,
 ) -> GumModel:
     """Declare a GUM.
@@ -372,7 +530,7 @@ def gum(
         product block a sum over positions.
     response : str, optional
         Response column when terms are given.
-    family : {"gaussian", "bernoulli", "poisson"}
+    family : {"gaussian", "bernoulli", "poisson", "negative_binomial"}
     link : str, optional
         ``logit`` (default) or ``probit`` for Bernoulli; ``log`` for Poisson; ``identity``.
     intercept : bool, optional
@@ -381,6 +539,12 @@ def gum(
         Prior standard deviations of the intercept ``c0`` and of free offsets ``c_ij``.
     noise_sd : float, optional
         Gaussian noise sd; None samples it (NUTS) or leaves it to hyperparameter fitting.
+    alpha : float, optional
+        Negative-binomial dispersion (variance ``mu + mu^2 / alpha``); None samples it (NUTS,
+        ``HalfNormal(10)`` prior) or leaves it to hyperparameter fitting.
+    weights : array of shape (N,), optional
+        Observation weights: observation n's log-likelihood counts ``weights[n]`` times
+        (non-negative; e.g. frequency weights of aggregated trials).
     lengthscale_prior_sigma : float, optional
         Sample GP lengthscales under NUTS/ADVI with priors
         ``LogNormal(log(declared), lengthscale_prior_sigma)``; Laplace keeps them fixed (fit
@@ -388,8 +552,36 @@ def gum(
 
     Returns
     -------
-    GumModel
+    GumModel, or a :class:`~pmctx.gum.many.GumCollection` (one model per level) for a
+    formula ``"y|g ~ ..."``.
+
+    Examples
+    --------
+    Quantile binning, observation weights and a negative-binomial family:
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(1)
+    >>> data = {"x": rng.normal(size=200), "g": rng.choice(["a", "b", "c"], 200)}
+    >>> data["y"] = rng.poisson(np.exp(0.5 * data["x"]))
+    >>> g = gum("y ~ f(x, binning=5) + cat(g)^cat(g2)", {**data, "g2": data["g"][::-1]},
+    ...         family="negative_binomial", alpha=5.0, weights=np.ones(200))
+    >>> g.design.functions["f_x"].support.size, sorted(g.function_names)
+    (5, ['f_x', 'w_g', 'w_g2', 'w_g_g2'])
     """
+    if isinstance(formula_or_terms, str) and "|" in formula_or_terms.split("~")[0]:
+        return _split_fits(
+            formula_or_terms,
+            data,
+            family=family,
+            link=link,
+            intercept=intercept,
+            intercept_sd=intercept_sd,
+            offset_sd=offset_sd,
+            noise_sd=noise_sd,
+            alpha=alpha,
+            weights=weights,
+            lengthscale_prior_sigma=lengthscale_prior_sigma,
+        )
     check_choice(family, "family", tuple(FAMILIES))
     default_link, links = FAMILIES[family]
     link = default_link if link is None else link
@@ -413,8 +605,13 @@ def gum(
     offset_sd = check_positive(offset_sd, "offset_sd")
     if noise_sd is not None:
         noise_sd = check_positive(noise_sd, "noise_sd")
+    if alpha is not None:
+        if family != "negative_binomial":
+            raise ValueError(f"alpha is the negative-binomial dispersion; family is {family!r}.")
+        noise_sd = check_positive(alpha, "alpha")
     columns = _columns(data)
     blocks = normalize(term)
+    _add_derived(blocks, columns)
     needed = [response] + [leaf.column for b in blocks for f in b for leaf in f]
     missing = sorted({c for c in needed if c not in columns})
     if missing:
@@ -423,12 +620,15 @@ def gum(
             f"{sorted(columns)}. Fix the formula or rename the data columns."
         )
     y = _response(family, columns[response], f"data[{response!r}]")
+    derived = {leaf.column for b in blocks for f in b for leaf in f if leaf.derive is not None}
     categorical = {
         leaf.column for b in blocks for f in b for leaf in f if isinstance(leaf, Categorical)
     }
     prepared, labels = {}, {}
     for column in {leaf.column for b in blocks for f in b for leaf in f}:
-        prepared[column], lab = _regressor(columns[column], column, len(y), column in categorical)
+        prepared[column], lab = _regressor(
+            columns[column], column, len(y), column in categorical, column in derived
+        )
         if lab is not None:
             for b in blocks:
                 for f in b:
@@ -448,6 +648,11 @@ def gum(
         offset_sd=offset_sd,
         noise_sd=noise_sd,
     )
+    if weights is not None:
+        weights = as_float_array(weights, "weights", shape=(len(y),))
+        if np.any(weights < 0):
+            raise ValueError("weights must be non-negative, got a negative weight.")
+        design.weights = weights
     if lengthscale_prior_sigma is not None:
         lengthscale_prior_sigma = check_positive(lengthscale_prior_sigma, "lengthscale_prior_sigma")
-    return GumModel(design, blocks, constraints, labels, lengthscale_prior_sigma)
+    return GumModel(design, blocks, constraints, labels, lengthscale_prior_sigma, prepared)

@@ -20,7 +20,7 @@ import numpy as np
 
 from pmctx.gum.terms import Categorical, Linear
 
-__all__ = ["basis_matrix", "support_points"]
+__all__ = ["basis_matrix", "quantile_bins", "support_points"]
 
 
 def _interpolation(x: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -43,15 +43,38 @@ def _indicator(x: np.ndarray, support: np.ndarray) -> np.ndarray:
     return W
 
 
-def support_points(leaf, inputs: list[np.ndarray]) -> tuple[np.ndarray, bool]:
-    """Support points of ``leaf`` over all its inputs, and whether they are exact."""
+def quantile_bins(values: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Inner bin edges at the quantiles of ``values`` (equal counts) and each bin's mean."""
+    edges = np.unique(np.quantile(values, np.linspace(0, 1, int(n_bins) + 1)[1:-1]))
+    index = np.searchsorted(edges, values, side="right")
+    means = np.array([values[index == k].mean() for k in range(edges.size + 1)])
+    return edges, means
+
+
+def support_points(leaf, inputs: list[np.ndarray]) -> tuple[np.ndarray, bool, np.ndarray | None]:
+    """Support points of ``leaf`` over all its inputs, whether they are exact, and the inner
+    bin edges of a binned GP (None otherwise)."""
+    support, exact = _support(leaf, inputs)
+    if getattr(leaf, "binning", None) is None:
+        return support, exact, None
+    values = np.concatenate([x[np.isfinite(x)] for x in inputs])
+    edges, means = quantile_bins(values, leaf.binning)
+    return means, False, edges
+
+
+def _support(leaf, inputs):
     values = np.concatenate([x[np.isfinite(x)] for x in inputs])
     if isinstance(leaf, Linear):
         return np.array([0.0]), True
     unique = np.unique(values)
+    if not isinstance(leaf, Categorical) and unique.size < 2:
+        shown = "no finite values" if unique.size == 0 else f"the single value {float(unique[0]):g}"
+        raise ValueError(
+            f"Regressor {leaf.column!r} of the GP {leaf.name!r} has {shown}; a function of a "
+            "constant cannot be told apart from the intercept. Drop the term, or check the "
+            "column (e.g. a filter that left one condition)."
+        )
     if isinstance(leaf, Categorical) or unique.size <= int(leaf.max_points):
-        return unique, True
-    if unique.size < 2:
         return unique, True
     return np.linspace(unique[0], unique[-1], int(leaf.max_points)), False
 
@@ -61,8 +84,12 @@ def basis_matrix(leaf, fn, x: np.ndarray) -> np.ndarray:
     flat = x.reshape(-1)
     if isinstance(leaf, Linear):
         W = np.where(np.isfinite(flat), flat, 0.0)[:, None]
+    elif getattr(fn, "edges", None) is not None:
+        W = np.zeros((flat.size, fn.support.size))
+        ok = np.isfinite(flat)
+        W[np.flatnonzero(ok), np.searchsorted(fn.edges, flat[ok], side="right")] = 1.0
     elif fn.exact:
         W = _indicator(flat, fn.support)
     else:
         W = _interpolation(flat, fn.support)
-    return W.reshape(*x.shape, -1)
+    return leaf.scale * W.reshape(*x.shape, -1)

@@ -83,6 +83,10 @@ def build_pymc_model(
                 z = pm.Normal(f"{name}_z", 0.0, 1.0, dims=f"{name}_free")
                 if lengthscale_prior_sigma is not None and isinstance(fn.leaf, GP):
                     Q = _sampled_lengthscale_factor(fn, name, lengthscale_prior_sigma)
+                elif isinstance(fn.leaf, Categorical) and fn.leaf.random:
+                    # random effect: the levels share a sampled sd (partial pooling)
+                    sd = pm.HalfNormal(f"{name}_sd", sigma=fn.leaf.sd)
+                    Q = sd * pt.as_tensor(fn.Q / fn.hyper["sd"])
                 else:
                     Q = pt.as_tensor(fn.Q)
                 value = pt.as_tensor(fn.theta0) + pt.dot(Q, z)
@@ -138,18 +142,45 @@ def _data_tensors(design: GumDesign, minibatch_size: int | None) -> dict:
     return dict(zip(arrays, batches))
 
 
-def _observe(design: GumDesign, y, rho, noise_prior_sd, extra) -> None:
-    name = design.response
-    if design.family == "poisson":
-        pm.Poisson(name, mu=pt.exp(rho), observed=y, **extra)
-    elif design.family == "bernoulli" and design.link == "logit":
-        pm.Bernoulli(name, logit_p=rho, observed=y, **extra)
-    elif design.family == "bernoulli":
-        pm.Bernoulli(name, p=pm.math.invprobit(rho), observed=y, **extra)
+def _base_distribution(design: GumDesign, rho, noise_prior_sd):
+    """``(factory, parameters)``: ``factory(*parameters)`` is the observation distribution."""
+    if design.family in ("poisson", "negative_binomial"):
+        if design.family == "poisson":
+            return (lambda r: pm.Poisson.dist(mu=pt.exp(r))), [rho]
+        alpha = design.noise_sd
+        if alpha is None:
+            alpha = pm.HalfNormal("alpha", 10.0)
+        return (lambda r, a: pm.NegativeBinomial.dist(mu=pt.exp(r), alpha=a)), [rho, alpha]
+    if design.family == "bernoulli" and design.link == "logit":
+        return (lambda r: pm.Bernoulli.dist(logit_p=r)), [rho]
+    if design.family == "bernoulli":
+        return (lambda r: pm.Bernoulli.dist(p=pm.math.invprobit(r))), [rho]
+    if design.noise_sd is None:
+        scale = noise_prior_sd if noise_prior_sd is not None else float(np.std(design.y)) or 1.0
+        sigma = pm.HalfNormal("noise_sd", scale)
     else:
-        if design.noise_sd is None:
-            scale = noise_prior_sd if noise_prior_sd is not None else float(np.std(design.y)) or 1.0
-            sigma = pm.HalfNormal("noise_sd", scale)
-        else:
-            sigma = float(design.noise_sd)
-        pm.Normal(name, mu=rho, sigma=sigma, observed=y, **extra)
+        sigma = float(design.noise_sd)
+    return (lambda r, s: pm.Normal.dist(mu=r, sigma=s)), [rho, sigma]
+
+
+def _observe(design: GumDesign, y, rho, noise_prior_sd, extra) -> None:
+    factory, params = _base_distribution(design, rho, noise_prior_sd)
+    if design.weights is None:
+        # the named PyMC distribution itself (pm.sample_posterior_predictive can draw it)
+        dist = factory(*params)
+        pm.Model.register_rv(
+            pm.modelcontext(None),
+            dist,
+            design.response,
+            observed=y,
+            dims=extra.get("dims"),
+            total_size=extra.get("total_size"),
+        )
+        return
+    weights = pt.as_tensor(design.weights)
+
+    def logp(value, *parameters):
+        # observation weights: each observation's log-likelihood counts weights[n] times
+        return weights * pm.logp(factory(*parameters), value)
+
+    pm.CustomDist(design.response, *params, logp=logp, observed=y, **extra)

@@ -10,14 +10,27 @@ Constraints: ``free``; ``first-zero`` (value at the first support point, the sma
 with the offset 1 absorbed); ``sum-one`` (values sum to 1; the seed's text writes the sum as
 ``V_k``, which would duplicate mean-one).
 
-Default rule (the authors' toolbox, ERRATA): in a product block the first factor is free and
-every later factor is mean-one; within a factor (a sum) the first function carries that
-constraint and the others are mean-zero; in additive blocks (one factor) every function is
-mean-zero when the model has an intercept. Linear weights are never shifted, so they stay free
-in additive positions. A factor holding a :class:`~pmctx.gum.terms.Fixed` function has no
-constraint (Appendix A). Offsets ``c_ij`` follow Appendix A when a factor has only zero-type
-constraints (first-zero/mean-zero): free for the first factor, fixed to 1 for later factors,
-absent in additive blocks that an intercept already shifts.
+Default rule -- decided by the model's structure, not by the order the formula is written in
+(``pmctx.gum.terms.canonical_order`` sorts every sum and product first, so ``w(p) * f(x)`` and
+``f(x) * w(p)`` are one and the same model, with the same evidence and predictions):
+
+* in a product block, **one factor keeps the free scale and every other factor has mean one**.
+  The free factor is a function of values with a natural zero (a GP, linear or fixed term:
+  the sign of ``f(angle)`` is the evidence it carries and its mean may be near zero, where a
+  mean-one constraint would be ill-posed) rather than a weight vector over levels or positions
+  (categorical ``w``: gets mean one, so it reads as relative weights); among factors of the
+  same kind, the one whose function name sorts first. The authors' toolbox instead frees the
+  *first-written* factor (ERRATA), which makes the evidence depend on the writing order.
+* within a factor (a sum) the first function in that order carries the factor's constraint and
+  the others are mean-zero;
+* in additive blocks (one factor) every function is mean-zero when the model has an intercept.
+
+Linear weights are never shifted, so they stay free in additive positions. A factor holding a
+:class:`~pmctx.gum.terms.Fixed` function has no constraint (Appendix A). Offsets ``c_ij``
+follow Appendix A when a factor has only zero-type constraints (first-zero/mean-zero): free for
+the first factor, fixed to 1 for later factors, absent in additive blocks that an intercept
+already shifts. Override the rule per function with ``constraint=`` (``GP("x",
+constraint="mean-one")`` or ``f(x, constraint='mean-one')`` in a formula).
 
 Examples
 --------
@@ -72,6 +85,19 @@ def _zero_type(kind: str) -> bool:
     return kind in ("first-zero", "mean-zero")
 
 
+def _free_factor(block, user: dict) -> int:
+    """Index of the factor that keeps the free scale: one the user declared free, else the
+    first (in canonical order) whose leading function has no user constraint."""
+    leading = [factor[0] for factor in block]
+    for j, leaf in enumerate(leading):
+        if user.get(leaf.name) == "free":
+            return j
+    for j, leaf in enumerate(leading):
+        if leaf.name not in user and leaf.has_parameters:
+            return j
+    return 0
+
+
 def resolve_constraints(blocks, intercept: bool) -> tuple[dict[str, str], dict]:
     """Apply the default rule to every leaf without a user constraint.
 
@@ -89,6 +115,7 @@ def resolve_constraints(blocks, intercept: bool) -> tuple[dict[str, str], dict]:
     }
     additive_free_used = intercept
     for block in blocks:
+        free_factor = _free_factor(block, constraints)
         for j, factor in enumerate(block):
             has_fixed = any(isinstance(leaf, Fixed) for leaf in factor)
             for position, leaf in enumerate(factor):
@@ -105,7 +132,7 @@ def resolve_constraints(blocks, intercept: bool) -> tuple[dict[str, str], dict]:
                 elif position > 0:
                     constraints[leaf.name] = "free" if isinstance(leaf, Linear) else "mean-zero"
                 else:
-                    constraints[leaf.name] = "free" if j == 0 else "mean-one"
+                    constraints[leaf.name] = "free" if j == free_factor else "mean-one"
     offsets: dict = {}
     for i, block in enumerate(blocks):
         for j, factor in enumerate(block):

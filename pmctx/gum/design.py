@@ -22,6 +22,7 @@ import numpy as np
 
 from pmctx.gum.basis import basis_matrix, support_points
 from pmctx.gum.constraints import projection
+from pmctx.gum.families import loglik
 from pmctx.gum.kernels import kernel_matrix
 from pmctx.gum.terms import GP, Fixed
 
@@ -44,6 +45,7 @@ class FunctionDesign:
     theta0: np.ndarray = None
     Q: np.ndarray = None
     L: np.ndarray = None
+    edges: np.ndarray | None = None  # inner bin edges of a binned GP
 
     @property
     def n_free(self) -> int:
@@ -104,9 +106,17 @@ class GumDesign:
     intercept: bool
     intercept_sd: float
     offset_sd: float
-    noise_sd: float | None
+    noise_sd: float | None  # dispersion: Gaussian noise sd or negative-binomial alpha
     slices: dict = field(default_factory=dict)
     _jacobian_cache: dict = field(default_factory=dict, repr=False)
+    weights: np.ndarray | None = None  # observation weights (None: all one)
+
+    def loglik(self, rho: np.ndarray, y: np.ndarray | None = None, weights=None):
+        """``(ll, d1, w)`` of the family at ``rho`` (observation weights applied)."""
+        noise = 1.0 if self.noise_sd is None else float(self.noise_sd)
+        y = self.y if y is None else y
+        weights = self.weights if weights is None and y is self.y else weights
+        return loglik(self.family, self.link, y, rho, noise_sd=noise, weights=weights)
 
     @property
     def n_obs(self) -> int:
@@ -255,6 +265,7 @@ class GumDesign:
             self.noise_sd,
             dict(self.slices),
             {},
+            None if self.weights is None else self.weights[rows],
         )
 
     def warm_start(self, u: np.ndarray, thetas: dict) -> np.ndarray:
@@ -306,7 +317,7 @@ def build_design(
     for name, leaf in leaves.items():
         if isinstance(leaf, Fixed):
             continue
-        support, exact = support_points(leaf, inputs[name])
+        support, exact, edges = support_points(leaf, inputs[name])
         if isinstance(leaf, GP):
             defaults = {"lengthscale": leaf.lengthscale, "variance": leaf.variance}
             if leaf.kernel == "periodic":
@@ -316,6 +327,7 @@ def build_design(
         fn = FunctionDesign(
             name, leaf, support, constraints[name], {**defaults, **hyper.get(name, {})}, exact
         )
+        fn.edges = edges
         fn.refresh()
         functions[name] = fn
     design_blocks, masks = [], []
@@ -335,7 +347,9 @@ def build_design(
                 x = np.broadcast_to(columns[leaf.column], (len(y), n_pos))
                 mask = mask * np.isfinite(x)
                 if isinstance(leaf, Fixed):
-                    values = np.asarray(leaf.fn(np.where(np.isfinite(x), x, 0.0)), dtype=float)
+                    values = leaf.scale * np.asarray(
+                        leaf.fn(np.where(np.isfinite(x), x, 0.0)), dtype=float
+                    )
                     if values.shape != x.shape or not np.all(np.isfinite(values)):
                         raise ValueError(
                             f"Fixed function {leaf.name!r} must return finite values of the "

@@ -17,23 +17,53 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, gammaln, log_ndtr
 
-__all__ = ["FAMILIES", "loglik"]
+__all__ = ["DISPERSION", "FAMILIES", "loglik"]
 
 #: family -> (default link, allowed links)
 FAMILIES = {
     "bernoulli": ("logit", ("logit", "probit")),
     "poisson": ("log", ("log",)),
     "gaussian": ("identity", ("identity",)),
+    "negative_binomial": ("log", ("log",)),
 }
+
+#: Families with a dispersion parameter (Gaussian noise sd, negative-binomial alpha).
+DISPERSION = {"gaussian": "noise_sd", "negative_binomial": "alpha"}
 
 _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 
 
-def loglik(family: str, link: str, y: np.ndarray, rho: np.ndarray, *, noise_sd: float = 1.0):
-    """Pointwise log-likelihood, gradient and curvature in the predictor ``rho``."""
+def loglik(
+    family: str, link: str, y: np.ndarray, rho: np.ndarray, *, noise_sd: float = 1.0, weights=None
+):
+    """Pointwise log-likelihood, gradient and curvature in the predictor ``rho``.
+
+    ``noise_sd`` is the family's dispersion parameter: the Gaussian noise sd, or the
+    negative-binomial ``alpha`` (variance ``mu + mu^2 / alpha``). ``weights`` multiply every
+    observation's log-likelihood (observation weights).
+    """
+    out = _loglik(family, link, y, rho, noise_sd)
+    if weights is None:
+        return out
+    return tuple(weights * part for part in out)
+
+
+def _loglik(family, link, y, rho, noise_sd):
     if family == "poisson":
         rate = np.exp(rho)
         return y * rho - rate - gammaln(y + 1.0), y - rate, rate
+    if family == "negative_binomial":
+        alpha = noise_sd
+        log_total = np.logaddexp(np.log(alpha), rho)  # log(alpha + mu)
+        ll = (
+            gammaln(y + alpha)
+            - gammaln(alpha)
+            - gammaln(y + 1.0)
+            + alpha * (np.log(alpha) - log_total)
+            + y * (rho - log_total)
+        )
+        frac = np.exp(rho - log_total)  # mu / (alpha + mu)
+        return ll, y - (y + alpha) * frac, (y + alpha) * frac * (1.0 - frac)
     if family == "gaussian":
         resid = y - rho
         ll = -0.5 * (resid / noise_sd) ** 2 - np.log(noise_sd) - _LOG_SQRT_2PI

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from pmctx import ConvergenceWarning
-from pmctx.gum.families import loglik
+from pmctx.gum.families import DISPERSION
 from pmctx.gum.laplace import laplace_fit
 from pmctx.gum.terms import GP
 from pmctx.validation import as_rng, check_int
@@ -37,7 +37,8 @@ class HyperResult:
 
 
 def free_hyperparameters(gum_model, which=None) -> list[tuple[str, str]]:
-    """``(function, key)`` pairs to fit: GP lengthscales, plus ``noise_sd`` for Gaussian data.
+    """``(function, key)`` pairs to fit: GP lengthscales, the shared sd of random effects
+    (``1|g``, ``x|g``), plus ``noise_sd`` for Gaussian data.
 
     Variances and periods stay at their declared values unless listed in ``which`` (e.g.
     ``[("f_x1", "lengthscale"), ("f_x1", "variance"), ("f_x2", "period")]``).
@@ -50,8 +51,13 @@ def free_hyperparameters(gum_model, which=None) -> list[tuple[str, str]]:
         if isinstance(fn.leaf, GP)
         for key in ("lengthscale",)
     ]
-    if gum_model.design.family == "gaussian":
-        pairs.append(("noise_sd", "noise_sd"))
+    pairs += [
+        (name, "sd")
+        for name, fn in gum_model.design.functions.items()
+        if getattr(fn.leaf, "random", False)
+    ]
+    if gum_model.design.family in DISPERSION:
+        pairs.append(("noise_sd", "noise_sd"))  # the dispersion (noise sd or NB alpha)
     return pairs
 
 
@@ -199,7 +205,6 @@ def cv_score(gum_model, *, k: int = 5, seed=0, warm=None) -> float:
     """K-fold cross-validated log-likelihood of the MAP at the current hyperparameters."""
     k = check_int(k, "k", minimum=2)
     d = gum_model.design
-    noise = 1.0 if d.noise_sd is None else d.noise_sd
     total = 0.0
     for i, test in enumerate(_folds(d.n_obs, k, seed)):
         train = np.setdiff1d(np.arange(d.n_obs), test)
@@ -208,9 +213,7 @@ def cv_score(gum_model, *, k: int = 5, seed=0, warm=None) -> float:
         if warm is not None:
             warm[i].remember(result.u_map)
         held = d.subset(test)
-        total += loglik(d.family, d.link, held.y, held.predictor(result.u_map), noise_sd=noise)[
-            0
-        ].sum()
+        total += held.loglik(held.predictor(result.u_map))[0].sum()
     return float(total)
 
 

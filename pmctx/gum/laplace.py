@@ -27,7 +27,6 @@ from threadpoolctl import ThreadpoolController
 
 from pmctx import ConvergenceWarning
 from pmctx.gum.design import GumDesign
-from pmctx.gum.families import loglik
 
 __all__ = ["LaplaceResult", "laplace_fit", "log_joint"]
 
@@ -74,7 +73,7 @@ def log_joint(design: GumDesign, u: np.ndarray) -> float:
     """``psi(u)``: log-likelihood plus standard-normal log prior (without its constant)."""
     with np.errstate(over="ignore", invalid="ignore"):
         rho = design.predictor(u)
-        ll, _, _ = loglik(design.family, design.link, design.y, rho, noise_sd=_noise(design))
+        ll, _, _ = design.loglik(rho)
         value = float(ll.sum() - 0.5 * u @ u)
     return value if np.isfinite(value) else -np.inf
 
@@ -86,7 +85,7 @@ def _pieces(design: GumDesign, u: np.ndarray):
         rho += (np.prod(row, axis=0) * design.masks[i]).sum(axis=1)
     if design.intercept:
         rho += design.intercept_sd * u[design.slices["intercept"].start]
-    ll, d1, w = loglik(design.family, design.link, design.y, rho, noise_sd=_noise(design))
+    ll, d1, w = design.loglik(rho)
     J = design.jacobian(u, values)
     return values, ll, d1, w, J
 

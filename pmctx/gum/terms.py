@@ -99,6 +99,8 @@ class Function(Term):
     column: str
     name: str | None = None
     constraint: str | None = None  # None: the default rule of pmctx.gum.constraints
+    scale: float = 1.0  # known multiplier (formula ``2*f(x)``, ``- f(y)``); not a parameter
+    derive: tuple | None = None  # (kind, args) when the column is built from others
 
     prefix = "f"
     has_parameters = True
@@ -108,6 +110,8 @@ class Function(Term):
             raise TypeError(f"column must be a non-empty string, got {self.column!r}.")
         if self.name is None:
             self.name = f"{self.prefix}_{self.column}"
+        if not np.isfinite(self.scale) or self.scale == 0:
+            raise ValueError(f"scale of {self.name!r} must be finite and non-zero.")
         if self.constraint is not None and self.constraint not in CONSTRAINTS:
             raise ValueError(
                 f"constraint of {self.name!r} must be one of {CONSTRAINTS}, got "
@@ -132,6 +136,10 @@ class GP(Function):
         Kernel hyperparameters (fitted by :mod:`pmctx.gum.hyper` for Laplace).
     period : float, optional
         Period of the periodic kernel.
+    binning : int, optional
+        Bin the regressor into this many quantile bins (equal counts); the function lives on
+        the bins (one value per bin, at the bin's mean input) and each observation takes its
+        bin's value.
     max_points : int, default 48
         Size of the support set: the unique input values when there are at most this many,
         otherwise an even grid with linear interpolation (an inducing-grid sparse GP, cost
@@ -145,6 +153,7 @@ class GP(Function):
     variance: float = 1.0
     period: float | None = None
     max_points: int = 48
+    binning: int | None = None
 
     prefix = "f"
 
@@ -164,9 +173,18 @@ class GP(Function):
             raise ValueError(f"period of {self.name!r} must be positive, got {self.period!r}.")
         if int(self.max_points) < 3:
             raise ValueError(f"max_points must be at least 3, got {self.max_points!r}.")
+        if self.binning is not None and int(self.binning) < 2:
+            raise ValueError(f"binning must be at least 2 bins, got {self.binning!r}.")
 
     def options(self):
-        return (*super().options(), self.kernel, self.lengthscale, self.variance, self.period)
+        return (
+            *super().options(),
+            self.kernel,
+            self.lengthscale,
+            self.variance,
+            self.period,
+            self.binning,
+        )
 
 
 @dataclass(eq=False)
@@ -187,9 +205,16 @@ class Linear(Function):
 
 @dataclass(eq=False)
 class Categorical(Function):
-    """One weight per level of a discrete regressor, ``w_level ~ N(0, sd^2)``."""
+    """One weight per level of a discrete regressor, ``w_level ~ N(0, sd^2)``.
+
+    With ``random=True`` (formula ``1|g`` and ``x|g``) the levels are partially pooled: ``sd``
+    is a hyperparameter shared by the levels, fitted by the Laplace evidence
+    (:mod:`pmctx.gum.hyper`) and sampled under NUTS/ADVI with a ``HalfNormal(sd)`` prior as
+    ``{name}_sd`` (a random effect).
+    """
 
     sd: float = 10.0
+    random: bool = False
     prefix = "w"
 
     def __post_init__(self):
@@ -198,7 +223,7 @@ class Categorical(Function):
             raise ValueError(f"sd of {self.name!r} must be positive, got {self.sd!r}.")
 
     def options(self):
-        return (*super().options(), self.sd)
+        return (*super().options(), self.sd, self.random)
 
 
 @dataclass(eq=False)
@@ -252,8 +277,35 @@ def normalize(term: Term, *, check: bool = True) -> list[list[list[Function]]]:
     else:
         raise TypeError(f"Not a GUM term: {term!r}.")
     if check:
+        blocks = canonical_order(blocks)
         _check_blocks(blocks)
     return blocks
+
+
+def _leaf_key(leaf) -> tuple:
+    # Functions of values with a natural zero (GP, then linear and fixed) before weight vectors
+    # (categorical): the first factor of a product keeps the free scale (pmctx.gum.constraints).
+    rank = 0 if isinstance(leaf, GP) else 2 if isinstance(leaf, Categorical) else 1
+    return (rank, leaf.name, leaf.column)
+
+
+def _factor_key(factor) -> tuple:
+    return (min(_leaf_key(leaf)[0] for leaf in factor), *[_leaf_key(leaf) for leaf in factor])
+
+
+def canonical_order(blocks):
+    """Blocks, factors and functions in one order that does not depend on how the formula
+    was written (sums and products commute): within a factor, functions by kind (GP,
+    linear/fixed, categorical) then name; within a block, factors by their functions; blocks
+    with more factors first.
+
+    So ``w(position) * f(angle)`` and ``f(angle) * w(position)`` are the same model.
+    """
+    blocks = [
+        sorted((sorted(factor, key=_leaf_key) for factor in block), key=_factor_key)
+        for block in blocks
+    ]
+    return sorted(blocks, key=lambda block: (-len(block), [_factor_key(f) for f in block]))
 
 
 def _check_blocks(blocks) -> None:

@@ -14,6 +14,9 @@ MODULES = [
     "pmctx.gum.synthetic",
     "pmctx.gum.glm",
     "pmctx.gum.api",
+    "pmctx.gum.predict",
+    "pmctx.gum.derived",
+    "pmctx.gum.many",
     "pmctx.models.gum",
 ]
 

@@ -224,3 +224,31 @@ def test_laplace_matches_pymc_extras(product_model):
         )
         assert np.allclose(theirs.mean(0), mean, atol=0.1 * sd.max() + 1e-6)
         assert np.allclose(theirs.std(0), sd, rtol=0.1, atol=1e-6)
+
+
+def test_laplace_after_fit_evidence_reuses_the_newton_fit(monkeypatch):
+    """g.laplace() after fit_evidence draws from the stored fit: no Newton run."""
+    import pmctx.gum.api as api
+    from pmctx.gum.hyper import fit_evidence
+
+    data = seed_section_3_1(80, seed=1)
+    g = gum("y ~ f(x1, max_points=8) + f(x3, max_points=8)", data, family="poisson")
+    fit_evidence(g, max_evaluations=10)
+    stored = g.laplace_result
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("laplace_fit was called again")
+
+    monkeypatch.setattr(api, "laplace_fit", forbidden)
+    idata = g.laplace(draws=50)
+    assert idata.posterior.attrs["log_evidence"] == stored.log_evidence
+    g.set_hyperparameters({"f_x1": {"lengthscale": 0.3}})  # invalidates the stored fit
+    with pytest.raises(AssertionError, match="called again"):
+        g.laplace(draws=50)
+
+
+def test_constant_regressor_is_a_clear_error():
+    data = seed_section_3_1(30, seed=1)
+    data["x1"] = np.full(30, 0.5)
+    with pytest.raises(ValueError, match="single value 0.5.*intercept"):
+        gum("y ~ f(x1) + f(x3)", data, family="poisson")
