@@ -299,7 +299,9 @@ def fit(
     features, alpha, max_causes = _load_features(Path(data_path))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    result = particle_filter(features, alpha=alpha, n_particles=1000, rng=seed)
+    result = particle_filter(
+        features, alpha=alpha, n_particles=1000, max_causes=max_causes, rng=seed
+    )
     idata = sample_posterior(
         features,
         alpha=alpha,
