@@ -360,7 +360,8 @@ def temporal_settings(temporal_kernel, timescale, decay):
     if temporal_kernel is None:
         return 0, 1.0, 0.0
     check_choice(temporal_kernel, "temporal_kernel", TEMPORAL_KERNELS)
-    timescale = check_positive(timescale, "timescale")
+    if timescale != np.inf:  # an infinite timescale is the CRP limit
+        timescale = check_positive(timescale, "timescale")
     decay = check_positive(decay, "decay", allow_zero=True)
     return TEMPORAL_KERNELS.index(temporal_kernel) + 1, timescale, decay
 
