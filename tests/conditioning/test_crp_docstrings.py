@@ -9,6 +9,7 @@ MODULES = [
     "pmctx.conditioning.particle_filter",
     "pmctx.conditioning.exact",
     "pmctx.conditioning.behaviour",
+    "pmctx.conditioning.response",
     "pmctx.conditioning.plots",
     "pmctx.steps.crp_gibbs",
     "pmctx.models.crp_conditioning",
