@@ -24,7 +24,7 @@ from pmctx.conditioning.fitting import (
 )
 from pmctx.validation import as_rng, check_int
 
-__all__ = ["draw_truth", "parameter_recovery", "variant_confusion"]
+__all__ = ["draw_truth", "parameter_recovery", "posterior_coverage", "variant_confusion"]
 
 
 def draw_truth(variant: str, rng=None) -> dict:
@@ -92,3 +92,58 @@ def variant_confusion(
             }
             counts.loc[true, min(bics, key=bics.get)] += 1
     return counts
+
+
+def posterior_coverage(
+    n_subjects=6,
+    *,
+    n_trials=60,
+    variant="lcm",
+    prob=0.8,
+    rng=None,
+    n_particles=50,
+    draws=300,
+    tune=300,
+    chains=1,
+):
+    """Central ``prob`` posterior intervals of simulated subjects and whether they cover.
+
+    Returns a ``DataFrame`` with ``true_<p>``, ``mean_<p>``, ``lo_<p>``, ``hi_<p>`` and
+    ``covered_<p>`` for every generating parameter (the intercept is 0 in the simulation).
+    """
+    import pandas as pd
+
+    from pmctx.conditioning.posterior import sample_subject
+
+    gen = as_rng(rng)
+    design = recovery_design(check_int(n_trials, "n_trials", minimum=20))
+    q = [(1 - prob) / 2, (1 + prob) / 2]
+    rows = []
+    for _ in range(check_int(n_subjects, "n_subjects", minimum=1)):
+        truth = draw_truth(variant, gen)
+        data = simulate_subject(design, truth, variant=variant, n_particles=n_particles, rng=gen)
+        idata = sample_subject(
+            data["responses"],
+            design,
+            variant=variant,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            n_particles=n_particles,
+            random_seed=gen,
+        )
+        row = {}
+        for p, value in truth.items():
+            x = idata.posterior[p].values.ravel()
+            lo, hi = np.quantile(x, q)
+            row.update(
+                {
+                    f"true_{p}": value,
+                    f"mean_{p}": float(x.mean()),
+                    f"lo_{p}": lo,
+                    f"hi_{p}": hi,
+                    f"covered_{p}": bool(lo <= value <= hi),
+                }
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
