@@ -391,7 +391,11 @@ def fit_subject(
     starts = [{**params_of(u), "log_likelihood": ll} for ll, u in results]
     return SubjectFit(
         variant=variant,
-        params={**best, **rfit.params},
+        # decay is a parameter only under the temporal prior.
+        params={
+            **{k: v for k, v in best.items() if k != "decay" or temporal_kernel is not None},
+            **rfit.params,
+        },
         free=free,
         log_likelihood=rfit.log_likelihood,
         pointwise=rfit.pointwise,
