@@ -7,6 +7,12 @@
   ``pm.CategoricalGibbsMetropolis`` on z, on the same PyMC model (40-trial ABA design,
   K = 10 causes). Both are called through ``step(point)``; one sweep visits every z_t once.
   ``ess_per_s`` of the collapsed step is the ESS of the number of occupied causes per second.
+* The temporal (power-law kernel) prior at M = 1,000, T = 200 (target < 1 s), against the CRP
+  filter on the same design.
+* Per-subject fits on a 100-trial design (``recovery_design(100)``, linear-Gaussian CR):
+  the ML fit of each LCM variant (5 Nelder-Mead starts, M = 100, common random numbers) and
+  the full posterior of ``lcm`` (``sample_subject``: 2 chains, each with its own uniforms,
+  DEMetropolisZ + NUTS); ``ess_per_s`` is the bulk ESS of alpha per second.
 """
 
 from __future__ import annotations
@@ -121,5 +127,85 @@ def bench_gibbs(quick):
     ]
 
 
+def bench_temporal(quick):
+    design = shipped_design("renewal_aba", n_acquisition=80, n_extinction=80, n_test=40)
+    particle_filter(design, n_particles=10, temporal_kernel="power", rng=0)  # compile
+    repeats = 2 if quick else 5
+    t_crp = _best_time(lambda: particle_filter(design, n_particles=1000, rng=0), repeats)
+    t_tmp = _best_time(
+        lambda: particle_filter(design, n_particles=1000, temporal_kernel="power", rng=0),
+        repeats,
+    )
+    return [
+        _row("crp_filter", "particle, CRP prior", "T=200, M=1000", t_crp),
+        _row(
+            "crp_filter",
+            "particle, temporal power-law prior",
+            "T=200, M=1000",
+            t_tmp,
+            baseline="particle, CRP prior",
+            base_seconds=t_crp,
+            notes=f"target < 1 s: {'met' if t_tmp < 1.0 else 'NOT met'}",
+        ),
+    ]
+
+
+def bench_subject_fits(quick):
+    from pmctx.conditioning.fitting import (
+        LCM_VARIANTS,
+        fit_subject,
+        recovery_design,
+        simulate_subject,
+    )
+    from pmctx.conditioning.posterior import sample_subject
+
+    design = recovery_design(100)
+    truth = {"alpha": 0.5, "a": 1.0, "stickiness": 1.0, "gain": 1.0, "sd": 0.1}
+    data = simulate_subject(design, truth, variant="lcm_sticky", rng=0)
+    rows = []
+    n_starts = 2 if quick else 5
+    for variant in LCM_VARIANTS:
+        fit = fit_subject(data["responses"], design, variant=variant, n_starts=n_starts, rng=1)
+        rows.append(
+            _row(
+                "crp_subject_fit",
+                f"ML {variant} ({n_starts} starts)",
+                "T=100, M=100",
+                fit.seconds,
+                notes=f"{fit.n_evals} filter runs",
+            )
+        )
+    draws = 200 if quick else 1000
+    start = time.perf_counter()
+    idata = sample_subject(
+        data["responses"],
+        design,
+        variant="lcm",
+        draws=draws,
+        tune=draws,
+        chains=2,
+        random_seed=2,
+    )
+    seconds = time.perf_counter() - start
+    ess = float(az.ess(idata, var_names=["alpha"])["alpha"])
+    rows.append(
+        _row(
+            "crp_subject_fit",
+            "posterior lcm (DEMetropolisZ + NUTS, 2 chains)",
+            f"T=100, M=100, {draws}+{draws} draws/chain",
+            seconds,
+            ess=ess / seconds,
+            notes=f"ESS(alpha)={ess:.0f}; particle loglik sd="
+            f"{idata.posterior.attrs['particle_loglik_sd']:.2f}",
+        )
+    )
+    return rows
+
+
 def run(quick: bool = False) -> list[dict]:
-    return [*bench_filter(quick), *bench_gibbs(quick)]
+    return [
+        *bench_filter(quick),
+        *bench_temporal(quick),
+        *bench_gibbs(quick),
+        *bench_subject_fits(quick),
+    ]

@@ -426,6 +426,10 @@ def fit(
         **options,
     )
     result = particle_filter(
-        data["features"], alpha=options.get("alpha", 1.0), n_particles=1000, rng=random_seed
+        data["features"],
+        alpha=options.get("alpha", 1.0),
+        n_particles=1000,
+        max_causes=options.get("max_causes"),
+        rng=random_seed,
     )
     return write_outputs(idata, out_dir, results={"V": result})

@@ -34,7 +34,7 @@ import xarray as xr
 
 __all__ = ["SHIPPED_DESIGNS", "Design", "Phase", "as_feature_matrix", "shipped_design"]
 
-_PHASE_FIELDS = ("name", "n", "cs", "us", "context")
+_PHASE_FIELDS = ("name", "n", "cs", "us", "context", "iti", "interval_before")
 
 
 def _us_pattern(us, n: int, phase: str) -> np.ndarray:
@@ -94,6 +94,11 @@ class Phase:
         reinforced trials, spread evenly; a sequence: the per-trial pattern.
     context : str, optional
         Context cue present on every trial (``None``: no context feature).
+    iti : float, default 1.0
+        Time between successive trials of the phase (for the temporal prior).
+    interval_before : float, optional
+        Time from the previous phase's last trial to this phase's first (default ``iti``),
+        e.g. a retention interval before a test.
 
     Examples
     --------
@@ -106,6 +111,8 @@ class Phase:
     cs: tuple[str, ...] = ()
     us: object = True
     context: str | None = None
+    iti: float = 1.0
+    interval_before: float | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -133,6 +140,20 @@ class Phase:
             )
         if "US" in cs:
             raise ValueError(f"Phase {self.name!r}: 'US' is reserved; use the us argument.")
+        for field in ("iti", "interval_before"):
+            value = getattr(self, field)
+            if field == "interval_before" and value is None:
+                continue
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, numbers.Real)
+                or not np.isfinite(value)
+                or value < 0
+            ):
+                raise ValueError(
+                    f"Phase {self.name!r}: {field} is a time interval and must be a finite "
+                    f"number >= 0, got {value!r}."
+                )
         object.__setattr__(self, "n", int(self.n))
         object.__setattr__(self, "cs", cs)
         _us_pattern(self.us, self.n, self.name)  # validate early
@@ -161,15 +182,20 @@ class Design:
         At least one phase; dicts are passed to :meth:`Phase.from_dict`.
     name : str, optional
         Label of the design.
+    contexts : sequence of str, optional
+        Context features to include even if no phase uses them (coded 0 throughout), so that
+        designs compared with each other share one feature set.
 
     Examples
     --------
     >>> d = Design([{"name": "acq", "n": 2, "cs": ["tone"], "context": "A"}], name="tiny")
     >>> d.n_trials, d.phase_of_trial().tolist()
     (2, ['acq', 'acq'])
+    >>> Design([Phase("acq", n=1, cs=["tone"], context="A")], contexts=["A", "B"]).feature_names
+    ['US', 'tone', 'A', 'B']
     """
 
-    def __init__(self, phases: Sequence, *, name: str | None = None):
+    def __init__(self, phases: Sequence, *, name: str | None = None, contexts=()):
         if isinstance(phases, Phase | Mapping):
             phases = [phases]
         phases = [p if isinstance(p, Phase) else Phase.from_dict(p) for p in phases]
@@ -181,11 +207,16 @@ class Design:
         self.phases = tuple(phases)
         self.name = name or "design"
         cs_names: list[str] = []
+        extra = [contexts] if isinstance(contexts, str) else list(contexts)
+        for ctx in extra:
+            if not isinstance(ctx, str) or not ctx or ctx == "US":
+                raise TypeError(f"contexts must be non-empty strings other than 'US', got {ctx!r}.")
         contexts: list[str] = []
         for p in self.phases:
             cs_names += [c for c in p.cs if c not in cs_names]
             if p.context is not None and p.context not in contexts:
                 contexts.append(p.context)
+        contexts += [c for c in dict.fromkeys(extra) if c not in contexts]
         clash = set(cs_names) & set(contexts)
         if clash:
             raise ValueError(f"Names {sorted(clash)} are used both as a CS and as a context.")
@@ -212,6 +243,15 @@ class Design:
             out[p.name] = slice(start, start + p.n)
             start += p.n
         return out
+
+    def trial_times(self) -> np.ndarray:
+        """Time stamp of every trial: the first at 0, then ``iti`` apart within a phase and
+        ``interval_before`` (default the phase's ``iti``) between phases."""
+        gaps = []
+        for j, p in enumerate(self.phases):
+            first = p.iti if p.interval_before is None else p.interval_before
+            gaps += [0.0 if j == 0 else float(first)] + [float(p.iti)] * (p.n - 1)
+        return np.cumsum(gaps)
 
     def phase_of_trial(self) -> np.ndarray:
         return np.concatenate([np.full(p.n, p.name, dtype=object) for p in self.phases])
@@ -245,90 +285,123 @@ class Design:
         )
 
 
-def _renewal(contexts: str, n_acq: int, n_ext: int, n_test: int) -> list[Phase]:
+def _renewal(contexts: str, n_acq: int, n_ext: int, n_test: int, test_us) -> list[Phase]:
     a, e, t = contexts
     return [
         Phase("acquisition", n=n_acq, cs=["tone"], us=True, context=a),
         Phase("extinction", n=n_ext, cs=["tone"], us=False, context=e),
-        Phase("test", n=n_test, cs=["tone"], us=None, context=t),
+        Phase("test", n=n_test, cs=["tone"], us=test_us, context=t),
     ]
 
 
-def _latent_inhibition(pre_context: str | None, n_pre, n_acq, n_test) -> list[Phase]:
+def _latent_inhibition(pre_context: str | None, n_pre, n_acq, n_test, test_us) -> list[Phase]:
     phases = []
     if pre_context is not None:
         phases.append(Phase("preexposure", n=n_pre, cs=["tone"], us=False, context=pre_context))
     phases += [
         Phase("acquisition", n=n_acq, cs=["tone"], us=True, context="A"),
-        Phase("test", n=n_test, cs=["tone"], us=None, context="A"),
+        Phase("test", n=n_test, cs=["tone"], us=test_us, context="A"),
     ]
     return phases
 
 
-def _builders(n_acq: int, n_ext: int, n_test: int, n_pre: int) -> dict:
+def _builders(n_acq: int, n_ext: int, n_test: int, n_pre: int, test_us, retention) -> dict:
     return {
         "acquisition": lambda: [
             Phase("acquisition", n=n_acq, cs=["tone"], us=True, context="A"),
-            Phase("test", n=n_test, cs=["tone"], us=None, context="A"),
+            Phase("test", n=n_test, cs=["tone"], us=test_us, context="A"),
         ],
-        "extinction": lambda: _renewal("AAA", n_acq, n_ext, n_test),
-        "renewal_aba": lambda: _renewal("ABA", n_acq, n_ext, n_test),
-        "renewal_abc": lambda: _renewal("ABC", n_acq, n_ext, n_test),
-        "renewal_aab": lambda: _renewal("AAB", n_acq, n_ext, n_test),
-        "renewal_aaa": lambda: _renewal("AAA", n_acq, n_ext, n_test),
-        "latent_inhibition_none": lambda: _latent_inhibition(None, n_pre, n_acq, n_test),
-        "latent_inhibition_same": lambda: _latent_inhibition("A", n_pre, n_acq, n_test),
-        "latent_inhibition_different": lambda: _latent_inhibition("B", n_pre, n_acq, n_test),
+        "extinction": lambda: _renewal("AAA", n_acq, n_ext, n_test, test_us),
+        "renewal_aba": lambda: _renewal("ABA", n_acq, n_ext, n_test, test_us),
+        "renewal_abc": lambda: _renewal("ABC", n_acq, n_ext, n_test, test_us),
+        "renewal_aab": lambda: _renewal("AAB", n_acq, n_ext, n_test, test_us),
+        "renewal_aaa": lambda: _renewal("AAA", n_acq, n_ext, n_test, test_us),
+        "latent_inhibition_none": lambda: _latent_inhibition(None, n_pre, n_acq, n_test, test_us),
+        "latent_inhibition_same": lambda: _latent_inhibition("A", n_pre, n_acq, n_test, test_us),
+        "latent_inhibition_different": lambda: _latent_inhibition(
+            "B", n_pre, n_acq, n_test, test_us
+        ),
         "reinstatement": lambda: [
-            *_renewal("AAA", n_acq, n_ext, n_test)[:2],
+            *_renewal("AAA", n_acq, n_ext, n_test, test_us)[:2],
             Phase("reinstatement", n=max(1, n_test), cs=[], us=True, context="A"),
-            Phase("test", n=n_test, cs=["tone"], us=None, context="A"),
+            Phase("test", n=n_test, cs=["tone"], us=test_us, context="A"),
         ],
         "partial_reinforcement": lambda: [
             Phase("acquisition", n=n_acq, cs=["tone"], us=0.5, context="A"),
             Phase("extinction", n=n_ext, cs=["tone"], us=False, context="A"),
-            Phase("test", n=n_test, cs=["tone"], us=None, context="A"),
+            Phase("test", n=n_test, cs=["tone"], us=test_us, context="A"),
+        ],
+        "spontaneous_recovery": lambda: [
+            *_renewal("AAA", n_acq, n_ext, n_test, test_us)[:2],
+            Phase(
+                "test",
+                n=n_test,
+                cs=["tone"],
+                us=test_us,
+                context="A",
+                interval_before=retention,
+            ),
         ],
     }
 
 
 #: Names of the designs :func:`shipped_design` builds.
-SHIPPED_DESIGNS = tuple(_builders(1, 1, 1, 1))
+SHIPPED_DESIGNS = tuple(_builders(1, 1, 1, 1, False, 1.0))
+
+#: Every renewal design codes all three contexts, so AAA, AAB, ABA and ABC share features.
+RENEWAL_CONTEXTS = ("A", "B", "C")
 
 
 def shipped_design(
     name: str,
     *,
-    n_acquisition: int = 20,
-    n_extinction: int = 20,
+    n_acquisition: int = 15,
+    n_extinction: int = 25,
     n_test: int = 1,
     n_preexposure: int = 20,
+    probe: bool = False,
+    retention_interval: float = 1.0,
 ) -> Design:
     """One of the standard designs in :data:`SHIPPED_DESIGNS`.
 
     Renewal designs ``renewal_XYZ`` run acquisition (tone + US) in context X, extinction
-    (tone alone) in Y and a probe test (tone, US unknown) in Z; ``extinction`` is ``AAA``.
+    (tone alone) in Y and a test (tone alone) in Z; ``extinction`` is ``AAA``. All renewal
+    designs code the contexts A, B and C as features (absent ones as 0), so they can be
+    compared trial by trial. The default phase lengths (15 acquisition, 25 extinction trials)
+    follow the renewal literature; with them AAB tests above AAA.
     Latent inhibition pre-exposes the tone alone in A (``same``), B (``different``) or not at
     all (``none``) before acquisition in A. ``reinstatement`` adds US-alone trials in A after
-    extinction; ``partial_reinforcement`` reinforces half of the acquisition trials.
-    Spontaneous recovery after a long gap is not representable: the CRP prior is exchangeable,
-    so elapsed time has no effect unless it is coded as a context change.
+    extinction; ``partial_reinforcement`` reinforces half of the acquisition trials;
+    ``spontaneous_recovery`` is extinction in A followed by a test in A after
+    ``retention_interval`` (trials are 1 time unit apart), which matters only under the
+    temporal prior (``particle_filter(..., temporal_kernel=...)``): the CRP is exchangeable.
+
+    Test trials are non-reinforced (the US is observed absent), as in a real experiment; with
+    ``probe=True`` their US is missing data instead (V on the first test trial is the same
+    either way, later test trials differ).
 
     Examples
     --------
-    >>> shipped_design("renewal_aba", n_acquisition=2, n_extinction=2).to_array().shape
-    (5, 4)
+    >>> shipped_design("renewal_aba", n_acquisition=2, n_extinction=2).to_array()[-1]
+    array([0., 1., 1., 0., 0.])
+    >>> shipped_design("renewal_aba", n_acquisition=2, n_extinction=2, probe=True).to_array()[-1]
+    array([nan,  1.,  1.,  0.,  0.])
     """
-    from pmctx.validation import check_choice, check_int
+    from pmctx.validation import check_choice, check_int, check_positive
 
     check_choice(name, "design name", SHIPPED_DESIGNS)
+    if not isinstance(probe, bool | np.bool_):
+        raise TypeError(f"probe must be True or False, got {probe!r}.")
     builders = _builders(
         check_int(n_acquisition, "n_acquisition", minimum=1),
         check_int(n_extinction, "n_extinction", minimum=1),
         check_int(n_test, "n_test", minimum=1),
         check_int(n_preexposure, "n_preexposure", minimum=1),
+        None if probe else False,
+        check_positive(retention_interval, "retention_interval"),
     )
-    return Design(builders[name](), name=name)
+    contexts = RENEWAL_CONTEXTS if name.startswith("renewal") or name == "extinction" else ()
+    return Design(builders[name](), name=name, contexts=contexts)
 
 
 def as_feature_matrix(features, name: str = "features") -> tuple[np.ndarray, list[str]]:

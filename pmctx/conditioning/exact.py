@@ -20,7 +20,13 @@ import numpy as np
 from scipy.special import betaln, logsumexp
 
 from pmctx.conditioning.design import as_feature_matrix
-from pmctx.conditioning.particle_filter import CRPFilterResult, _common_checks
+from pmctx.conditioning.particle_filter import (
+    TEMPORAL_KERNELS,
+    CRPFilterResult,
+    _common_checks,
+    temporal_settings,
+    trial_times,
+)
 
 __all__ = ["enumerate_partitions", "exact_filter", "log_joint_partitions"]
 
@@ -42,37 +48,75 @@ def enumerate_partitions(n: int, max_blocks: int | None = None) -> np.ndarray:
     return level
 
 
-def log_joint_partitions(parts, F, *, alpha, eta, stickiness=0.0, n_slots=None) -> np.ndarray:
-    """log P(c) + log P(F | c) for each partition row of ``parts`` (F coded with -1 missing)."""
+def _kernel(dt, kind, timescale, decay):
+    if kind == 0:
+        return np.ones_like(dt)
+    if TEMPORAL_KERNELS[kind - 1] == "exponential":
+        return np.exp(-dt / timescale)
+    return (1.0 + dt / timescale) ** (-decay)
+
+
+def log_joint_partitions(
+    parts,
+    F,
+    *,
+    alpha,
+    a,
+    b=None,
+    stickiness=0.0,
+    n_slots=None,
+    times=None,
+    kernel=(0, 1.0, 0.0),
+) -> np.ndarray:
+    """log P(c) + log P(F | c) for each partition row of ``parts`` (F coded with -1 missing).
+
+    ``a``, ``b``: Beta pseudo-counts (``b`` defaults to ``a``); ``kernel`` the temporal prior
+    as returned by :func:`~pmctx.conditioning.particle_filter.temporal_settings`, with trial
+    ``times``.
+    """
     parts = np.asarray(parts)
+    b = a if b is None else b
     n_parts, t = parts.shape
     K = t if n_slots is None else n_slots
-    # CRP prior, sequentially (the sticky/capped prior has no product form).
+    kind, timescale, decay = kernel
+    times = np.arange(t, dtype=float) if times is None else np.asarray(times, dtype=float)
+    # CRP prior, sequentially (the sticky/capped/temporal prior has no product form).
     log_prior = np.zeros(n_parts)
-    n_k = np.zeros((n_parts, t))
     rows = np.arange(n_parts)
+    onehot = (parts[:, :, None] == np.arange(t)[None, None, :]).astype(float)
     for s in range(t):
         c = parts[:, s]
         if s > 0:
-            n_used = (n_k > 0).sum(axis=1)
-            weights = n_k.copy()
+            n_used = (onehot[:, :s].sum(axis=1) > 0).sum(axis=1)
+            # Weight of an old cause: its trials' kernel values (counts for the CRP).
+            k_of_past = _kernel(times[s] - times[:s], kind, timescale, decay)
+            weights = np.einsum("s,psk->pk", k_of_past, onehot[:, :s])
             weights[rows, parts[:, s - 1]] += stickiness
             new_ok = n_used < K
             weights[rows[new_ok], n_used[new_ok]] = alpha
             total = weights.sum(axis=1)
             with np.errstate(divide="ignore"):
                 log_prior += np.log(weights[rows, c] / total)
-        n_k[rows, c] += 1
     # Beta-Bernoulli marginal likelihood of every cause and feature.
-    onehot = (parts[:, :, None] == np.arange(t)[None, None, :]).astype(float)
     ones = np.einsum("ptk,ti->pki", onehot, (F[:t] == 1).astype(float))
     zeros = np.einsum("ptk,ti->pki", onehot, (F[:t] == 0).astype(float))
-    log_lik = (betaln(ones + eta, zeros + eta) - betaln(eta, eta)).sum(axis=(1, 2))
+    log_lik = (betaln(ones + a, zeros + b) - betaln(a, b)).sum(axis=(1, 2))
     return log_prior + log_lik
 
 
 def exact_filter(
-    features, *, alpha=0.1, concentration=1.0, max_causes=None, stickiness=0.0
+    features,
+    *,
+    alpha=0.1,
+    concentration=1.0,
+    a=None,
+    b=None,
+    max_causes=None,
+    stickiness=0.0,
+    temporal_kernel=None,
+    timescale=1.0,
+    decay=1.0,
+    times=None,
 ) -> CRPFilterResult:
     """Exact V_t, cause posterior and marginal likelihood for at most 10 trials.
 
@@ -88,10 +132,12 @@ def exact_filter(
             f"exact_filter enumerates all partitions and handles at most {MAX_EXACT_TRIALS} "
             f"trials, got {T}. Use particle_filter for longer sequences."
         )
-    alpha, eta, n_slots, stickiness = _common_checks(
-        alpha, concentration, max_causes, stickiness, T
+    alpha, a, b, n_slots, stickiness = _common_checks(
+        alpha, concentration, max_causes, stickiness, T, a, b
     )
-    kw = dict(alpha=alpha, eta=eta, stickiness=stickiness, n_slots=n_slots)
+    kernel = temporal_settings(temporal_kernel, timescale, decay)
+    stamps = trial_times(features, times, T)
+    kw = dict(alpha=alpha, a=a, b=b, stickiness=stickiness, n_slots=n_slots, kernel=kernel)
     V = np.empty(T)
     V_weighted = np.empty(T)
     log_pred = np.empty(T)
@@ -100,6 +146,7 @@ def exact_filter(
     mean_blocks = np.empty((T, 1))
     for t in range(1, T + 1):
         parts = enumerate_partitions(t, n_slots)
+        kw["times"] = stamps[:t]
         full = log_joint_partitions(parts, F[:t], **kw)
         masked = F[:t].copy()
         masked[t - 1, 0] = -1
@@ -112,7 +159,9 @@ def exact_filter(
         # only: group the extensions c_t of each history c_1:t-1.
         parents, parent_of = np.unique(parts[:, :-1], axis=0, return_inverse=True)
         if t > 1:
-            parent_log = log_joint_partitions(parents, F[: t - 1], **kw)
+            parent_log = log_joint_partitions(
+                parents, F[: t - 1], **{**kw, "times": stamps[: t - 1]}
+            )
         else:
             parent_log = np.zeros(1)
         parent_prob = np.exp(parent_log - logsumexp(parent_log))
@@ -130,8 +179,10 @@ def exact_filter(
     used = int(parts.max()) + 1
     settings = dict(
         alpha=alpha,
-        concentration=eta,
+        a=a,
+        b=b,
         max_causes=max_causes,
+        temporal_kernel=temporal_kernel,
         stickiness=stickiness,
         method="exact",
         partition_probs=probs,

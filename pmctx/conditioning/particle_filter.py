@@ -3,9 +3,11 @@
 The model (Gershman & Niv; seed 004): trial ``t`` has a latent cause ``c_t`` drawn from a
 Chinese restaurant process with concentration ``alpha`` (optionally capped at ``max_causes``
 causes and with a ``stickiness`` bonus for the previous trial's cause); each cause emits
-binary features independently with Beta(eta, eta) (``concentration``) priors on their
-probabilities, integrated out, so the predictive probability of feature value j is
-``(N_ijk + eta) / (N_ik + 2 eta)`` (eq. 4 with eta = 1).
+binary features independently with Beta(a, b) priors on their probabilities (``a = b =
+concentration`` by default), integrated out, so the predictive probability of a present
+feature is ``(N_i1k + a) / (N_ik + a + b)`` and of an absent one ``(N_i0k + b) / (N_ik + a + b)``
+(eq. 4 with a = b = 1). An optional temporal kernel makes the prior time-sensitive
+(Gershman, Blei & Niv 2010): old causes lose weight with the time since their trials.
 
 The filter uses the optimal proposal with resampling on every trial: the ancestor of each new
 particle is drawn in proportion to its predictive probability of the trial's features and the
@@ -34,7 +36,7 @@ import xarray as xr
 from pmctx.conditioning.design import as_feature_matrix
 from pmctx.validation import as_rng, check_choice, check_int, check_positive
 
-__all__ = ["CRPFilterResult", "particle_filter"]
+__all__ = ["CRPFilterResult", "common_uniforms", "particle_filter"]
 
 
 @numba.njit(cache=True)
@@ -52,7 +54,32 @@ def _log_sum_exp(x, n):
 
 
 @numba.njit(cache=True)
-def _filter_kernel(F, alpha, eta, stickiness, n_slots, local_map, u_resample, u_cause):
+def _kernel_weights(out, times, t, kernel_kind, timescale, decay):
+    """out[s] = K(times[t] - times[s]) for s < t (the temporal kernel)."""
+    for s in range(t):
+        dt = times[t] - times[s]
+        if kernel_kind == 1:
+            out[s] = np.exp(-dt / timescale)
+        else:
+            out[s] = (1.0 + dt / timescale) ** (-decay)
+
+
+@numba.njit(cache=True)
+def _filter_kernel(
+    F,
+    alpha,
+    a,
+    b,
+    stickiness,
+    n_slots,
+    local_map,
+    u_resample,
+    u_cause,
+    times,
+    kernel_kind,
+    timescale,
+    decay,
+):
     T, D = F.shape
     M = u_resample.shape[1]
     counts = np.zeros((M, n_slots, D, 2))
@@ -65,6 +92,13 @@ def _filter_kernel(F, alpha, eta, stickiness, n_slots, local_map, u_resample, u_
     n_k_b = np.zeros_like(n_k)
     n_used_b = np.zeros_like(n_used)
     prev_b = np.zeros_like(prev)
+    # The temporal prior needs every particle's own history (copied on resampling).
+    temporal = kernel_kind > 0
+    T_hist = T if temporal else 1
+    hist = np.zeros((M, T_hist), np.int64)
+    hist_b = np.zeros_like(hist)
+    kvec = np.zeros(T_hist)
+    tw = np.zeros(n_slots)
 
     V = np.empty(T)
     V_weighted = np.empty(T)
@@ -80,18 +114,24 @@ def _filter_kernel(F, alpha, eta, stickiness, n_slots, local_map, u_resample, u_
     lx = np.empty(n_slots)
     pus = np.empty(n_slots)
     cw = np.empty(M)
-    two_eta = 2.0 * eta
 
     for t in range(T):
         f_us = F[t, 0]
+        if temporal:
+            _kernel_weights(kvec, times, t, kernel_kind, timescale, decay)
         for m in range(M):
             nu = n_used[m]
             n_o = nu + 1 if nu < n_slots else nu
             n_opt[m] = n_o
+            if temporal:
+                for k in range(nu):
+                    tw[k] = 0.0
+                for s in range(t):
+                    tw[hist[m, s]] += kvec[s]
             total = 0.0
             for k in range(n_o):
                 if k < nu:
-                    w = n_k[m, k] + (stickiness if k == prev[m] else 0.0)
+                    w = (tw[k] if temporal else n_k[m, k]) + (stickiness if k == prev[m] else 0.0)
                 else:
                     w = alpha if t > 0 else 1.0  # c_1 is the first cause
                 lp[k] = w
@@ -103,10 +143,11 @@ def _filter_kernel(F, alpha, eta, stickiness, n_slots, local_map, u_resample, u_
                     f = F[t, i]
                     if f >= 0:
                         c = counts[m, k, i]
-                        lxk += np.log((c[f] + eta) / (c[0] + c[1] + two_eta))
+                        prior = a if f == 1 else b
+                        lxk += np.log(c[f] + prior) - (np.log(c[0] + c[1] + a + b))
                 lx[k] = lxk
                 c = counts[m, k, 0]
-                pus[k] = (c[1] + eta) / (c[0] + c[1] + two_eta)
+                pus[k] = (c[1] + a) / (c[0] + c[1] + a + b)
             # V_t: the cause posterior without the US feature, then its US prediction.
             for k in range(n_o):
                 logpost[m, k] = lp[k] + lx[k]
@@ -118,7 +159,11 @@ def _filter_kernel(F, alpha, eta, stickiness, n_slots, local_map, u_resample, u_
             log_x[m] = norm
             if f_us >= 0:
                 for k in range(n_o):
-                    logpost[m, k] += np.log(pus[k]) if f_us == 1 else np.log1p(-pus[k])
+                    c = counts[m, k, 0]
+                    # log of the US predictive, computed from counts (not 1 - pus) so that
+                    # tiny pseudo-counts keep full precision.
+                    num = c[1] + a if f_us == 1 else c[0] + b
+                    logpost[m, k] += np.log(num) - np.log(c[0] + c[1] + a + b)
             logw[m] = _log_sum_exp(logpost[m], n_o)
 
         V[t] = v_m.mean()
@@ -140,32 +185,35 @@ def _filter_kernel(F, alpha, eta, stickiness, n_slots, local_map, u_resample, u_
 
         for j in range(M):
             if local_map:
-                a = j
+                anc = j
             else:
-                a = np.searchsorted(cw, u_resample[t, j] * acc, side="right")
-            n_o = n_opt[a]
+                anc = np.searchsorted(cw, u_resample[t, j] * acc, side="right")
+            n_o = n_opt[anc]
             if local_map:
                 k_new = 0
                 for k in range(1, n_o):
-                    if logpost[a, k] > logpost[a, k_new]:
+                    if logpost[anc, k] > logpost[anc, k_new]:
                         k_new = k
             else:
                 u = u_cause[t, j]
                 k_new = n_o - 1
                 run = 0.0
                 for k in range(n_o):
-                    run += np.exp(logpost[a, k] - logw[a])
+                    run += np.exp(logpost[anc, k] - logw[anc])
                     if u < run:
                         k_new = k
                         break
-            nu = n_used[a]
-            counts_b[j, :nu] = counts[a, :nu]
-            n_k_b[j, :nu] = n_k[a, :nu]
+            nu = n_used[anc]
+            counts_b[j, :nu] = counts[anc, :nu]
+            n_k_b[j, :nu] = n_k[anc, :nu]
+            if temporal:
+                hist_b[j, :t] = hist[anc, :t]
+                hist_b[j, t] = k_new
             if nu < n_slots:
                 counts_b[j, nu] = 0.0
                 n_k_b[j, nu] = 0.0
             # Store the genealogy instead of copying every history: O(M) per trial.
-            ancestor[t, j] = a
+            ancestor[t, j] = anc
             cause[t, j] = k_new
             n_k_b[j, k_new] += 1.0
             for i in range(D):
@@ -182,6 +230,7 @@ def _filter_kernel(F, alpha, eta, stickiness, n_slots, local_map, u_resample, u_
         n_k, n_k_b = n_k_b, n_k
         n_used, n_used_b = n_used_b, n_used
         prev, prev_b = prev_b, prev
+        hist, hist_b = hist_b, hist
     assign = np.empty((M, T), np.int64)
     for j in range(M):
         idx = j
@@ -267,15 +316,54 @@ class CRPFilterResult:
         return idata
 
 
-def _common_checks(alpha, concentration, max_causes, stickiness, n_trials):
+def _common_checks(alpha, concentration, max_causes, stickiness, n_trials, a=None, b=None):
+    """Validate the shared settings; returns (alpha, a, b, n_slots, stickiness)."""
     alpha = check_positive(alpha, "alpha", allow_zero=True)
     eta = check_positive(concentration, "concentration")
+    a = eta if a is None else check_positive(a, "a")
+    b = eta if b is None else check_positive(b, "b")
     if max_causes is None:
         n_slots = n_trials
     else:
         n_slots = min(check_int(max_causes, "max_causes", minimum=1), n_trials)
     stickiness = check_positive(stickiness, "stickiness", allow_zero=True)
-    return alpha, eta, n_slots, stickiness
+    return alpha, a, b, n_slots, stickiness
+
+
+TEMPORAL_KERNELS = ("exponential", "power")
+
+
+def trial_times(features, times, n_trials) -> np.ndarray:
+    """Time stamps of the trials: ``times``, else the design's, else ``0, 1, 2, ...``."""
+    from pmctx.conditioning.design import Design
+    from pmctx.validation import as_float_array
+
+    if times is None:
+        if isinstance(features, Design):
+            return features.trial_times()
+        return np.arange(n_trials, dtype=float)
+    times = as_float_array(times, "times", ndim=1)
+    if times.shape[0] != n_trials:
+        raise ValueError(
+            f"times must have one time stamp per trial ({n_trials}), got {times.shape[0]}."
+        )
+    if (np.diff(times) < 0).any():
+        raise ValueError(
+            "times must be non-decreasing (trial time stamps in order), got a decrease at "
+            f"trial {int(np.argmax(np.diff(times) < 0)) + 1}."
+        )
+    return times
+
+
+def temporal_settings(temporal_kernel, timescale, decay):
+    """Validate the temporal prior; returns (kernel code, timescale, decay) for the kernel."""
+    if temporal_kernel is None:
+        return 0, 1.0, 0.0
+    check_choice(temporal_kernel, "temporal_kernel", TEMPORAL_KERNELS)
+    if timescale != np.inf:  # an infinite timescale is the CRP limit
+        timescale = check_positive(timescale, "timescale")
+    decay = check_positive(decay, "decay", allow_zero=True)
+    return TEMPORAL_KERNELS.index(temporal_kernel) + 1, timescale, decay
 
 
 def particle_filter(
@@ -284,10 +372,17 @@ def particle_filter(
     alpha: float = 0.1,
     n_particles: int | None = None,
     concentration: float = 1.0,
+    a: float | None = None,
+    b: float | None = None,
     max_causes: int | None = None,
     stickiness: float = 0.0,
     method: str = "particle",
+    temporal_kernel: str | None = None,
+    timescale: float = 1.0,
+    decay: float = 1.0,
+    times=None,
     rng=None,
+    uniforms=None,
 ) -> CRPFilterResult:
     """Run the latent-cause particle filter over a conditioning experiment.
 
@@ -301,14 +396,32 @@ def particle_filter(
     n_particles : int, optional
         Number of particles M (default 100; ``local_map`` uses exactly 1).
     concentration : float, default 1.0
-        Symmetric Beta/Dirichlet concentration of each feature's probabilities (1: uniform).
+        Symmetric Beta concentration of each feature's probabilities (1: uniform); the
+        default of ``a`` and ``b``.
+    a, b : float, optional
+        Beta(a, b) pseudo-counts of feature presence and absence (LCM's ``opts.a``,
+        ``opts.b``): a cause that has seen ``n1`` presences and ``n0`` absences of a feature
+        predicts presence with ``(n1 + a) / (n1 + n0 + a + b)``; a new cause predicts the US
+        with ``a / (a + b)``.
     max_causes : int, optional
         Cap K on the number of causes (default: unbounded).
     stickiness : float, default 0.0
         Extra prior weight of the previous trial's cause.
     method : {"particle", "local_map"}
         ``local_map``: one particle, each trial hard-assigned to its most probable cause.
+    temporal_kernel : {None, "exponential", "power"}
+        Time-sensitive prior (Gershman, Blei & Niv 2010): an old cause's prior weight is
+        ``sum over its trials s of K(time_t - time_s)`` instead of its count, with
+        ``K(d) = exp(-d / timescale)`` or ``(1 + d / timescale) ** -decay``. ``None`` (or
+        an infinite timescale / zero decay) is the CRP.
+    timescale, decay : float
+        Kernel parameters (in the units of ``times``).
+    times : array_like (n_trials,), optional
+        Trial time stamps (default: the design's :meth:`~Design.trial_times`, else 0, 1, ...).
     rng : int or numpy.random.Generator, optional
+    uniforms : tuple of two arrays (n_trials, n_particles), optional
+        The resampling and cause-choice uniforms. Passing the same ones at different
+        parameter values gives common random numbers (used by the per-subject fits).
 
     Returns
     -------
@@ -324,31 +437,67 @@ def particle_filter(
     """
     F, names = as_feature_matrix(features)
     T = F.shape[0]
-    alpha, eta, n_slots, stickiness = _common_checks(
-        alpha, concentration, max_causes, stickiness, T
+    alpha, a, b, n_slots, stickiness = _common_checks(
+        alpha, concentration, max_causes, stickiness, T, a, b
     )
     check_choice(method, "method", ["particle", "local_map"])
     if method == "local_map":
         M = 1 if n_particles is None else check_int(n_particles, "n_particles", minimum=1)
         if M != 1:
             raise ValueError(f"method='local_map' uses one particle, got n_particles={M}.")
+    elif uniforms is not None:
+        M = np.shape(uniforms[0])[1] if n_particles is None else n_particles
+        M = check_int(M, "n_particles", minimum=1)
     else:
         M = 100 if n_particles is None else check_int(n_particles, "n_particles", minimum=1)
-    gen = as_rng(rng)
-    u_resample = gen.random((T, M))
-    u_cause = gen.random((T, M))
+    kind, timescale, decay = temporal_settings(temporal_kernel, timescale, decay)
+    stamps = trial_times(features, times, T) if kind else np.zeros(1)
+    if uniforms is None:
+        gen = as_rng(rng)
+        u_resample = gen.random((T, M))
+        u_cause = gen.random((T, M))
+    else:
+        u_resample, u_cause = (np.ascontiguousarray(u, dtype=float) for u in uniforms)
+        if u_resample.shape != (T, M) or u_cause.shape != (T, M):
+            raise ValueError(
+                f"uniforms must be two arrays of shape (n_trials, n_particles) = {(T, M)}, "
+                f"got {u_resample.shape} and {u_cause.shape}. Draw them with "
+                "common_uniforms(n_trials, n_particles, rng)."
+            )
     V, V_weighted, log_pred, post, n_causes, assign = _filter_kernel(
-        F, alpha, eta, stickiness, n_slots, method == "local_map", u_resample, u_cause
+        F,
+        alpha,
+        a,
+        b,
+        stickiness,
+        n_slots,
+        method == "local_map",
+        u_resample,
+        u_cause,
+        stamps,
+        kind,
+        timescale,
+        decay,
     )
     used = max(int(n_causes.max()), 1)
     settings = dict(
         alpha=alpha,
         n_particles=M,
-        concentration=eta,
+        a=a,
+        b=b,
         max_causes=max_causes,
         stickiness=stickiness,
         method=method,
+        temporal_kernel=temporal_kernel,
+        timescale=timescale,
+        decay=decay,
     )
     return CRPFilterResult(
         V, post[:, :used], n_causes, log_pred, assign, names, settings, V_weighted
     )
+
+
+def common_uniforms(n_trials: int, n_particles: int, rng=None):
+    """The two (n_trials, n_particles) uniform arrays the filter consumes (for CRN)."""
+    gen = as_rng(rng)
+    return gen.random((n_trials, n_particles)), gen.random((n_trials, n_particles))

@@ -43,11 +43,38 @@ def test_partial_reinforcement_fraction_and_pattern():
 
 @pytest.mark.parametrize("name", SHIPPED_DESIGNS)
 def test_every_shipped_design_builds(name):
-    design = shipped_design(name, n_acquisition=3, n_extinction=2, n_test=1, n_preexposure=2)
+    sizes = dict(n_acquisition=3, n_extinction=2, n_test=2, n_preexposure=2)
+    design = shipped_design(name, **sizes)
     F, names = as_feature_matrix(design)
     assert names[0] == "US" and F.shape == (design.n_trials, len(names))
-    # The last trial of every shipped design is a probe with the US unknown.
-    assert F[-1, 0] == -1
+    # Test trials are non-reinforced by default: the US is observed absent ...
+    test = design.phase_slices()["test"]
+    assert (F[test, 0] == 0).all()
+    # ... and missing data only when a probe is asked for.
+    F_probe, _ = as_feature_matrix(shipped_design(name, probe=True, **sizes))
+    assert (F_probe[test, 0] == -1).all()
+    np.testing.assert_array_equal(F_probe[: test.start], F[: test.start])
+
+
+def test_renewal_defaults_follow_the_literature_and_share_contexts():
+    designs = {c: shipped_design(f"renewal_{c}") for c in ("aaa", "aab", "aba", "abc")}
+    for d in designs.values():
+        assert d.feature_names == ["US", "tone", "A", "B", "C"]
+        assert [p.n for p in d.phases] == [15, 25, 1]
+    assert shipped_design("extinction").feature_names == ["US", "tone", "A", "B", "C"]
+
+
+def test_trial_times_follow_itis_and_intervals():
+    design = Design(
+        [
+            Phase("acq", n=3, cs=["t"], context="A", iti=2.0),
+            Phase("ext", n=2, cs=["t"], us=False, context="A"),
+            Phase("test", n=1, cs=["t"], us=False, context="A", interval_before=50.0),
+        ]
+    )
+    np.testing.assert_array_equal(design.trial_times(), [0, 2, 4, 5, 6, 56])
+    sr = shipped_design("spontaneous_recovery", retention_interval=100.0)
+    assert np.diff(sr.trial_times())[-1] == 100.0
 
 
 def test_renewal_contexts():
@@ -73,6 +100,9 @@ def test_renewal_contexts():
         (lambda: Design([Phase("a", n=1), Phase("a", n=1)]), "unique"),
         (lambda: Design([Phase("a", n=1, cs=["A"]), Phase("b", n=1, context="A")]), "both"),
         (lambda: shipped_design("renewal_xyz"), "must be one of"),
+        (lambda: Phase("x", n=2, iti=-1.0), "time interval"),
+        (lambda: Phase("x", n=2, interval_before=np.inf), "time interval"),
+        (lambda: shipped_design("spontaneous_recovery", retention_interval=0), "retention"),
     ],
 )
 def test_bad_designs_raise_clear_errors(build, match):

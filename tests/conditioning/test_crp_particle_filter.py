@@ -49,8 +49,9 @@ def test_exact_filter_is_self_consistent():
         {"alpha": 0.5},
         {"alpha": 2.0, "max_causes": 2, "stickiness": 1.0},
         {"alpha": 1.0, "concentration": 0.5},
+        {"alpha": 0.8, "a": 0.6, "b": 1.7, "stickiness": 0.5},
     ],
-    ids=["crp", "capped-sticky", "eta0.5"],
+    ids=["crp", "capped-sticky", "eta0.5", "a-ne-b"],
 )
 def test_particle_filter_matches_exact_enumeration(settings):
     exact = exact_filter(FEATURES, **settings)
@@ -75,6 +76,18 @@ def test_particle_filter_matches_exact_enumeration(settings):
     np.testing.assert_allclose(
         coassign(pf.assignments, np.full(M, 1 / M)), coassign(exact.assignments, probs), atol=0.02
     )
+
+
+def test_symmetric_concentration_is_the_a_equals_b_case():
+    sym = particle_filter(FEATURES, alpha=0.7, concentration=0.4, n_particles=64, rng=3)
+    ab = particle_filter(FEATURES, alpha=0.7, a=0.4, b=0.4, n_particles=64, rng=3)
+    np.testing.assert_array_equal(sym.V, ab.V)
+    ex_sym = exact_filter(FEATURES, alpha=0.7, concentration=0.4)
+    ex_ab = exact_filter(FEATURES, alpha=0.7, a=0.4, b=0.4)
+    np.testing.assert_allclose(ex_sym.V, ex_ab.V, rtol=1e-13)
+    # A new cause predicts the US with a / (a + b).
+    assert particle_filter(FEATURES, a=0.5, b=1.5, rng=0).V[0] == pytest.approx(0.25)
+    assert exact_filter(FEATURES, a=0.5, b=1.5).V[0] == pytest.approx(0.25)
 
 
 def _reference_local_map(F, alpha, eta=1.0):
@@ -160,6 +173,8 @@ def test_seeded_runs_are_reproducible_and_result_converts():
         ({"n_particles": 0}, "n_particles"),
         ({"max_causes": 0}, "max_causes"),
         ({"concentration": 0.0}, "concentration"),
+        ({"a": 0.0}, "a"),
+        ({"b": -1.0}, "b"),
         ({"stickiness": -1.0}, "stickiness"),
         ({"method": "smc"}, "method"),
         ({"method": "local_map", "n_particles": 5}, "one particle"),

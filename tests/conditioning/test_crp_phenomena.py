@@ -59,3 +59,9 @@ def test_latent_inhibition_same_context_slows_acquisition():
         acq[cond] = V[slices["acquisition"]].mean()
     assert acq["same"] < acq["none"] - 0.2
     assert acq["same"] < acq["different"] - 0.2
+
+
+def test_aab_renewal_above_aaa_with_literature_phase_lengths():
+    """15 acquisition / 25 extinction trials, all contexts coded, non-reinforced test trial."""
+    test = {c: _mean_V(f"renewal_{c}", 0.1)[0][-1] for c in ("aaa", "aab")}
+    assert test["aab"] > test["aaa"] + 0.015, test
