@@ -33,6 +33,7 @@ from pmctx.io import save_figure, save_idata, write_summary
 from pmctx.steps.vonmises import (
     AugmentedVonMisesGibbs,
     ColumnFFBSVonMises,
+    KappaObsSlice,
     PointwiseVonMisesGibbs,
 )
 from pmctx.validation import (
@@ -44,12 +45,14 @@ from pmctx.validation import (
     check_positive,
 )
 from pmctx.vonmises import SWEEPS
+from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR as KAPPA_OBS_PRIOR_SHAPE_RATE
 from pmctx.vonmises.maps import circular_moments, count_pinwheels, orientation_error, smoothness
 from pmctx.vonmises.potentials import wrap_angle
 
 __all__ = [
     "STEPS",
     "build_model",
+    "default_steps",
     "demo",
     "fit",
     "noisy_observations",
@@ -67,6 +70,16 @@ STEPS = {
 }
 
 
+def default_steps(model, sampler: str = "augmented") -> list:
+    """The step list of a model from :func:`build_model`: the map sampler ``sampler`` for
+    ``o``, plus :class:`~pmctx.steps.vonmises.KappaObsSlice` when ``kappa_obs="prior"``.
+    Call it inside the model context."""
+    steps = [STEPS[check_choice(sampler, "sampler", list(STEPS))]([model["o"]])]
+    if model["kappa_obs"] in model.free_RVs:
+        steps.append(KappaObsSlice())
+    return steps
+
+
 def theta_to_o(theta):
     """Doubled angle ``o = 2 theta`` wrapped into ``[-pi, pi)`` (NaN stays NaN)."""
     return wrap_angle(2.0 * np.asarray(theta, dtype=np.float64))
@@ -79,7 +92,11 @@ def o_to_theta(o):
 
 def _check_hyper(kappa, kappa_obs, rank):
     kappa = check_positive(kappa, "kappa")
-    kappa_obs = check_positive(kappa_obs, "kappa_obs")
+    if isinstance(kappa_obs, str):
+        if kappa_obs != "prior":
+            raise ValueError(f"kappa_obs must be a positive number or 'prior'; got {kappa_obs!r}.")
+    else:
+        kappa_obs = check_positive(kappa_obs, "kappa_obs")
     rank = check_int(rank, "rank", minimum=1)
     return kappa, kappa_obs, rank
 
@@ -119,6 +136,7 @@ def build_model(
     rank: int = 5,
     prior_mean=None,
     prior_kappa: float = 0.0,
+    signal=None,
 ) -> pm.Model:
     """Declare the orientation-map model as a ``pm.Model``.
 
@@ -133,12 +151,18 @@ def build_model(
         Grid shape when ``z`` is omitted.
     kappa : float, default 5.0
         Smoothing concentration of the edge potentials (> 0).
-    kappa_obs : float, default 2.0
-        Observation concentration (> 0).
+    kappa_obs : float or "prior", default 2.0
+        Observation concentration (> 0) on doubled angles; ``"prior"`` makes it a random
+        variable with the documented ``Gamma(2, 0.25)`` prior
+        (:data:`pmctx.vonmises.hyper.KAPPA_OBS_PRIOR`), updated exactly by
+        :class:`~pmctx.steps.vonmises.KappaObsSlice`.
     rank : int, default 5
         Rank ``R`` >= 1 (``R + 1`` modes).
     prior_mean, prior_kappa : array_like and float, optional
         Von Mises node prior on ``o`` (default flat: ``prior_kappa = 0``).
+    signal : array_like, shape (M, N), optional
+        Known relative signal strength per node (> 0, e.g. response amplitude): the
+        observation at a node has concentration ``signal * kappa_obs`` (default 1).
 
     Returns
     -------
@@ -157,12 +181,22 @@ def build_model(
         low=-2 * np.pi,
         high=2 * np.pi,
     )
+    signal = np.ones((n_rows, n_cols)) if signal is None else np.asarray(signal, np.float64)
+    if signal.shape != (n_rows, n_cols) or not np.all(np.isfinite(signal) & (signal > 0)):
+        raise ValueError(
+            f"signal must be a finite positive ({n_rows}, {n_cols}) array (one relative "
+            f"concentration per node); got shape {signal.shape}. Omit it for uniform noise."
+        )
     obs_rows, obs_cols = np.nonzero(mask)
     coords = {"row": np.arange(n_rows), "col": np.arange(n_cols), "obs": np.arange(obs_rows.size)}
     phases = 2.0 * np.pi * np.arange(rank + 1) / (rank + 1)
     with pm.Model(coords=coords) as model:
         kappa_d = pm.Data("kappa", kappa)
-        kappa_obs_d = pm.Data("kappa_obs", kappa_obs)
+        if kappa_obs == "prior":
+            kappa_obs_d = pm.Gamma("kappa_obs", *KAPPA_OBS_PRIOR_SHAPE_RATE)
+        else:
+            kappa_obs_d = pm.Data("kappa_obs", kappa_obs)
+        signal_d = pm.Data("signal", signal, dims=("row", "col"))
         pm.Data("rank", rank)
         pm.Data("z_filled", z_filled, dims=("row", "col"))
         pm.Data("obs_mask", mask, dims=("row", "col"))
@@ -182,7 +216,7 @@ def build_model(
             pm.VonMises(
                 "z",
                 mu=o[obs_rows, obs_cols],
-                kappa=kappa_obs_d,
+                kappa=kappa_obs_d * signal_d[obs_rows, obs_cols],
                 observed=z_filled[obs_rows, obs_cols],
                 dims="obs",
             )
@@ -279,7 +313,7 @@ def reconstruct(
     (4, 4)
     """
     theta_obs = as_angle_array(theta_obs, "theta_obs", low=0.0, high=np.pi, ndim=2, allow_nan=True)
-    step_cls = STEPS[check_choice(sampler, "sampler", list(STEPS))]
+    check_choice(sampler, "sampler", list(STEPS))
     model = build_model(
         theta_to_o(theta_obs), mask=mask, kappa=kappa, kappa_obs=kappa_obs, rank=rank
     )
@@ -288,14 +322,14 @@ def reconstruct(
     missing = np.isnan(start) if mask is None else np.asarray(mask) == 0
     start = np.where(missing, as_rng(seed).uniform(-np.pi, np.pi, size=start.shape), start)
     with model:
-        step = step_cls([model["o"]])
+        steps = default_steps(model, sampler)
         return pm.sample(
             draws=draws,
             initvals={"o": start},
             tune=tune,
             chains=chains,
             cores=cores,
-            step=[step],
+            step=steps,
             random_seed=seed,
             progressbar=progressbar,
             compute_convergence_checks=False,
