@@ -23,6 +23,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 
 from pmctx.steps.base import PmctxStep
 from pmctx.vonmises.augmented import augmented_sweep
+from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR, sample_chain, sample_chain_kappa
 from pmctx.vonmises.ffbs import ffbs_sweep
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR, kappa_obs_statistics, sample_kappa_obs
 from pmctx.vonmises.maps import smoothness
@@ -31,10 +32,12 @@ from pmctx.vonmises.potentials import log_joint, natural_field, wrap_angle
 
 __all__ = [
     "AugmentedVonMisesGibbs",
+    "ChainFFBSVonMises",
+    "ChainKappaSlice",
     "ColumnFFBSVonMises",
     "KappaObsSlice",
-    "PointwiseVonMisesGibbs",
     "ModelParameters",
+    "PointwiseVonMisesGibbs",
 ]
 
 _PARAMETERS = ("kappa", "kappa_obs", "z_filled", "obs_mask", "prior_mean", "prior_kappa")
@@ -257,3 +260,105 @@ class KappaObsSlice(PmctxStep):
         new = dict(point)
         new[key] = np.asarray(np.log(kappa_obs) if self._log_space else kappa_obs, np.float64)
         return new, [{"kappa_obs": kappa_obs}]
+
+
+def _model_with(model, names, who):
+    missing = [name for name in names if name not in model.named_vars]
+    if missing:
+        raise ValueError(
+            f"{who} needs a model built by pmctx.models.vonmises_chain.build_model; the model "
+            f"lacks {missing}."
+        )
+
+
+class ChainFFBSVonMises(PmctxStep):
+    """Exact joint draw of a von Mises chain's angles ``x`` by forward-filter backward-sample.
+
+    Reads ``kappa``, ``kappa_obs`` (numbers or random variables), the observations and the
+    signal strengths from the model built by :func:`pmctx.models.vonmises_chain.build_model`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pmctx.models.vonmises_chain import build_model
+    >>> with build_model(np.array([0.1, np.nan, 0.3]), kappa=2.0, kappa_obs=1.0, rank=2):
+    ...     step = ChainFFBSVonMises(rng=0)
+    >>> step.value_names
+    ['x_circular__']
+    """
+
+    name = "vonmises_chain_ffbs"
+    stats_dtypes_shapes = {"log_evidence": (np.float64, [])}
+
+    def __init__(self, vars=None, *, model=None, rng=None):
+        import pymc as pm
+
+        model = pm.modelcontext(model)
+        _model_with(model, ("x", "kappa", "kappa_obs", "rank", "z_filled", "obs_mask"), "Step")
+        super().__init__([model["x"]] if vars is None else vars, model=model, rng=rng)
+        if self.vars != [model.rvs_to_values[model["x"]]]:
+            raise ValueError(f"ChainFFBSVonMises updates x only, got {self.value_names}.")
+        self.rank = int(model["rank"].get_value())
+        names = ["kappa", "kappa_obs", "z_filled", "obs_mask"]
+        self._parameters = ModelParameters(
+            self, names + (["signal"] if "signal" in model.named_vars else [])
+        )
+
+    def step(self, point):
+        params = self._parameters(point)
+        field = natural_field(
+            params["z_filled"],
+            params["obs_mask"],
+            float(params["kappa_obs"]),
+            signal=params.get("signal"),
+        )
+        x, log_evidence = sample_chain(field, float(params["kappa"]), self.rank, self.rng)
+        key = self.value_names[0]
+        new = dict(point)
+        new[key] = x.astype(point[key].dtype)
+        return new, [{"log_evidence": log_evidence}]
+
+
+class ChainKappaSlice(PmctxStep):
+    """Exact update of a chain's smoothing ``kappa`` given its angles (slice sampling).
+
+    The chain prior's normaliser ``Z_T(kappa)`` is known in closed form
+    (:func:`pmctx.vonmises.chain.chain_log_normaliser`), so ``p(kappa | x)`` is exact under the
+    ``Gamma(2, 0.25)`` prior of ``build_model(kappa="prior")``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pmctx.models.vonmises_chain import build_model
+    >>> with build_model(np.array([0.1, 0.2, 0.3]), kappa="prior", rank=2):
+    ...     step = ChainKappaSlice(rng=0)
+    >>> step.value_names
+    ['kappa_log__']
+    """
+
+    name = "vonmises_chain_kappa_slice"
+    stats_dtypes_shapes = {"kappa": (np.float64, [])}
+
+    def __init__(self, vars=None, *, prior=CHAIN_KAPPA_PRIOR, model=None, rng=None):
+        import pymc as pm
+
+        model = pm.modelcontext(model)
+        _model_with(model, ("x", "kappa", "rank"), "ChainKappaSlice")
+        if model["kappa"] not in model.free_RVs:
+            raise ValueError("ChainKappaSlice needs kappa='prior' in build_model.")
+        super().__init__([model["kappa"]] if vars is None else vars, model=model, rng=rng)
+        if self.vars != [model.rvs_to_values[model["kappa"]]]:
+            raise ValueError(f"ChainKappaSlice updates kappa only, got {self.value_names}.")
+        self._log_space = model.rvs_to_transforms.get(model["kappa"]) is not None
+        self.rank = int(model["rank"].get_value())
+        self.prior = tuple(float(v) for v in prior)
+        self._parameters = ModelParameters(self, ["x"])
+
+    def step(self, point):
+        x = self._parameters(point)["x"]
+        key = self.value_names[0]
+        current = float(np.exp(point[key]) if self._log_space else point[key])
+        kappa = sample_chain_kappa(x, current, self.rank, self.rng, prior=self.prior)
+        new = dict(point)
+        new[key] = np.asarray(np.log(kappa) if self._log_space else kappa, np.float64)
+        return new, [{"kappa": kappa}]

@@ -15,6 +15,9 @@ MODULES = [
     "pmctx.vonmises.plots",
     "pmctx.steps.vonmises",
     "pmctx.models.vonmises_map",
+    "pmctx.vonmises.hyper",
+    "pmctx.vonmises.chain",
+    "pmctx.models.vonmises_chain",
 ]
 
 

@@ -16,7 +16,7 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
-from models.vonmises_map import build_model, default_steps, sample_prior
+from pmctx.models.vonmises_map import build_model, default_steps, sample_prior
 
 from pmctx.steps.vonmises import KappaObsSlice
 from pmctx.testing import assert_geweke, assert_matches_exact, compare_to_exact, geweke_test
@@ -96,8 +96,9 @@ def test_slice_without_jacobian_fails_the_same_check(stats):
 
 
 def test_model_logp_is_the_kernels_conditional(stats):
-    model = build_model(np.where(MASK == 1, Z, np.nan), kappa=2.0, kappa_obs="prior", rank=2,
-                        signal=SIGNAL)
+    model = build_model(
+        np.where(MASK == 1, Z, np.nan), kappa=2.0, kappa_obs="prior", rank=2, signal=SIGNAL
+    )
     logp = model.compile_logp()
     gaps = []
     for kappa_obs in (0.3, 2.0, 7.5, 30.0):
@@ -113,8 +114,15 @@ def test_step_in_pm_sample_learns_kappa_obs():
     z[rng.random(z.shape) < 0.2] = np.nan
     model = build_model(z, kappa=4.0, kappa_obs="prior", rank=4)
     with model:
-        idata = pm.sample(draws=150, tune=50, chains=1, step=default_steps(model),
-                          random_seed=2, progressbar=False, compute_convergence_checks=False)
+        idata = pm.sample(
+            draws=150,
+            tune=50,
+            chains=1,
+            step=default_steps(model),
+            random_seed=2,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
     kappa_obs = idata.posterior["kappa_obs"].values.ravel()
     assert 3.0 < kappa_obs.mean() < 12.0
     np.testing.assert_allclose(idata.sample_stats["kappa_obs"].values.ravel(), kappa_obs)
