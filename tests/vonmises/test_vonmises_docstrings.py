@@ -17,6 +17,7 @@ MODULES = [
     "pmctx.models.vonmises_map",
     "pmctx.vonmises.hyper",
     "pmctx.vonmises.chain",
+    "pmctx.vonmises.select",
     "pmctx.models.vonmises_chain",
 ]
 
