@@ -35,6 +35,7 @@ from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, r
 from pmctx.steps.vonmises import (
     AugmentedVonMisesGibbs,
     ColumnFFBSVonMises,
+    KappaObsSlice,
     PointwiseVonMisesGibbs,
 )
 from pmctx.steps.registration import tag_block
@@ -47,12 +48,14 @@ from pmctx.validation import (
     check_positive,
 )
 from pmctx.vonmises import SWEEPS
+from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR as KAPPA_OBS_PRIOR_SHAPE_RATE
 from pmctx.vonmises.maps import circular_moments, count_pinwheels, orientation_error, smoothness
 from pmctx.vonmises.potentials import wrap_angle
 
 __all__ = [
     "STEPS",
     "build_model",
+    "default_steps",
     "demo",
     "fit",
     "noisy_observations",
@@ -70,6 +73,16 @@ STEPS = {
 }
 
 
+def default_steps(model, sampler: str = "augmented") -> list:
+    """The step list of a model from :func:`build_model`: the map sampler ``sampler`` for
+    ``o``, plus :class:`~pmctx.steps.vonmises.KappaObsSlice` when ``kappa_obs="prior"``.
+    Call it inside the model context."""
+    steps = [STEPS[check_choice(sampler, "sampler", list(STEPS))]([model["o"]])]
+    if model["kappa_obs"] in model.free_RVs:
+        steps.append(KappaObsSlice())
+    return steps
+
+
 def theta_to_o(theta):
     """Doubled angle ``o = 2 theta`` wrapped into ``[-pi, pi)`` (NaN stays NaN)."""
     return wrap_angle(2.0 * np.asarray(theta, dtype=np.float64))
@@ -82,7 +95,10 @@ def o_to_theta(o):
 
 def _check_hyper(kappa, kappa_obs, rank):
     kappa = check_positive(kappa, "kappa")
-    if not isinstance(kappa_obs, pt.Variable):  # a user's random variable is used as it is
+    if isinstance(kappa_obs, str):
+        if kappa_obs != "prior":
+            raise ValueError(f"kappa_obs must be a positive number or 'prior'; got {kappa_obs!r}.")
+    elif not isinstance(kappa_obs, pt.Variable):  # a user's random variable is used as it is
         kappa_obs = check_positive(kappa_obs, "kappa_obs")
     rank = check_int(rank, "rank", minimum=1)
     return kappa, kappa_obs, rank
@@ -123,6 +139,7 @@ def build_model(
     rank: int = 5,
     prior_mean=None,
     prior_kappa: float = 0.0,
+    signal=None,
 ) -> pm.Model:
     """Declare the orientation-map model as a ``pm.Model``.
 
@@ -137,12 +154,18 @@ def build_model(
         Grid shape when ``z`` is omitted.
     kappa : float, default 5.0
         Smoothing concentration of the edge potentials (> 0).
-    kappa_obs : float, default 2.0
-        Observation concentration (> 0).
+    kappa_obs : float or "prior", default 2.0
+        Observation concentration (> 0) on doubled angles; ``"prior"`` makes it a random
+        variable with the documented ``Gamma(2, 0.25)`` prior
+        (:data:`pmctx.vonmises.hyper.KAPPA_OBS_PRIOR`), updated exactly by
+        :class:`~pmctx.steps.vonmises.KappaObsSlice`.
     rank : int, default 5
         Rank ``R`` >= 1 (``R + 1`` modes).
     prior_mean, prior_kappa : array_like and float, optional
         Von Mises node prior on ``o`` (default flat: ``prior_kappa = 0``).
+    signal : array_like, shape (M, N), optional
+        Known relative signal strength per node (> 0, e.g. response amplitude): the
+        observation at a node has concentration ``signal * kappa_obs`` (default 1).
 
     Returns
     -------
@@ -161,17 +184,26 @@ def build_model(
         low=-2 * np.pi,
         high=2 * np.pi,
     )
+    signal = np.ones((n_rows, n_cols)) if signal is None else np.asarray(signal, np.float64)
+    if signal.shape != (n_rows, n_cols) or not np.all(np.isfinite(signal) & (signal > 0)):
+        raise ValueError(
+            f"signal must be a finite positive ({n_rows}, {n_cols}) array (one relative "
+            f"concentration per node); got shape {signal.shape}. Omit it for uniform noise."
+        )
     obs_rows, obs_cols = np.nonzero(mask)
     coords = {"row": np.arange(n_rows), "col": np.arange(n_cols), "obs": np.arange(obs_rows.size)}
     phases = 2.0 * np.pi * np.arange(rank + 1) / (rank + 1)
     with pm.Model(coords=coords) as model:
         kappa_d = pm.Data("kappa", kappa)
-        if not isinstance(kappa_obs, pt.Variable):
+        if isinstance(kappa_obs, str):  # "prior", checked above
+            kappa_obs_d = pm.Gamma("kappa_obs", *KAPPA_OBS_PRIOR_SHAPE_RATE)
+        elif not isinstance(kappa_obs, pt.Variable):
             kappa_obs_d = pm.Data("kappa_obs", kappa_obs)
         elif getattr(kappa_obs, "name", None) == "kappa_obs":
             kappa_obs_d = kappa_obs
         else:  # the steps read kappa_obs by this name
             kappa_obs_d = pm.Deterministic("kappa_obs", kappa_obs)
+        signal_d = pm.Data("signal", signal, dims=("row", "col"))
         pm.Data("rank", rank)
         pm.Data("z_filled", z_filled, dims=("row", "col"))
         pm.Data("obs_mask", mask, dims=("row", "col"))
@@ -191,7 +223,7 @@ def build_model(
             pm.VonMises(
                 "z",
                 mu=o[obs_rows, obs_cols],
-                kappa=kappa_obs_d,
+                kappa=kappa_obs_d * signal_d[obs_rows, obs_cols],
                 observed=z_filled[obs_rows, obs_cols],
                 dims="obs",
             )
@@ -298,7 +330,7 @@ def reconstruct(
     random_seed = resolve_seed(random_seed, seed)
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
     theta_obs = as_angle_array(theta_obs, "theta_obs", low=0.0, high=np.pi, ndim=2, allow_nan=True)
-    step_cls = STEPS[check_choice(sampler, "sampler", list(STEPS))]
+    check_choice(sampler, "sampler", list(STEPS))
     model = build_model(
         theta_to_o(theta_obs), mask=mask, kappa=kappa, kappa_obs=kappa_obs, rank=rank
     )
@@ -307,10 +339,10 @@ def reconstruct(
     missing = np.isnan(start) if mask is None else np.asarray(mask) == 0
     start = np.where(missing, as_rng(random_seed).uniform(-np.pi, np.pi, size=start.shape), start)
     with model:
-        step = step_cls([model["o"]])
+        steps = default_steps(model, sampler)
     idata = run_sampler(
         model,
-        step=[step],
+        step=steps,
         initvals={"o": start},
         draws=draws,
         tune=tune,

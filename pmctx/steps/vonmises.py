@@ -10,9 +10,10 @@ thin wrappers around the pure kernels of :mod:`pmctx.vonmises`:
 * :class:`AugmentedVonMisesGibbs` -- explicit horizontal (then vertical) edge modes and all
   columns (then rows) at once, ``(R+1)^2`` per node. The fastest; use it by default.
 
-The steps read ``kappa``, ``kappa_obs``, the observations and the node prior from the model's
-data containers at every step, so a model whose ``kappa`` is later given a prior (a random
-variable of the same name) keeps working with the current value of ``kappa``.
+The steps read ``kappa``, ``kappa_obs``, the observations, the optional per-node ``signal``
+strength and the node prior from the model at every step, so a model whose ``kappa_obs``
+(or ``kappa``) is a random variable (``kappa_obs="prior"``) keeps working with its current
+value; :class:`KappaObsSlice` is the exact update of such a ``kappa_obs``.
 """
 
 from __future__ import annotations
@@ -22,14 +23,48 @@ from pytensor.compile.sharedvalue import SharedVariable
 
 from pmctx.steps.base import PmctxStep
 from pmctx.vonmises.augmented import augmented_sweep
+from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR, sample_chain, sample_chain_kappa
 from pmctx.vonmises.ffbs import ffbs_sweep
+from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR, kappa_obs_statistics, sample_kappa_obs
 from pmctx.vonmises.maps import smoothness
 from pmctx.vonmises.pointwise import pointwise_sweep
 from pmctx.vonmises.potentials import log_joint, natural_field, wrap_angle
 
-__all__ = ["AugmentedVonMisesGibbs", "ColumnFFBSVonMises", "PointwiseVonMisesGibbs"]
+__all__ = [
+    "AugmentedVonMisesGibbs",
+    "ChainFFBSVonMises",
+    "ChainKappaSlice",
+    "ColumnFFBSVonMises",
+    "KappaObsSlice",
+    "ModelParameters",
+    "PointwiseVonMisesGibbs",
+]
 
 _PARAMETERS = ("kappa", "kappa_obs", "z_filled", "obs_mask", "prior_mean", "prior_kappa")
+
+
+class ModelParameters:
+    """Current values of named model quantities (data containers or random variables).
+
+    Shared data containers are read directly; anything else (a random variable such as
+    ``kappa_obs="prior"``, or an expression) is compiled as a function of the point, with
+    random variables replaced by their value variables.
+    """
+
+    def __init__(self, step: PmctxStep, names):
+        model = step.model
+        self.shared = {n: model[n] for n in names if isinstance(model[n], SharedVariable)}
+        self.computed = [n for n in names if n not in self.shared]
+        self._fn = None
+        if self.computed:
+            outputs = model.replace_rvs_by_values([model[n] for n in self.computed])
+            self._fn = step.compile_fn(outputs, inputs=model.value_vars)
+
+    def __call__(self, point) -> dict:
+        values = {name: var.get_value() for name, var in self.shared.items()}
+        if self._fn is not None:
+            values.update(zip(self.computed, self._fn(point)))
+        return values
 
 
 class _VonMisesMapStep(PmctxStep):
@@ -60,20 +95,8 @@ class _VonMisesMapStep(PmctxStep):
             )
         self.rank = int(model["rank"].get_value())
         self.n_sweeps = int(n_sweeps)
-        shared = [name for name in _PARAMETERS if isinstance(model[name], SharedVariable)]
-        self._shared = {name: model[name] for name in shared}
-        computed = [name for name in _PARAMETERS if name not in shared]
-        self._computed = computed
-        # Parameters that depend on free variables (e.g. a prior on kappa_obs) are read from
-        # the point: random variables in their graphs are replaced by their values.
-        outputs = model.replace_rvs_by_values([model[name] for name in computed])
-        self._compute = self.compile_fn(outputs) if computed else None
-
-    def _parameters(self, point) -> dict:
-        values = {name: var.get_value() for name, var in self._shared.items()}
-        if self._compute is not None:
-            values.update(zip(self._computed, self._compute(point)))
-        return values
+        optional = ("signal",) if "signal" in model.named_vars else ()
+        self._parameters = ModelParameters(self, (*_PARAMETERS, *optional))
 
     def step(self, point):
         params = self._parameters(point)
@@ -84,6 +107,7 @@ class _VonMisesMapStep(PmctxStep):
             float(params["kappa_obs"]),
             prior_mean=params["prior_mean"],
             prior_kappa=float(params["prior_kappa"]),
+            signal=params.get("signal"),
         )
         key = self.value_names[0]
         o = wrap_angle(point[key])
@@ -166,3 +190,176 @@ class AugmentedVonMisesGibbs(_VonMisesMapStep):
     name = "vonmises_augmented"
     owns_block = "vonmises_map"  # o, as tagged by pmctx.models.vonmises_map.build_model
     sweep = staticmethod(augmented_sweep)
+
+
+class KappaObsSlice(PmctxStep):
+    """Exact update of the observation concentration ``kappa_obs`` given the angles.
+
+    Slice sampling on ``log kappa_obs`` of the von Mises likelihood of the observed nodes
+    (with its ``2 pi I0`` normaliser, per-node ``signal`` strengths if the model has them)
+    times the Gamma prior that ``build_model(kappa_obs="prior")`` declares
+    (:mod:`pmctx.vonmises.hyper`). Works for the orientation map (angles ``o``) and the chain
+    model (angles ``x``).
+
+    Parameters
+    ----------
+    vars : list, optional
+        Defaults to ``[model["kappa_obs"]]`` (a random variable with a log transform).
+    angles : str, optional
+        Name of the latent angle variable (default: ``"o"`` or ``"x"``, whichever exists).
+    prior : (float, float), default ``KAPPA_OBS_PRIOR``
+        Shape and rate of the Gamma prior; must match the model's.
+    model, rng
+        As in :class:`PointwiseVonMisesGibbs`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pmctx.models.vonmises_map import build_model
+    >>> with build_model(np.zeros((3, 3)), kappa=2.0, kappa_obs="prior", rank=2):
+    ...     step = KappaObsSlice(rng=0)
+    >>> step.value_names
+    ['kappa_obs_log__']
+    """
+
+    name = "vonmises_kappa_obs_slice"
+    stats_dtypes_shapes = {"kappa_obs": (np.float64, [])}
+
+    def __init__(self, vars=None, *, angles=None, prior=KAPPA_OBS_PRIOR, model=None, rng=None):
+        import pymc as pm
+
+        model = pm.modelcontext(model)
+        if "kappa_obs" not in model.named_vars or model["kappa_obs"] not in model.free_RVs:
+            raise ValueError(
+                "KappaObsSlice needs a model whose kappa_obs has a prior: build it with "
+                "kappa_obs='prior'."
+            )
+        super().__init__([model["kappa_obs"]] if vars is None else vars, model=model, rng=rng)
+        value = model.rvs_to_values[model["kappa_obs"]]
+        if self.vars != [value]:
+            raise ValueError(f"KappaObsSlice updates kappa_obs only, got {self.value_names}.")
+        self._log_space = model.rvs_to_transforms.get(model["kappa_obs"]) is not None
+        if angles is None:
+            angles = next((n for n in ("o", "x") if n in model.named_vars), None)
+        if angles is None or angles not in model.named_vars:
+            raise ValueError("KappaObsSlice needs the latent angles: pass angles='<name>'.")
+        names = ["z_filled", "obs_mask", angles]
+        if "signal" in model.named_vars:
+            names.append("signal")
+        self._angles = angles
+        self._parameters = ModelParameters(self, names)
+        self.prior = tuple(float(v) for v in prior)
+
+    def step(self, point):
+        params = self._parameters(point)
+        stats = kappa_obs_statistics(
+            params[self._angles], params["z_filled"], params["obs_mask"], params.get("signal")
+        )
+        key = self.value_names[0]
+        current = float(np.exp(point[key]) if self._log_space else point[key])
+        kappa_obs = sample_kappa_obs(stats, current, self.rng, prior=self.prior)
+        new = dict(point)
+        new[key] = np.asarray(np.log(kappa_obs) if self._log_space else kappa_obs, np.float64)
+        return new, [{"kappa_obs": kappa_obs}]
+
+
+def _model_with(model, names, who):
+    missing = [name for name in names if name not in model.named_vars]
+    if missing:
+        raise ValueError(
+            f"{who} needs a model built by pmctx.models.vonmises_chain.build_model; the model "
+            f"lacks {missing}."
+        )
+
+
+class ChainFFBSVonMises(PmctxStep):
+    """Exact joint draw of a von Mises chain's angles ``x`` by forward-filter backward-sample.
+
+    Reads ``kappa``, ``kappa_obs`` (numbers or random variables), the observations and the
+    signal strengths from the model built by :func:`pmctx.models.vonmises_chain.build_model`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pmctx.models.vonmises_chain import build_model
+    >>> with build_model(np.array([0.1, np.nan, 0.3]), kappa=2.0, kappa_obs=1.0, rank=2):
+    ...     step = ChainFFBSVonMises(rng=0)
+    >>> step.value_names
+    ['x_circular__']
+    """
+
+    name = "vonmises_chain_ffbs"
+    stats_dtypes_shapes = {"log_evidence": (np.float64, [])}
+
+    def __init__(self, vars=None, *, model=None, rng=None):
+        import pymc as pm
+
+        model = pm.modelcontext(model)
+        _model_with(model, ("x", "kappa", "kappa_obs", "rank", "z_filled", "obs_mask"), "Step")
+        super().__init__([model["x"]] if vars is None else vars, model=model, rng=rng)
+        if self.vars != [model.rvs_to_values[model["x"]]]:
+            raise ValueError(f"ChainFFBSVonMises updates x only, got {self.value_names}.")
+        self.rank = int(model["rank"].get_value())
+        names = ["kappa", "kappa_obs", "z_filled", "obs_mask"]
+        self._parameters = ModelParameters(
+            self, names + (["signal"] if "signal" in model.named_vars else [])
+        )
+
+    def step(self, point):
+        params = self._parameters(point)
+        field = natural_field(
+            params["z_filled"],
+            params["obs_mask"],
+            float(params["kappa_obs"]),
+            signal=params.get("signal"),
+        )
+        x, log_evidence = sample_chain(field, float(params["kappa"]), self.rank, self.rng)
+        key = self.value_names[0]
+        new = dict(point)
+        new[key] = x.astype(point[key].dtype)
+        return new, [{"log_evidence": log_evidence}]
+
+
+class ChainKappaSlice(PmctxStep):
+    """Exact update of a chain's smoothing ``kappa`` given its angles (slice sampling).
+
+    The chain prior's normaliser ``Z_T(kappa)`` is known in closed form
+    (:func:`pmctx.vonmises.chain.chain_log_normaliser`), so ``p(kappa | x)`` is exact under the
+    ``Gamma(2, 0.25)`` prior of ``build_model(kappa="prior")``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pmctx.models.vonmises_chain import build_model
+    >>> with build_model(np.array([0.1, 0.2, 0.3]), kappa="prior", rank=2):
+    ...     step = ChainKappaSlice(rng=0)
+    >>> step.value_names
+    ['kappa_log__']
+    """
+
+    name = "vonmises_chain_kappa_slice"
+    stats_dtypes_shapes = {"kappa": (np.float64, [])}
+
+    def __init__(self, vars=None, *, prior=CHAIN_KAPPA_PRIOR, model=None, rng=None):
+        import pymc as pm
+
+        model = pm.modelcontext(model)
+        _model_with(model, ("x", "kappa", "rank"), "ChainKappaSlice")
+        if model["kappa"] not in model.free_RVs:
+            raise ValueError("ChainKappaSlice needs kappa='prior' in build_model.")
+        super().__init__([model["kappa"]] if vars is None else vars, model=model, rng=rng)
+        if self.vars != [model.rvs_to_values[model["kappa"]]]:
+            raise ValueError(f"ChainKappaSlice updates kappa only, got {self.value_names}.")
+        self._log_space = model.rvs_to_transforms.get(model["kappa"]) is not None
+        self.rank = int(model["rank"].get_value())
+        self.prior = tuple(float(v) for v in prior)
+        self._parameters = ModelParameters(self, ["x"])
+
+    def step(self, point):
+        x = self._parameters(point)["x"]
+        key = self.value_names[0]
+        current = float(np.exp(point[key]) if self._log_space else point[key])
+        kappa = sample_chain_kappa(x, current, self.rank, self.rng, prior=self.prior)
+        new = dict(point)
+        new[key] = np.asarray(np.log(kappa) if self._log_space else kappa, np.float64)
+        return new, [{"kappa": kappa}]

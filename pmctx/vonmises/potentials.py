@@ -89,15 +89,20 @@ def log_edge_potential(o_a, o_b, kappa: float, rank: int):
     return logsumexp(kappa * (np.cos(a - phases) + np.cos(b - phases)), axis=-1)
 
 
-def natural_field(z, mask, kappa_obs: float, *, prior_mean=None, prior_kappa: float = 0.0):
+def natural_field(
+    z, mask, kappa_obs: float, *, prior_mean=None, prior_kappa: float = 0.0, signal=None
+):
     """Per-node natural parameters ``(M, N, 2)`` of the observation and node-prior terms.
 
-    An observed node contributes ``kappa_obs (cos z, sin z)``; a von Mises node prior with
-    mean ``prior_mean`` adds ``prior_kappa (cos mu, sin mu)``. Missing nodes (mask 0) get only
-    the prior. ``z`` may hold anything finite at missing nodes.
+    An observed node contributes ``s kappa_obs (cos z, sin z)``, ``s`` its known relative
+    signal strength (``signal``, default 1); a von Mises node prior with mean ``prior_mean``
+    adds ``prior_kappa (cos mu, sin mu)``. Missing nodes (mask 0) get only the prior. ``z``
+    may hold anything finite at missing nodes.
     """
     z = np.asarray(z, dtype=np.float64)
     weight = kappa_obs * np.asarray(mask, dtype=np.float64)
+    if signal is not None:
+        weight = weight * np.asarray(signal, dtype=np.float64)
     field = np.stack([weight * np.cos(z), weight * np.sin(z)], axis=-1)
     if prior_kappa > 0.0:
         mean = np.broadcast_to(

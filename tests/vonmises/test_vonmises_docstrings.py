@@ -15,6 +15,10 @@ MODULES = [
     "pmctx.vonmises.plots",
     "pmctx.steps.vonmises",
     "pmctx.models.vonmises_map",
+    "pmctx.vonmises.hyper",
+    "pmctx.vonmises.chain",
+    "pmctx.vonmises.select",
+    "pmctx.models.vonmises_chain",
 ]
 
 
