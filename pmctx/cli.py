@@ -78,6 +78,9 @@ def _build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--chains", type=int, default=4)
     fit.add_argument("--seed", type=int, default=0)
     fit.add_argument("--out", default="pmctx-fit", type=Path, help="output folder")
+    from pmctx.batch.cli import add_parser as add_batch_parsers
+
+    add_batch_parsers(sub)  # `pmctx batch` and `pmctx sbc`
     return parser
 
 
@@ -150,6 +153,10 @@ def _fit(args) -> int:
 def main(argv=None) -> int:
     """Entry point of the ``pmctx`` command."""
     args = _build_parser().parse_args(argv)
+    if args.command in ("batch", "sbc"):
+        from pmctx.batch.cli import run as run_batch_command
+
+        return run_batch_command(args)
     return _demo(args) if args.command == "demo" else _fit(args)
 
 
