@@ -92,6 +92,14 @@ def add_parser(subparsers) -> None:
     )
 
 
+def _engine(args) -> dict:
+    if args.workers is not None and args.workers < 0:
+        raise ValueError(f"--workers must be 0 (no Dask) or more, got {args.workers}.")
+    local = args.workers == 0 and not args.scheduler
+    return {"seed": args.seed, "local": local, "workers": None if local else args.workers,
+            "scheduler": args.scheduler}  # fmt: skip
+
+
 def _batch(args) -> int:
     from pmctx.batch import resolve_fit, run_batch
     from pmctx.batch.population import gather
@@ -104,17 +112,15 @@ def _batch(args) -> int:
         args.data,
         args.out,
         options=parse_settings(args.settings),
-        seed=args.seed,
-        workers=args.workers,
-        scheduler=args.scheduler,
         rerun_errors=args.rerun_errors,
+        **_engine(args),
     )
     counts = table["status"].value_counts().to_dict()
     print(f"[{args.model}] {len(table)} units: {counts.get('ok', 0)} ok, "
           f"{counts.get('error', 0)} failed; summary in {args.out / 'summary.csv'}")  # fmt: skip
     if counts.get("ok"):
-        path = gather(args.out).to_netcdf(args.out / "population.nc")
-        print(f"[{args.model}] population view in {args.out / 'population.nc'}", path or "")
+        gather(args.out).to_netcdf(args.out / "population.nc")
+        print(f"[{args.model}] population view in {args.out / 'population.nc'}")
     for row in table[table["status"] == "error"].itertuples():
         print(f"  {row.unit}: {row.error}", file=sys.stderr)
     return 0 if not counts.get("error") else 1
@@ -135,9 +141,7 @@ def _sbc(args) -> int:
         simulate_options=parse_settings(args.sim_settings),
         fit_options=parse_settings(args.settings),
         invariants=resolve_invariants(args.model),
-        seed=args.seed,
-        workers=args.workers,
-        scheduler=args.scheduler,
+        **_engine(args),
     )
     paths = result.write(out)
     print(result.tests.to_string(float_format=lambda v: f"{v:.3g}"))

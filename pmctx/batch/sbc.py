@@ -12,7 +12,7 @@ Examples
 --------
 >>> import tempfile
 >>> from pmctx.batch.toy import normal_mean_fit, normal_mean_simulate
->>> result = run_sbc(normal_mean_simulate, normal_mean_fit, 40, tempfile.mkdtemp(),
+>>> result = run_sbc(normal_mean_simulate, normal_mean_fit, 20, tempfile.mkdtemp(),
 ...                  local=True, progressbar=False)
 >>> bool(result.tests.loc["mu", "chi2_p"] > 0.001)
 True

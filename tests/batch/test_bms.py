@@ -8,14 +8,18 @@ import pytest
 from pmctx.batch.bms import plot_bms, random_effects_bms
 
 
-def _normal_evidences(model, rng, n_obs=20):
-    """Exact log evidences of one subject's data under m0 (mu = 0) and m1 (mu ~ N(0, 1))."""
-    mu = 0.0 if model == 0 else rng.normal(0.0, 1.0)
+def _normal_evidences(model, rng, n_obs=100, tau=2.0):
+    """Exact log evidences of one subject's data under m0 (mu = 0) and m1 (mu ~ N(0, tau^2)).
+
+    Subjects of m1 whose mu is near 0 are (rightly) attributed to m0; with 100 observations
+    and tau = 2 that happens rarely enough for the frequencies to be recoverable.
+    """
+    mu = 0.0 if model == 0 else rng.normal(0.0, tau)
     y = rng.normal(mu, 1.0, n_obs)
     log_m0 = -0.5 * n_obs * np.log(2 * np.pi) - 0.5 * np.sum(y**2)
-    # y ~ N(0, I + 11^T): marginal of the conjugate model, by the matrix determinant lemma.
-    quad = np.sum(y**2) - y.sum() ** 2 / (1 + n_obs)
-    log_m1 = -0.5 * n_obs * np.log(2 * np.pi) - 0.5 * np.log1p(n_obs) - 0.5 * quad
+    # y ~ N(0, I + tau^2 11^T): the conjugate marginal, by the matrix determinant lemma.
+    quad = np.sum(y**2) - tau**2 * y.sum() ** 2 / (1 + n_obs * tau**2)
+    log_m1 = -0.5 * n_obs * np.log(2 * np.pi) - 0.5 * np.log1p(n_obs * tau**2) - 0.5 * quad
     return [log_m0, log_m1]
 
 
@@ -34,7 +38,7 @@ def test_recovers_generating_frequencies(freq):
         estimate = result.table["expected_frequency"].to_numpy()
         errors.append(np.abs(estimate - np.asarray(freq)).max())
         # The unit posteriors classify the generating model of most units.
-        assert (result.unit_probabilities.to_numpy().argmax(1) == models).mean() > 0.7
+        assert (result.unit_probabilities.to_numpy().argmax(1) == models).mean() > 0.85
     # Sampling noise of 80 units alone is about 0.05; the mean error must stay near it.
     assert np.mean(errors) < 0.08, errors
 

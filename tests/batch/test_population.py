@@ -39,12 +39,22 @@ def test_gum_functions_pooled_by_precision(tmp_path):
     pooled = pooled_functions(tmp_path, grid_size=20)
     small = population_summary("gum", tmp_path)
     assert "functions" in small and "intercept_mean" in small["units"].columns
-    # The pooled sd is below each unit's; the pooled mean sits nearer the precise unit.
+    # Where both units cover the grid: the inverse-variance average of the units' posteriors.
     from pmctx.io import load_idata
 
-    sds = []
+    both = pooled["f_x_units"].values == 2
+    assert both.sum() >= 15
+    grid = pooled["f_x_x"].values[both]
+    means, variances = [], []
     for name in ("n0", "n1"):
-        draws = load_idata(tmp_path / "units" / f"{name}.nc").posterior["f_x"]
-        sds.append(float(draws.std(("chain", "draw")).mean()))
-    assert float(pooled["f_x_sd"].mean()) < min(sds)
-    assert (pooled["f_x_units"] <= 2).all()
+        f = load_idata(tmp_path / "units" / f"{name}.nc").posterior["f_x"]
+        x, draws = f["f_x_x"].values, f.values.reshape(-1, f.shape[-1])
+        means.append(np.interp(grid, x, draws.mean(0)))
+        variances.append(np.interp(grid, x, draws.var(0)))
+    weights = 1 / np.array(variances)
+    expected = (weights * np.array(means)).sum(0) / weights.sum(0)
+    np.testing.assert_allclose(pooled["f_x_mean"].values[both], expected, rtol=1e-10)
+    sd = pooled["f_x_sd"].values[both]
+    assert (sd < np.sqrt(np.min(variances, axis=0))).all()
+    # The large neuron dominates: the pooled curve is nearer to it than to the small one.
+    assert np.abs(expected - means[1]).mean() < np.abs(expected - means[0]).mean()

@@ -30,13 +30,13 @@ def test_uniformity_tests_reject_a_peak():
 
 
 def test_toy_sbc_passes_and_biased_sampler_fails(tmp_path):
-    right = run_sbc(normal_mean_simulate, normal_mean_fit, 200, tmp_path / "right",
+    right = run_sbc(normal_mean_simulate, normal_mean_fit, 100, tmp_path / "right",
                     local=True, progressbar=False)  # fmt: skip
-    wrong = run_sbc(normal_mean_simulate, normal_mean_fit, 200, tmp_path / "wrong",
+    wrong = run_sbc(normal_mean_simulate, normal_mean_fit, 100, tmp_path / "wrong",
                     fit_options={"bias": 0.3}, local=True, progressbar=False)  # fmt: skip
     assert right.tests.loc["mu", "chi2_p"] > 0.01 and right.tests.loc["mu", "ks_p"] > 0.01
     assert wrong.tests.loc["mu", "chi2_p"] < 0.001
-    assert len(right.ranks) == 200
+    assert len(right.ranks) == 100
     paths = right.write(tmp_path / "right")
     assert all(p.exists() for p in paths)
 
