@@ -130,7 +130,7 @@ SBC_SETTINGS = {
     "crp": ({}, {"draws": 300, "tune": 100, "chains": 2}),
     "crp_alpha": ({"target": "alpha", "n_particles": 200}, {"n_particles": 200}),
     "vonmises": ({}, {"draws": 300, "tune": 100, "chains": 2}),
-    "ibp": ({}, {"draws": 300, "tune": 200, "chains": 2}),
+    "ibp": ({"sigma_n": 0.5}, {"draws": 300, "tune": 200, "chains": 2}),
 }
 
 

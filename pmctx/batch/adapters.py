@@ -47,20 +47,26 @@ def fit_crp(data: dict, *, random_seed=None, **options):
     With ``responses`` in ``data``: the subject's alpha from conditioned responses
     (:func:`pmctx.conditioning.simulate.fit_alpha_posterior`: posterior over an alpha grid,
     draws of ``alpha``, log evidence in ``attrs``). Otherwise the batch posterior over causes
-    (:func:`pmctx.models.crp_conditioning.sample_posterior`) of ``features`` (or of every
-    column, US first).
+    (:func:`pmctx.models.crp_conditioning.sample_posterior`). The trial features are
+    ``features`` (trials x features, US first) or, in a table, every other column in order.
     """
-    if "responses" in data:
-        from pmctx.conditioning.simulate import fit_alpha_posterior
-
-        return fit_alpha_posterior(data, random_seed=random_seed, **options)
-    from pmctx.models.crp_conditioning import sample_posterior
-
-    features = data.get("features")
+    data = dict(data)
+    responses = data.pop("responses", None)
+    grid = data.pop("alphas", None)
+    settings = {k: _scalar(data.pop(k)) for k in ("alpha", "max_causes") if k in data}
+    features = data.pop("features", None)
     if features is None:
         features = np.column_stack([np.asarray(v, float) for v in data.values()])
-    options = {k: _scalar(data[k]) for k in ("alpha", "max_causes") if k in data} | options
-    return sample_posterior(features, seed=random_seed, **options)
+    if responses is not None:
+        from pmctx.conditioning.simulate import fit_alpha_posterior
+
+        unit = {"features": features, "responses": responses}
+        if grid is not None:
+            unit["alphas"] = grid
+        return fit_alpha_posterior(unit, random_seed=random_seed, **options)
+    from pmctx.models.crp_conditioning import sample_posterior
+
+    return sample_posterior(features, seed=random_seed, **(settings | options))
 
 
 def fit_vonmises(data: dict, *, random_seed=None, **options):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from pmctx.batch.adapters import resolve_fit, resolve_invariants, resolve_simulate
@@ -61,3 +62,17 @@ def test_bad_options():
         resolve_simulate("ibp")(0, n_dims=0, n_pixels=0)
     with pytest.raises(ValueError, match="Unknown model"):
         resolve_fit("nope")
+
+
+def test_crp_fit_reads_table_columns():
+    from pmctx.batch import discover_units
+
+    data, _ = resolve_simulate("crp")(2, target="alpha", n_particles=50)
+    F = data["features"]
+    frame = pd.DataFrame(F, columns=["US", "tone", "A", "B"]).assign(
+        unit="s1", responses=data["responses"]
+    )
+    unit = discover_units(frame)["s1"].load()
+    from_table = resolve_fit("crp")(unit, random_seed=0, alphas=data["alphas"], n_particles=50)
+    direct = resolve_fit("crp")(data, random_seed=0, n_particles=50)
+    np.testing.assert_array_equal(from_table.posterior["alpha"], direct.posterior["alpha"])
