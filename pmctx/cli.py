@@ -324,7 +324,7 @@ def _fit(args) -> int:
 
 #: Subcommand registrars, in help order; other modules' ``add_parser`` join when present.
 SUBCOMMANDS = [_add_demo, _add_fit]
-EXTERNAL_SUBCOMMANDS = ["pmctx.compare", "pmctx.batch", "pmctx.sbc"]
+EXTERNAL_SUBCOMMANDS = ["pmctx.compare", "pmctx.batch.cli"]  # compare; batch and sbc
 
 
 def _external_registrars():

@@ -1,0 +1,36 @@
+"""Many fits at scale on ``dask.distributed``: batches, population views, model selection, SBC.
+
+* :mod:`~pmctx.batch.units`: units from a folder of files or a table with a ``unit`` column.
+* :mod:`~pmctx.batch.engine`: :func:`run_batch`, results written per unit as they finish,
+  resumable, robust to failing units and dying workers.
+* :mod:`~pmctx.batch.adapters`: model name -> fit callable (:func:`resolve_fit`).
+* :mod:`~pmctx.batch.toy`: a closed-form model to try the engine on.
+
+Running on a Slurm cluster: start the cluster with dask-jobqueue and pass its client (or its
+scheduler address as ``--scheduler`` / ``DASK_SCHEDULER_ADDRESS``)::
+
+    from dask_jobqueue import SLURMCluster
+    from distributed import Client
+    cluster = SLURMCluster(cores=1, processes=1, memory="4GB", walltime="02:00:00")
+    cluster.scale(jobs=50)
+    run_batch(resolve_fit("crp"), "subjects/", "fits/", client=Client(cluster))
+
+The output folder must be on a file system that every worker can write to.
+"""
+
+from pmctx.batch.adapters import resolve_fit, resolve_simulate
+from pmctx.batch.engine import connect, load_records, run_batch, run_unit
+from pmctx.batch.units import UnitSource, discover_units, load_data_file, unit_seed
+
+__all__ = [
+    "UnitSource",
+    "connect",
+    "discover_units",
+    "load_data_file",
+    "load_records",
+    "resolve_fit",
+    "resolve_simulate",
+    "run_batch",
+    "run_unit",
+    "unit_seed",
+]

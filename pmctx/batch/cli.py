@@ -1,0 +1,160 @@
+"""``pmctx batch`` and ``pmctx sbc``: parsers and runners, wired into :mod:`pmctx.cli`.
+
+``pmctx batch MODEL --data DIR_OR_TABLE --out DIR [--workers N] [--scheduler ADDR]
+[--set key=value ...]`` fits every unit and writes ``units/<unit>.nc``, ``summary.csv`` and
+``population.nc``. ``pmctx sbc MODEL [--reps N]`` runs simulation-based calibration and writes
+the ranks, the uniformity tests and rank histograms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+
+__all__ = ["MODELS", "add_parser", "parse_settings", "run"]
+
+MODELS = ("ibp", "crp", "vonmises", "gum")
+
+
+def parse_settings(pairs) -> dict:
+    """``["draws=200", "formula=y ~ f(x)"]`` -> ``{"draws": 200, "formula": "y ~ f(x)"}``.
+
+    Values are Python literals when they parse as one (numbers, booleans, tuples), else
+    strings.
+
+    Examples
+    --------
+    >>> parse_settings(["draws=20", "method=nuts", "alphas=(0.1, 1.0)"])
+    {'draws': 20, 'method': 'nuts', 'alphas': (0.1, 1.0)}
+    """
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise ValueError(f"--set takes key=value with a Python name as key, got {pair!r}.")
+        try:
+            out[key.strip()] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[key.strip()] = value
+    return out
+
+
+def _cluster_args(parser):
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="local worker processes, one thread each (default: CPU count)",
+    )
+    parser.add_argument("--scheduler", default=None,
+                        help="address of a running Dask scheduler (default: "
+                        "$DASK_SCHEDULER_ADDRESS, else a local cluster)")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0, help="batch seed")
+
+
+def add_parser(subparsers) -> None:
+    """Add the ``batch`` and ``sbc`` sub-commands to an ``argparse`` sub-parser set."""
+    batch = subparsers.add_parser(
+        "batch",
+        help="fit a model to many units (subjects, sessions, neurons) on Dask",
+        description="Fit MODEL to every unit of a folder of data files (one per unit) or of a "
+        "table (.csv/.parquet) with a 'unit' column. Results are written per unit as they "
+        "finish; rerunning skips finished units.",
+    )
+    batch.add_argument("model", metavar="MODEL", choices=MODELS)
+    batch.add_argument("--data", required=True, type=Path, help="folder or table of units")
+    batch.add_argument("--out", required=True, type=Path, help="output folder")
+    _cluster_args(batch)
+    batch.add_argument("--set", dest="settings", action="append", metavar="KEY=VALUE",
+                       help="fit option, repeatable (e.g. --set draws=500)")  # fmt: skip
+    batch.add_argument("--rerun-errors", action="store_true", help="retry failed units")
+    batch.set_defaults(func=run)
+    sbc = subparsers.add_parser(
+        "sbc",
+        help="simulation-based calibration of a model",
+        description="Draw from MODEL's prior, simulate data, fit it, and test that the ranks "
+        "of the true label-invariant quantities among the posterior draws are uniform.",
+    )
+    sbc.add_argument("model", metavar="MODEL", choices=MODELS)
+    sbc.add_argument("--reps", type=int, default=200, help="replications (default 200)")
+    sbc.add_argument("--out", type=Path, default=None, help="output folder (default: sbc-MODEL)")
+    sbc.add_argument("--n-ranks", type=int, default=99, help="posterior draws per rank")
+    _cluster_args(sbc)
+    sbc.add_argument("--set", dest="settings", action="append", metavar="KEY=VALUE",
+                     help="fit option, repeatable")  # fmt: skip
+    sbc.add_argument(
+        "--sim",
+        dest="sim_settings",
+        action="append",
+        metavar="KEY=VALUE",
+        help="simulate option, repeatable (e.g. --sim target=alpha for crp)",
+    )
+    sbc.set_defaults(func=run)
+
+
+def _engine(args) -> dict:
+    if args.workers is not None and args.workers < 0:
+        raise ValueError(f"--workers must be 0 (no Dask) or more, got {args.workers}.")
+    local = args.workers == 0 and not args.scheduler
+    return {"seed": args.seed, "local": local, "workers": None if local else args.workers,
+            "scheduler": args.scheduler}  # fmt: skip
+
+
+def _batch(args) -> int:
+    from pmctx.batch import resolve_fit, run_batch
+    from pmctx.batch.population import gather
+
+    if not args.data.exists():
+        print(f"No data folder or table at {args.data}.", file=sys.stderr)
+        return 2
+    table = run_batch(
+        resolve_fit(args.model),
+        args.data,
+        args.out,
+        options=parse_settings(args.settings),
+        rerun_errors=args.rerun_errors,
+        **_engine(args),
+    )
+    counts = table["status"].value_counts().to_dict()
+    print(f"[{args.model}] {len(table)} units: {counts.get('ok', 0)} ok, "
+          f"{counts.get('error', 0)} failed; summary in {args.out / 'summary.csv'}")  # fmt: skip
+    if counts.get("ok"):
+        gather(args.out).to_netcdf(args.out / "population.nc")
+        print(f"[{args.model}] population view in {args.out / 'population.nc'}")
+    for row in table[table["status"] == "error"].itertuples():
+        print(f"  {row.unit}: {row.error}", file=sys.stderr)
+    return 0 if not counts.get("error") else 1
+
+
+def _sbc(args) -> int:
+    from pmctx.batch import resolve_fit, resolve_simulate
+    from pmctx.batch.adapters import resolve_invariants
+    from pmctx.batch.sbc import run_sbc
+
+    out = args.out or Path(f"sbc-{args.model}")
+    result = run_sbc(
+        resolve_simulate(args.model),
+        resolve_fit(args.model),
+        args.reps,
+        out,
+        n_ranks=args.n_ranks,
+        simulate_options=parse_settings(args.sim_settings),
+        fit_options=parse_settings(args.settings),
+        invariants=resolve_invariants(args.model),
+        **_engine(args),
+    )
+    paths = result.write(out)
+    print(result.tests.to_string(float_format=lambda v: f"{v:.3g}"))
+    print(f"[{args.model}] wrote {', '.join(str(p) for p in paths)}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed ``batch`` or ``sbc`` command; returns the exit code."""
+    try:
+        return _batch(args) if args.command == "batch" else _sbc(args)
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        print(f"[{args.model}] {err}", file=sys.stderr)
+        return 2

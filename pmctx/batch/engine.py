@@ -1,0 +1,304 @@
+"""Many independent fits on ``dask.distributed``: results on disk as they finish, resumable.
+
+Every unit runs as one task ``fit_unit(data, random_seed=..., **options)`` that returns an
+``arviz.InferenceData``. The task writes ``<out>/units/<unit>.nc`` and then a record
+``<out>/units/<unit>.json`` (status, seconds, seed, worker, error), each to a temporary file
+renamed into place, so a file that exists is complete. The client gathers records with
+``as_completed`` and rewrites ``<out>/summary.csv`` after each. Consequences:
+
+* a rerun skips units whose record says ``ok`` (and, with ``rerun_errors``, retries failed ones);
+* a unit that raises records the error and traceback; the batch goes on;
+* a task on a worker that dies is rescheduled by the scheduler on another worker (a unit that
+  kills ``allowed-failures`` workers in a row is recorded as an error); a rerun of a task
+  whose first worker died after writing its record returns that record instead of refitting.
+
+Workers must see ``out_dir`` (one machine, or a shared file system on a cluster).
+
+Examples
+--------
+>>> import tempfile
+>>> from pmctx.batch import run_batch
+>>> from pmctx.batch.toy import normal_mean_fit
+>>> units = {"a": {"y": [0.1, 0.3]}, "b": {"y": [1.0, 1.2, 0.9]}}
+>>> out = tempfile.mkdtemp()
+>>> table = run_batch(normal_mean_fit, units, out, local=True)  # no cluster: a plain loop
+>>> table["status"].tolist()
+['ok', 'ok']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from pmctx.batch.units import UnitSource, discover_units, unit_seed
+from pmctx.progress import progress
+from pmctx.validation import check_int
+
+__all__ = ["connect", "load_records", "run_batch", "run_unit", "write_atomic"]
+
+SUMMARY_COLUMNS = ["unit", "status", "seconds", "seed", "path", "worker", "run_id", "error"]
+
+
+def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp)`` on a temporary sibling of ``path``, then rename it onto ``path``.
+
+    A reader (or a rerun after a crash) sees either no file or a complete one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def _write_json(path: Path, record: dict) -> Path:
+    return write_atomic(path, lambda tmp: tmp.write_text(json.dumps(record, default=str)))
+
+
+def _read_record(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _unit_paths(out_dir: Path, unit: str) -> tuple[Path, Path]:
+    folder = Path(out_dir) / "units"
+    return folder / f"{unit}.nc", folder / f"{unit}.json"
+
+
+def _finished(out_dir: Path, unit: str, rerun_errors: bool) -> dict | None:
+    nc, js = _unit_paths(out_dir, unit)
+    record = _read_record(js) if js.exists() else None
+    if record is None:
+        return None
+    if record.get("status") == "ok" and nc.exists():
+        return record
+    if record.get("status") == "error" and not rerun_errors:
+        return record
+    return None
+
+
+def run_unit(
+    fit_unit: Callable,
+    source: UnitSource,
+    out_dir,
+    *,
+    seed: int,
+    options: Mapping | None = None,
+    summarize: Callable | None = None,
+    run_id: str = "",
+) -> dict:
+    """Fit one unit and write its NetCDF and record (the task each worker runs).
+
+    Returns the record. ``summarize(idata) -> dict`` adds scalar columns (e.g. an ELPD) to it.
+    A record already on disk with status ``ok`` is returned without refitting, which makes a
+    rescheduled task (its first worker died after writing) idempotent.
+    """
+    nc, js = _unit_paths(out_dir, source.name)
+    done = _finished(out_dir, source.name, rerun_errors=True)
+    if done is not None and done.get("status") == "ok":
+        return done
+    start = time.perf_counter()
+    record = {
+        "unit": source.name,
+        "seed": seed,
+        "worker": f"{socket.gethostname()}:{os.getpid()}",
+        "run_id": run_id,
+        "path": str(nc),
+        "error": "",
+    }
+    try:
+        data = source.load()
+        idata = fit_unit(data, random_seed=seed, **dict(options or {}))
+        extra = dict(summarize(idata)) if summarize is not None else {}
+        write_atomic(nc, lambda tmp: idata.to_netcdf(str(tmp)))
+        record.update(extra, status="ok")
+    except Exception as err:  # a failing unit must not stop the batch: record it instead
+        record.update(
+            status="error",
+            path="",
+            error=f"{type(err).__name__}: {err}",
+            traceback=traceback.format_exc(),
+        )
+    record["seconds"] = time.perf_counter() - start
+    _write_json(js, record)
+    return record
+
+
+def connect(*, workers: int | None = None, scheduler: str | None = None, **cluster_kwargs):
+    """A ``distributed.Client``: to ``scheduler`` (or ``$DASK_SCHEDULER_ADDRESS``) when given,
+    else to a new ``LocalCluster`` of ``workers`` processes with one thread each.
+
+    Close it (``client.close()``; and ``client.cluster.close()`` for a local cluster) when done,
+    or use it as a context manager.
+    """
+    from distributed import Client, LocalCluster
+
+    scheduler = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
+    if scheduler:
+        return Client(scheduler)
+    n = check_int(workers if workers is not None else os.cpu_count() or 1, "workers", minimum=1)
+    cluster_kwargs.setdefault("dashboard_address", None)
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, **cluster_kwargs)
+    return Client(cluster)
+
+
+def _write_summary(out_dir: Path, records: list[dict]) -> Path:
+    frame = pd.DataFrame(records)
+    ordered = [c for c in SUMMARY_COLUMNS if c in frame] + [
+        c for c in frame.columns if c not in SUMMARY_COLUMNS and c != "traceback"
+    ]
+    frame = frame[ordered].sort_values("unit").reset_index(drop=True)
+    path = Path(out_dir) / "summary.csv"
+    write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
+    return frame
+
+
+def load_records(out_dir) -> pd.DataFrame:
+    """The records of every unit written under ``out_dir`` so far (one row per unit)."""
+    folder = Path(out_dir) / "units"
+    records = [r for p in sorted(folder.glob("*.json")) if (r := _read_record(p)) is not None]
+    if not records:
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
+    return pd.DataFrame(records).drop(columns=["traceback"], errors="ignore")
+
+
+def run_batch(
+    fit_unit: Callable,
+    units,
+    out_dir,
+    *,
+    options: Mapping | None = None,
+    seed: int = 0,
+    client=None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    local: bool = False,
+    summarize: Callable | None = None,
+    rerun_errors: bool = False,
+    progressbar: bool | None = None,
+) -> pd.DataFrame:
+    """Fit every unit (skipping finished ones) and return the summary table.
+
+    Parameters
+    ----------
+    fit_unit : callable
+        ``fit_unit(data: dict, *, random_seed: int, **options) -> InferenceData``; a model's
+        fit (see :func:`pmctx.batch.resolve_fit`) or your own. It must be importable or
+        picklable by value, since it runs on the workers.
+    units : folder, table file, DataFrame with a ``unit`` column, or dict of data dicts
+        See :func:`pmctx.batch.discover_units`.
+    out_dir : path
+        Gets ``units/<unit>.nc``, ``units/<unit>.json`` and ``summary.csv``.
+    options : dict, optional
+        Keyword arguments of every ``fit_unit`` call.
+    seed : int
+        Batch seed; unit ``u`` gets ``unit_seed(seed, u)``.
+    client : distributed.Client, optional
+        Use this client; else connect with ``workers``/``scheduler`` (see :func:`connect`),
+        and close what was opened at the end.
+    local : bool
+        Run in this process, one unit after another (no Dask); same files and seeds.
+    summarize : callable, optional
+        ``summarize(idata) -> dict`` of scalars added to each unit's row.
+    rerun_errors : bool
+        Also rerun units whose record is an error (default: keep them as finished).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per unit: ``unit, status, seconds, seed, path, worker, run_id, error`` and the
+        ``summarize`` columns. ``status`` is ``ok`` or ``error``.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sources = discover_units(units)
+    seed = check_int(seed, "seed", minimum=0)
+    run_id = uuid.uuid4().hex[:12]
+    # Temporary files of a run that was killed mid-write (one batch per folder at a time).
+    for stale in (out_dir / "units").glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
+    records, todo = [], []
+    for name, source in sources.items():
+        done = _finished(out_dir, name, rerun_errors)
+        if done is not None:
+            records.append(done)
+        else:
+            todo.append(source)
+    kwargs = dict(options=dict(options or {}), summarize=summarize, run_id=run_id)
+    disable = None if progressbar is None else not progressbar
+    if local or not todo:
+        for source in progress(todo, total=len(todo), description="units", disable=disable):
+            records.append(run_unit(fit_unit, source, out_dir, seed=unit_seed(seed, source.name),
+                                    **kwargs))  # fmt: skip
+            _write_summary(out_dir, records)
+        return _write_summary(out_dir, records) if records else load_records(out_dir)
+    return _run_distributed(
+        fit_unit, todo, out_dir, records, seed, kwargs, client, workers, scheduler, disable
+    )
+
+
+def _run_distributed(fit_unit, todo, out_dir, records, seed, kwargs, client, workers,
+                     scheduler, disable):  # fmt: skip
+    from distributed import as_completed
+
+    own = client is None
+    if own:
+        client = connect(workers=workers, scheduler=scheduler)
+    try:
+        futures = {}
+        for source in todo:
+            future = client.submit(
+                run_unit,
+                fit_unit,
+                source,
+                str(out_dir),
+                seed=unit_seed(seed, source.name),
+                key=f"pmctx-unit-{source.name}-{kwargs['run_id']}",
+                pure=False,
+                **kwargs,
+            )
+            futures[future] = source
+        for future in progress(
+            as_completed(futures), total=len(futures), description="units", disable=disable
+        ):
+            source = futures[future]
+            try:
+                record = future.result()
+            except Exception as err:  # e.g. KilledWorker: the unit took down every worker it met
+                record = {
+                    "unit": source.name,
+                    "status": "error",
+                    "seed": unit_seed(seed, source.name),
+                    "run_id": kwargs["run_id"],
+                    "path": "",
+                    "worker": "",
+                    "seconds": float("nan"),
+                    "error": f"{type(err).__name__}: {err}",
+                }
+                _write_json(_unit_paths(out_dir, source.name)[1], record)
+            records.append(record)
+            _write_summary(out_dir, records)
+            future.release()
+    finally:
+        if own:
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    return _write_summary(out_dir, records)

@@ -1,0 +1,192 @@
+"""The batch engine: same draws as a plain loop, failures recorded, dead workers, resume."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("distributed")
+
+from pmctx.batch import discover_units, load_records, run_batch, unit_seed
+from pmctx.batch.toy import normal_mean_fit
+from pmctx.io import load_idata
+
+UNITS = {f"u{i}": {"y": np.linspace(-1, 1, 5) + i, "name": f"u{i}"} for i in range(6)}
+
+
+@pytest.fixture(scope="module")
+def client():
+    import dask
+
+    from pmctx.batch import connect
+
+    # A task is declared lost after it took down 2 workers (default 3): a shorter crash test.
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        client = connect(workers=2)
+    yield client
+    cluster = client.cluster
+    client.close()
+    cluster.close()
+
+
+def _draws(out_dir, unit):
+    return load_idata(Path(out_dir) / "units" / f"{unit}.nc").posterior["mu"].values
+
+
+@pytest.mark.slow
+def test_batch_on_two_workers_equals_plain_loop(client, tmp_path):
+    table = run_batch(normal_mean_fit, UNITS, tmp_path, client=client, seed=3)
+    assert table["status"].tolist() == ["ok"] * 6
+    assert table["unit"].tolist() == sorted(UNITS)
+    assert table["worker"].nunique() == 2  # both workers took part
+    for name, data in UNITS.items():
+        expected = normal_mean_fit(dict(data), random_seed=unit_seed(3, name)).posterior["mu"]
+        np.testing.assert_array_equal(_draws(tmp_path, name), expected.values)
+    assert (tmp_path / "summary.csv").exists()
+    assert pd.read_csv(tmp_path / "summary.csv")["unit"].tolist() == sorted(UNITS)
+
+
+@pytest.mark.parametrize("where", ["local", pytest.param("cluster", marks=pytest.mark.slow)])
+def test_failing_unit_is_recorded_and_batch_goes_on(where, request, tmp_path):
+    if where == "cluster":
+        engine = {"client": request.getfixturevalue("client")}
+    else:
+        engine = {"local": True}
+    table = run_batch(
+        normal_mean_fit, UNITS, tmp_path, options={"fail_on": "u2"}, **engine
+    ).set_index("unit")
+    assert table.loc["u2", "status"] == "error"
+    assert "fails on purpose" in table.loc["u2", "error"]
+    assert (table.drop(index="u2")["status"] == "ok").all()
+    assert not (tmp_path / "units" / "u2.nc").exists()
+    # A rerun keeps the error unless asked to retry it.
+    again = run_batch(normal_mean_fit, UNITS, tmp_path, **engine).set_index("unit")
+    assert again.loc["u2", "status"] == "error"
+    again = run_batch(normal_mean_fit, UNITS, tmp_path, rerun_errors=True, **engine)
+    assert (again["status"] == "ok").all()
+
+
+@pytest.mark.slow
+def test_unit_that_kills_its_worker_every_time_is_an_error(client, tmp_path):
+    units = {k: UNITS[k] for k in ("u0", "u1", "u3")}
+    table = run_batch(
+        normal_mean_fit, units, tmp_path, client=client, options={"crash_on": "u1"}
+    ).set_index("unit")
+    assert table.loc["u1", "status"] == "error"
+    assert "KilledWorker" in table.loc["u1", "error"]
+    assert (table.loc[["u0", "u3"], "status"] == "ok").all()
+
+
+@pytest.mark.slow
+def test_worker_killed_mid_run_every_unit_ends_exactly_once(client, tmp_path):
+    units = {f"k{i}": {"y": [float(i)], "name": f"k{i}"} for i in range(8)}
+    pids = set(client.run(os.getpid).values())
+    victim = sorted(pids)[0]
+    killed = threading.Event()
+
+    def kill_after_first_result():
+        deadline = time.time() + 60
+        while time.time() < deadline and not list((tmp_path / "units").glob("*.json")):
+            time.sleep(0.05)
+        os.kill(victim, signal.SIGKILL)  # a worker process this test's cluster started
+        killed.set()
+
+    killer = threading.Thread(target=kill_after_first_result, daemon=True)
+    killer.start()
+    table = run_batch(normal_mean_fit, units, tmp_path, client=client, options={"delay": 0.4})
+    killer.join()
+    assert killed.is_set()
+    assert sorted(table["unit"]) == sorted(units)  # every unit exactly once
+    assert table["unit"].is_unique and (table["status"] == "ok").all()
+    workers = {int(w.rsplit(":", 1)[1]) for w in table["worker"]}
+    assert workers - pids, "no unit ran on the replacement worker"
+    assert not list((tmp_path / "units").glob(".*.tmp"))
+    for name in units:  # intact files with the unit's own seed
+        expected = normal_mean_fit(dict(units[name]), random_seed=unit_seed(0, name))
+        np.testing.assert_array_equal(_draws(tmp_path, name), expected.posterior["mu"].values)
+
+
+RESUMABLE = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    from pmctx.batch import run_batch
+    from pmctx.batch.toy import normal_mean_fit
+    units = {f"r{i}": {"y": [float(i)]} for i in range(6)}
+    run_batch(normal_mean_fit, units, sys.argv[1], workers=1, options={"delay": 1.0},
+              progressbar=False)
+    """
+)
+
+
+@pytest.mark.slow
+def test_resume_after_client_killed_runs_only_unfinished_units(tmp_path):
+    units = {f"r{i}": {"y": [float(i)]} for i in range(6)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RESUMABLE, str(tmp_path)],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and len(list((tmp_path / "units").glob("*.json"))) < 2:
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    before = load_records(tmp_path)
+    finished = set(before.loc[before["status"] == "ok", "unit"])
+    assert 2 <= len(finished) < 6
+    table = run_batch(normal_mean_fit, units, tmp_path, local=True)
+    assert sorted(table["unit"]) == sorted(units) and (table["status"] == "ok").all()
+    old_run = before["run_id"].iloc[0]
+    rerun = set(table.loc[table["run_id"] != old_run, "unit"])
+    assert rerun == set(units) - finished
+    for name in units:
+        expected = normal_mean_fit(dict(units[name]), random_seed=unit_seed(0, name))
+        np.testing.assert_array_equal(_draws(tmp_path, name), expected.posterior["mu"].values)
+
+
+def test_rerun_fits_only_unfinished_units(tmp_path):
+    first = run_batch(normal_mean_fit, {k: UNITS[k] for k in ("u0", "u1")}, tmp_path, local=True)
+    (tmp_path / "units" / ".u2.nc.0123.tmp").write_bytes(b"half a file")  # killed mid-write
+    table = run_batch(normal_mean_fit, UNITS, tmp_path, local=True)
+    rerun = set(table.loc[table["run_id"] != first["run_id"].iloc[0], "unit"])
+    assert rerun == set(UNITS) - {"u0", "u1"}
+    assert not list((tmp_path / "units").glob(".*.tmp"))
+    assert pd.read_csv(tmp_path / "summary.csv")["unit"].tolist() == sorted(UNITS)
+
+
+def test_units_from_folder_and_table(tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    np.savez(folder / "s1.npz", y=np.ones(3), formula="y ~ f(x)")
+    pd.DataFrame({"y": [1.0, 2.0]}).to_csv(folder / "s2.csv", index=False)
+    units = discover_units(folder)
+    assert sorted(units) == ["s1", "s2"]
+    assert units["s1"].load()["formula"] == "y ~ f(x)"
+    table = pd.DataFrame({"unit": ["a", "b", "a"], "y": [1.0, 2.0, 3.0]})
+    assert discover_units(table)["a"].load()["y"].tolist() == [1.0, 3.0]
+    with pytest.raises(ValueError, match="'unit' column"):
+        discover_units(pd.DataFrame({"subject": [1]}))
+    with pytest.raises(ValueError, match="holds no unit data files"):
+        discover_units(_empty(tmp_path))
+    with pytest.raises(ValueError, match="cannot be a file name"):
+        discover_units({"../x": {}})
+
+
+def _empty(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    return empty
