@@ -7,13 +7,13 @@ from pmctx.io import load_idata
 
 
 def test_build_model_declares_dims_and_skips_missing_entries():
-    design = shipped_design("renewal_aba", n_acquisition=2, n_extinction=2, n_test=1)
+    design = shipped_design("renewal_aba", n_acquisition=2, n_extinction=2, n_test=1, probe=True)
     model = crp.build_model(design, alpha=1.0, max_causes=4)
     assert {v.name for v in model.free_RVs} == {"weights", "z", "theta"}
     assert model.named_vars_to_dims["theta"] == ("cause", "feature")
-    assert list(model.coords["feature"]) == ["US", "tone", "A", "B"]
-    # 5 trials x 4 features, minus the probe's unknown US.
-    assert len(model.coords["entry"]) == 19
+    assert list(model.coords["feature"]) == ["US", "tone", "A", "B", "C"]
+    # 5 trials x 5 features, minus the probe's unknown US.
+    assert len(model.coords["entry"]) == 24
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ def test_demo_writes_outputs(demo_paths):
 
 
 def test_batch_posterior_groups_aba_test_with_acquisition():
-    design = shipped_design("renewal_aba", n_acquisition=4, n_extinction=4, n_test=1)
+    design = shipped_design("renewal_aba", n_acquisition=4, n_extinction=4, n_test=1, probe=True)
     idata = crp.sample_posterior(
         design, alpha=1.0, max_causes=5, draws=1000, tune=200, chains=2, cores=1, random_seed=0
     )
