@@ -31,6 +31,7 @@ import pymc as pm
 from scipy.special import betaln, gammaln
 
 from pmctx.conditioning.design import as_feature_matrix
+from pmctx.conditioning.marginal import add_integrated_log_likelihood
 from pmctx.steps.crp_gibbs import CRPCollapsedGibbs
 from pmctx.validation import check_int, check_positive
 
@@ -137,7 +138,9 @@ def sample_posterior(
     """Sample the batch posterior with the collapsed Gibbs step; returns ``InferenceData``.
 
     The result has ``posterior`` (z, weights, theta), ``sample_stats.n_occupied`` (the number
-    of occupied causes) and a pointwise ``log_likelihood`` group over observed entries.
+    of occupied causes) and a ``log_likelihood`` group: ``features`` per observed entry
+    (given the sampled causes) and ``trial_features`` per trial with its cause summed out
+    (:mod:`pmctx.conditioning.marginal`; the one to use for LOO over trials).
     Cause labels switch between chains: diagnose label-free quantities such as
     ``n_occupied`` or co-assignment probabilities, not raw ``z``.
     """
@@ -161,7 +164,7 @@ def sample_posterior(
             compute_convergence_checks=False,
             idata_kwargs={"log_likelihood": True},
         )
-    return idata
+    return add_integrated_log_likelihood(idata, F)  # per-trial, for LOO over trials
 
 
 def coassignment(idata) -> np.ndarray:

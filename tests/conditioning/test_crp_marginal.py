@@ -32,8 +32,11 @@ def test_added_to_a_sampled_posterior():
     from pmctx.models.crp_conditioning import sample_posterior
 
     F = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1], [np.nan, 1, 0]])
-    idata = sample_posterior(F, max_causes=3, draws=20, tune=10, chains=1)
-    add_integrated_log_likelihood(idata)
+    idata = sample_posterior(F, max_causes=3, draws=20, tune=10, chains=1)  # adds it
+    np.testing.assert_allclose(
+        add_integrated_log_likelihood(idata.copy()).log_likelihood["trial_features"],
+        idata.log_likelihood["trial_features"],
+    )  # from the stored features, the same
     ll = idata.log_likelihood["trial_features"]
     assert ll.dims == ("chain", "draw", "trial") and ll.shape == (1, 20, 4)
     np.testing.assert_allclose(ll.values, trial_log_likelihood(idata.posterior, F).values)
