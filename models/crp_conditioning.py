@@ -33,6 +33,7 @@ import pytensor.tensor as pt
 from scipy.special import betaln, gammaln
 
 from pmctx.conditioning.design import as_feature_matrix
+from pmctx.conditioning.marginal import add_integrated_log_likelihood
 from pmctx.convergence import report_after_fit
 from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
 from pmctx.steps.crp_gibbs import CRPCollapsedGibbs
@@ -152,7 +153,9 @@ def sample_posterior(
     """Sample the batch posterior with the collapsed Gibbs step; returns ``InferenceData``.
 
     The result has ``posterior`` (z, weights, theta), ``sample_stats.n_occupied`` (the number
-    of occupied causes) and a pointwise ``log_likelihood`` group over observed entries.
+    of occupied causes) and a ``log_likelihood`` group: ``features`` per observed entry
+    (given the sampled causes) and ``trial_features`` per trial with its cause summed out
+    (:mod:`pmctx.conditioning.marginal`; the one to use for LOO over trials).
     Cause labels switch between chains: diagnose label-free quantities such as
     ``n_occupied``, co-assignment or V (see :func:`invariants`), not raw ``z``.
     ``draws, tune, chains, cores, random_seed, progressbar, idata_kwargs`` are those of
@@ -181,6 +184,7 @@ def sample_posterior(
         progressbar=progressbar,
         idata_kwargs={"log_likelihood": True, **(idata_kwargs or {})},
     )
+    add_integrated_log_likelihood(idata, F)  # per-trial, for LOO over trials
     report_after_fit(idata, "crp", check=check_convergence)
     return idata
 

@@ -70,15 +70,15 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 @njit(cache=True)
-def _config_logliks_kernel(F, X, configs, A, Y, sigma_n, log1m_lam, log1m_eps, out_f, out_x):
+def _config_logliks_kernel(
+    F, ones_ptr, ones_idx, n_pixels, configs, A, Y, sigma_n, log1m_lam, log1m_eps, out_f, out_x
+):
     n, d = F.shape
-    t = X.shape[1]
     n_c, k = configs.shape
     const_f = -0.5 * d * (_LOG_2PI + 2.0 * np.log(sigma_n))
     inv_var = 1.0 / (sigma_n * sigma_n)
     mean = np.empty(d)
-    log_q = np.empty(t)
-    log_p1 = np.empty(t)
+    delta = np.empty(n_pixels)
     for c in range(n_c):
         for j in range(d):
             s = 0.0
@@ -86,27 +86,30 @@ def _config_logliks_kernel(F, X, configs, A, Y, sigma_n, log1m_lam, log1m_eps, o
                 if configs[c, kk]:
                     s += A[kk, j]
             mean[j] = s
-        for j in range(t):
+        # Cues: sum_t log P(x=0) for all pixels, then (log P(x=1) - log P(x=0)) on the ones
+        # of each trial only (cues are sparse).
+        base = 0.0
+        for j in range(n_pixels):
             count = 0
             for kk in range(k):
                 if configs[c, kk]:
                     count += Y[kk, j]
             lq = count * log1m_lam + log1m_eps
-            log_q[j] = lq
+            base += lq
             # log(1 - exp(lq)) without cancellation on either side of -log 2.
             if lq > -0.6931471805599453:
-                log_p1[j] = np.log(-np.expm1(lq))
+                delta[j] = np.log(-np.expm1(lq)) - lq
             else:
-                log_p1[j] = np.log1p(-np.exp(lq))
+                delta[j] = np.log1p(-np.exp(lq)) - lq
         for i in range(n):
             s = 0.0
             for j in range(d):
                 r = F[i, j] - mean[j]
                 s += r * r
             out_f[i, c] = const_f - 0.5 * s * inv_var
-            s = 0.0
-            for j in range(t):
-                s += log_p1[j] if X[i, j] == 1 else log_q[j]
+            s = base
+            for p in range(ones_ptr[i], ones_ptr[i + 1]):
+                s += delta[ones_idx[p]]
             out_x[i, c] = s
 
 
@@ -136,9 +139,11 @@ def config_logliks(F, X, configs, A, Y, *, sigma_n, lam, eps):
     Y_ = np.zeros((k, 0), np.int64) if Y is None else np.ascontiguousarray(Y, dtype=np.int64)
     out_f = np.empty((n, configs.shape[0]))
     out_x = np.empty((n, configs.shape[0]))
+    rows, cols = np.nonzero(X_ == 1)  # row-major: the ones of each trial, in order
+    ones_ptr = np.searchsorted(rows, np.arange(n + 1)).astype(np.int64)
     _config_logliks_kernel(
-        F_, X_, configs, A_, Y_, float(sigma_n), float(np.log1p(-lam)), float(np.log1p(-eps)),
-        out_f, out_x,
+        F_, ones_ptr, cols.astype(np.int64), X_.shape[1], configs, A_, Y_, float(sigma_n),
+        float(np.log1p(-lam)), float(np.log1p(-eps)), out_f, out_x,
     )  # fmt: skip
     return out_f, out_x
 
