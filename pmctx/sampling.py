@@ -38,6 +38,7 @@ from pmctx.validation import check_int
 __all__ = [
     "SAMPLE_DEFAULTS",
     "SAMPLE_KWARGS",
+    "add_posterior_predictive",
     "check_sample_kwargs",
     "resolve_seed",
     "run_sampler",
@@ -148,3 +149,25 @@ def run_sampler(
             **kwargs,
             **pm_kwargs,
         )
+
+
+def add_posterior_predictive(idata, model: pm.Model, *, random_seed=None, var_names=None):
+    """Add a ``posterior_predictive`` group (observed variables redrawn at every posterior
+    draw), so that ``az.plot_ppc`` and ``az.loo_pit`` work; returns ``idata``.
+
+    Skips when the group is already there or the model has no observed variables.
+    """
+    if "posterior_predictive" in idata.groups():
+        return idata
+    names = var_names or [rv.name for rv in model.observed_RVs]
+    if not names:
+        return idata
+    pm.sample_posterior_predictive(
+        idata,
+        model=model,
+        var_names=names,
+        extend_inferencedata=True,
+        random_seed=random_seed,
+        progressbar=False,
+    )
+    return idata

@@ -159,6 +159,7 @@ class GumModel:
         idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
         seed=None,
         init_at_map=True,
+        posterior_predictive=True,
         check_convergence: bool = True,
         **kwargs,
     ) -> az.InferenceData:
@@ -192,6 +193,13 @@ class GumModel:
             seed=seed,
             **kwargs,
         )
+        if posterior_predictive:
+            if hasattr(self, "add_posterior_predictive"):
+                self.add_posterior_predictive(idata, seed=random_seed)
+            else:
+                from pmctx.sampling import add_posterior_predictive
+
+                add_posterior_predictive(idata, self.model, random_seed=random_seed)
         report_after_fit(idata, "gum", check=check_convergence)
         return idata
 
