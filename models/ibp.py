@@ -325,16 +325,15 @@ def write_outputs(idata, out_dir, prefix="ibp", *, reference=None, side=None) ->
     ``<prefix>_diagnostics.csv`` (convergence report), ``<prefix>_trace.png``,
     ``<prefix>_n_active.png`` and ``<prefix>_bases.png`` (aligned to ``reference`` if given).
     """
-    import arviz as az
     import matplotlib.pyplot as plt
 
     from pmctx.ibp.diagnostics import LABEL_INVARIANT, align_features
-    from pmctx.io import save_figure, write_standard_outputs
+    from pmctx.io import plot_traces, save_figure, write_standard_outputs
 
     out_dir = Path(out_dir)
     paths = write_standard_outputs(idata, out_dir, prefix)
-    axes = az.plot_trace(idata, var_names=list(LABEL_INVARIANT))
-    paths.append(save_figure(axes.ravel()[0].figure, out_dir / f"{prefix}_trace.png"))
+    fig = plot_traces(idata, list(LABEL_INVARIANT))
+    paths.append(save_figure(fig, out_dir / f"{prefix}_trace.png"))
     fig, ax = plt.subplots(figsize=(4, 3))
     n_active = idata.posterior["n_active"].values.ravel()
     ax.hist(n_active, bins=np.arange(n_active.max() + 2) - 0.5, density=True)

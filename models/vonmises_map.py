@@ -33,7 +33,6 @@ from pmctx.convergence import report_after_fit
 from pmctx.io import save_figure
 from pmctx.sampling import (
     SAMPLE_DEFAULTS,
-    add_posterior_predictive,
     check_sample_kwargs,
     resolve_seed,
     run_sampler,
@@ -324,10 +323,29 @@ def reconstruct(
         progressbar=progressbar,
         idata_kwargs={"log_likelihood": "z" in model.named_vars, **(idata_kwargs or {})},
     )
-    if posterior_predictive:
-        add_posterior_predictive(idata, model, random_seed=random_seed)
+    if posterior_predictive and "z" in model.named_vars:
+        _add_posterior_predictive(idata, random_seed)
     report_after_fit(idata, "vonmises", check=check_convergence)
     return idata
+
+
+def _add_posterior_predictive(idata, random_seed) -> None:
+    """``z ~ VonMises(o, kappa_obs)`` at the observed nodes, per posterior draw.
+
+    Drawn directly rather than by ``pm.sample_posterior_predictive``, which warns that the
+    MRF potential is ignored: ``z`` depends on ``o`` alone, so nothing is lost.
+    """
+    mask = idata.constant_data["obs_mask"].values == 1
+    o = idata.posterior["o"].values[:, :, mask]  # row-major order, as build_model's obs
+    z = as_rng(random_seed).vonmises(o, float(idata.constant_data["kappa_obs"].values))
+    import xarray as xr
+
+    post = idata.posterior
+    coords = {"chain": post["chain"].values, "draw": post["draw"].values}
+    coords["obs"] = idata.observed_data["obs"].values
+    idata.add_groups(
+        posterior_predictive=xr.Dataset({"z": (("chain", "draw", "obs"), z)}, coords=coords)
+    )
 
 
 def predict(idata, *, sites=None, random_seed=None):
