@@ -35,7 +35,13 @@ from scipy.special import betaln, gammaln
 from pmctx.conditioning.design import as_feature_matrix
 from pmctx.conditioning.marginal import add_integrated_log_likelihood
 from pmctx.convergence import report_after_fit
-from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
+from pmctx.sampling import (
+    SAMPLE_DEFAULTS,
+    add_posterior_predictive,
+    check_sample_kwargs,
+    resolve_seed,
+    run_sampler,
+)
 from pmctx.steps.crp_gibbs import CRPCollapsedGibbs
 from pmctx.steps.registration import tag_block
 from pmctx.validation import check_int, check_positive
@@ -45,9 +51,13 @@ __all__ = [
     "coassignment",
     "demo",
     "fit",
+    "fit_data",
+    "invariants",
     "log_marginal_assignments",
     "phenomena_table",
+    "predict",
     "sample_posterior",
+    "write_outputs",
 ]
 
 
@@ -148,6 +158,7 @@ def sample_posterior(
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
     seed=None,
+    posterior_predictive: bool = True,
     check_convergence: bool = True,
 ):
     """Sample the batch posterior with the collapsed Gibbs step; returns ``InferenceData``.
@@ -160,7 +171,9 @@ def sample_posterior(
     ``n_occupied``, co-assignment or V (see :func:`invariants`), not raw ``z``.
     ``draws, tune, chains, cores, random_seed, progressbar, idata_kwargs`` are those of
     ``pm.sample`` with its defaults (``seed`` is a deprecated alias of ``random_seed``);
-    ``check_convergence`` warns :class:`pmctx.ConvergenceWarning` on unconverged invariants.
+    ``check_convergence`` warns :class:`pmctx.ConvergenceWarning` on unconverged invariants;
+    ``posterior_predictive`` adds the ``posterior_predictive`` group (observed entries
+    redrawn per draw) for ``az.plot_ppc``. Predictions for a new design: :func:`predict`.
     """
     random_seed = resolve_seed(random_seed, seed)
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
@@ -185,8 +198,43 @@ def sample_posterior(
         idata_kwargs={"log_likelihood": True, **(idata_kwargs or {})},
     )
     add_integrated_log_likelihood(idata, F)  # per-trial, for LOO over trials
+    if posterior_predictive:
+        add_posterior_predictive(idata, model, random_seed=random_seed)
+    idata.posterior.attrs["alpha"] = float(alpha)
     report_after_fit(idata, "crp", check=check_convergence)
     return idata
+
+
+def predict(idata=None, design=None, *, alpha=None, n_particles=1000, slope=8.0, bias=0.0,
+            random_seed=None):  # fmt: skip
+    """V and response probabilities for a new design.
+
+    Runs the particle filter (the animal's online inference) on ``design`` with the fit's
+    ``alpha`` (``idata.posterior.attrs["alpha"]``, or ``alpha=``) and maps V to the
+    probability of a conditioned response with the logistic link of
+    :func:`pmctx.conditioning.behaviour.simulate_responses`
+    (``1 / (1 + exp(-(slope (V - 0.5) + bias)))``).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``V`` and ``response_prob`` over ``trial``.
+    """
+    import xarray as xr
+
+    from pmctx.conditioning import particle_filter
+
+    if design is None:
+        raise ValueError("Pass the new design (a Design, DataArray or trials x features array).")
+    if alpha is None:
+        if idata is None or "alpha" not in idata.posterior.attrs:
+            raise ValueError("Pass alpha=, or a fit from sample_posterior (it stores alpha).")
+        alpha = idata.posterior.attrs["alpha"]
+    alpha = check_positive(alpha, "alpha")
+    result = particle_filter(design, alpha=alpha, n_particles=n_particles, rng=random_seed)
+    V = np.asarray(result.V, dtype=float)
+    prob = 1.0 / (1.0 + np.exp(-(slope * (V - 0.5) + bias)))
+    return xr.Dataset({"V": ("trial", V), "response_prob": ("trial", prob)})
 
 
 #: Trials beyond which co-assignment is tracked for neighbours only (pairs grow as N^2).
@@ -333,35 +381,6 @@ def demo(
     return [*paths, out_dir / "phenomena.csv"]
 
 
-def _load_features(data_path: Path):
-    if data_path.suffix == ".npz":
-        with np.load(data_path, allow_pickle=False) as data:
-            if "features" not in data:
-                raise ValueError(
-                    f"{data_path} has keys {sorted(data.files)}; it needs 'features' "
-                    "(n_trials, n_features), US in column 0."
-                )
-            F = np.asarray(data["features"], dtype=float)
-            names = [str(n) for n in data["feature_names"]] if "feature_names" in data else None
-            options = {k: data[k].item() for k in ("alpha", "max_causes") if k in data}
-    elif data_path.suffix == ".csv":
-        import pandas as pd
-
-        frame = pd.read_csv(data_path)
-        F, names, options = frame.to_numpy(dtype=float), list(frame.columns), {}
-    else:
-        raise ValueError(f"Expected a .npz or .csv file, got {data_path.name}.")
-    if names is not None and len(names) != np.shape(F)[-1]:
-        raise ValueError(f"feature_names has {len(names)} names for {np.shape(F)[-1]} columns.")
-    import xarray as xr
-
-    as_feature_matrix(F)  # validate before labelling
-    features = xr.DataArray(
-        F, dims=("trial", "feature"), coords={"feature": names} if names else None
-    )
-    return {"features": features, "options": options}
-
-
 def fit_data(
     data: dict,
     *,
@@ -406,8 +425,9 @@ def fit(
     """Fit the model to a subject's trial features.
 
     ``data_path`` is a ``.npz`` with key ``features`` (n_trials, n_features; 0/1, NaN for a
-    missing US; US in column 0) and optional ``feature_names``, ``alpha`` (default 1.0) and
-    ``max_causes`` (default 10); or a ``.csv`` with a header naming a ``US`` column and the
+    missing US) and optional ``feature_names`` (with a ``US``; without names the US is
+    column 0), ``alpha`` (default 1.0) and ``max_causes`` (default 10); or a ``.csv`` with a
+    header naming a ``US`` column (found by name, in any position) and the
     CS/context features (empty cells are missing). ``options`` override the file's. Writes
     the batch posterior (``crp_posterior.nc`` with ``log_likelihood``, ``crp_summary.csv``,
     ``crp_diagnostics.csv``) and the particle filter's result (``crp_filter.nc``,
@@ -416,7 +436,9 @@ def fit(
     from pmctx.conditioning import particle_filter
 
     random_seed = resolve_seed(random_seed, seed)
-    data = _load_features(Path(data_path))
+    from pmctx.schema import load_crp
+
+    data = load_crp(data_path, options)
     options = {**data.pop("options"), **options}
     idata = fit_data(
         data,

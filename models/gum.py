@@ -41,6 +41,7 @@ __all__ = [
     "gum",
     "invariants",
     "plot_functions",
+    "predict",
     "section_3_1_formula",
     "seed_section_3_1",
     "write_outputs",
@@ -75,6 +76,19 @@ def invariants(idata):
     """
     names = [v for v in idata.posterior.data_vars if not str(v).endswith("_z")]
     return idata.posterior[names]
+
+
+def predict(idata, new_data, *, gum_model, kind: str = "mean", **kwargs):
+    """Predictor ``rho``, mean or response draws at new inputs, from ``GumModel.predict``.
+
+    The GP conditional at new x (seed 002 eq. 14) lives in :mod:`pmctx.gum`; this is the
+    registry's entry point to it.
+    """
+    if not hasattr(gum_model, "predict"):
+        raise NotImplementedError(
+            "This pmctx has no GumModel.predict yet; it arrives with the GUM prediction work."
+        )
+    return gum_model.predict(new_data, idata, kind=kind, **kwargs)
 
 
 def write_outputs(idata, out_dir: Path, prefix: str = "gum", *, gum_model=None, truth=None,
@@ -133,27 +147,6 @@ def demo(
         az.compare({"laplace": laplace, "nuts": nuts}).to_csv(path)
         paths.append(path)
     return paths
-
-
-def _load(data_path: Path):
-    data_path = Path(data_path)
-    if data_path.suffix == ".npz":
-        with np.load(data_path, allow_pickle=False) as archive:
-            data = {key: archive[key] for key in archive.files}
-        formula = str(data.pop("formula", "")) or None
-        family = str(data.pop("family", "gaussian"))
-    elif data_path.suffix == ".csv":
-        import pandas as pd
-
-        data = pd.read_csv(data_path)
-        sidecar = data_path.with_suffix(".formula")
-        if not sidecar.exists():
-            raise ValueError(f"A .csv needs its model in {sidecar} (formula, then family).")
-        lines = [line.strip() for line in sidecar.read_text().splitlines() if line.strip()]
-        formula, family = lines[0], (lines[1] if len(lines) > 1 else "gaussian")
-    else:
-        raise ValueError(f"fit reads .npz or .csv files, got {data_path.name!r}.")
-    return {"columns": data, "options": {"formula": formula, "family": family}}
 
 
 def fit_data(
@@ -215,7 +208,9 @@ def fit(
     2-D regressors (trials x positions) are supported in ``.npz`` only. Writes
     ``gum_posterior.nc``, ``gum_summary.csv``, ``gum_diagnostics.csv`` into ``out_dir``.
     """
-    data = _load(data_path)
+    from pmctx.schema import load_gum
+
+    data = load_gum(data_path, options)
     options = {**data.pop("options"), **options}
     idata = fit_data(
         data,

@@ -37,7 +37,13 @@ from pmctx import TruncationWarning
 from pmctx.convergence import report_after_fit
 from pmctx.ibp.hyper import HYPER_PRIORS
 from pmctx.ibp.marginal import add_integrated_log_likelihood
-from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
+from pmctx.sampling import (
+    SAMPLE_DEFAULTS,
+    add_posterior_predictive,
+    check_sample_kwargs,
+    resolve_seed,
+    run_sampler,
+)
 from pmctx.steps.ibp_gibbs import HYPER_NAMES, LEARNED_HYPER, IBPAlphaGibbs, IBPGibbs, IBPHyperGibbs
 from pmctx.steps.registration import tag_block
 from pmctx.validation import (
@@ -49,7 +55,17 @@ from pmctx.validation import (
     check_same_length,
 )
 
-__all__ = ["build_model", "demo", "fit", "plot_bases", "sample", "write_outputs"]
+__all__ = [
+    "build_model",
+    "demo",
+    "fit",
+    "fit_data",
+    "invariants",
+    "plot_bases",
+    "predict",
+    "sample",
+    "write_outputs",
+]
 
 # Every hyperparameter is learned unless the user passes a number; the priors and why they
 # were chosen are documented in pmctx.ibp.hyper (HYPER_PRIORS).
@@ -182,6 +198,7 @@ def sample(
     seed=None,
     log_likelihood: bool = True,
     reconstructions: bool = True,
+    posterior_predictive: bool = True,
     check_convergence: bool = True,
     **hyper,
 ):
@@ -211,6 +228,9 @@ def sample(
         ``conditional_log_likelihood`` group (not for LOO).
     reconstructions : bool, default True
         Store ``F_hat`` and ``X_prob`` per draw.
+    posterior_predictive : bool, default True
+        Add the ``posterior_predictive`` group (``F``, ``X`` redrawn per draw) for
+        ``az.plot_ppc``/``az.loo_pit``. Predictions for new trials: :func:`predict`.
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` when ``n_active``, ``loglik`` or the
         reconstructions have R-hat > 1.01 or ESS < 100 per chain.
@@ -262,8 +282,20 @@ def sample(
             TruncationWarning,
             stacklevel=2,
         )
+    if posterior_predictive:
+        add_posterior_predictive(idata, model, random_seed=random_seed)
     report_after_fit(idata, "ibp", check=check_convergence)
     return idata
+
+
+def predict(idata, *, X=None, F=None, max_draws: int = 500):
+    """Forces of new trials from their cues ``X`` and/or cues from forces ``F``.
+
+    See :func:`pmctx.ibp.predict.predict` (exact enumeration of each new trial's features).
+    """
+    from pmctx.ibp.predict import predict as _predict
+
+    return _predict(idata, X=X, F=F, max_draws=max_draws)
 
 
 def invariants(idata):
@@ -315,16 +347,15 @@ def write_outputs(idata, out_dir, prefix="ibp", *, reference=None, side=None) ->
     ``<prefix>_diagnostics.csv`` (convergence report), ``<prefix>_trace.png``,
     ``<prefix>_n_active.png`` and ``<prefix>_bases.png`` (aligned to ``reference`` if given).
     """
-    import arviz as az
     import matplotlib.pyplot as plt
 
     from pmctx.ibp.diagnostics import LABEL_INVARIANT, align_features
-    from pmctx.io import save_figure, write_standard_outputs
+    from pmctx.io import plot_traces, save_figure, write_standard_outputs
 
     out_dir = Path(out_dir)
     paths = write_standard_outputs(idata, out_dir, prefix)
-    axes = az.plot_trace(idata, var_names=list(LABEL_INVARIANT))
-    paths.append(save_figure(axes.ravel()[0].figure, out_dir / f"{prefix}_trace.png"))
+    fig = plot_traces(idata, list(LABEL_INVARIANT))
+    paths.append(save_figure(fig, out_dir / f"{prefix}_trace.png"))
     fig, ax = plt.subplots(figsize=(4, 3))
     n_active = idata.posterior["n_active"].values.ravel()
     ax.hist(n_active, bins=np.arange(n_active.max() + 2) - 0.5, density=True)
@@ -365,34 +396,6 @@ def demo(
         check_convergence=not quick,
     )
     return write_outputs(idata, out_dir, reference=data.Z, side=data.side)
-
-
-def _load(data_path: Path):
-    if data_path.suffix == ".npz":
-        with np.load(data_path, allow_pickle=False) as data:
-            if "F" not in data and "X" not in data:
-                raise ValueError(
-                    f"{data_path} has keys {sorted(data.files)}; it needs 'F' (forces, "
-                    "n_trials x D) and/or 'X' (binary cues, n_trials x T)."
-                )
-            arrays = {k: np.asarray(data[k]) for k in ("F", "X") if k in data}
-            options = {k: data[k].item() for k in ("K_max", *HYPER_NAMES) if k in data}
-        return arrays.get("F"), arrays.get("X"), options
-    if data_path.suffix == ".csv":
-        import pandas as pd
-
-        frame = pd.read_csv(data_path)
-        f_cols = [c for c in frame.columns if str(c).lower().startswith("f")]
-        x_cols = [c for c in frame.columns if str(c).lower().startswith("x")]
-        if not f_cols and not x_cols:
-            raise ValueError(
-                f"{data_path.name} has columns {list(frame.columns)}; name force columns "
-                "f0, f1, ... and binary cue columns x0, x1, ..."
-            )
-        F = frame[f_cols].to_numpy(dtype=float) if f_cols else None
-        X = frame[x_cols].to_numpy() if x_cols else None
-        return F, X, {}
-    raise ValueError(f"Expected a .npz or .csv file, got {data_path.name}.")
 
 
 def fit_data(
@@ -439,15 +442,17 @@ def fit(
 ) -> list[Path]:
     """Fit the model to a data file and write the same outputs as :func:`demo`.
 
-    The file's layout is declared in :data:`pmctx.schema.IBP_SCHEMA`: an ``.npz`` with
+    The file's layout is declared in :mod:`pmctx.schema`: an ``.npz`` with
     ``F`` (forces, n_trials x D, float) and/or ``X`` (binary cues, n_trials x T) and
     optional scalars ``K_max`` and ``alpha, sigma_n, sigma_A, phi, lam, eps``; or a ``.csv``
-    with one row per trial, force columns ``F0, F1, ...`` and cue columns ``X0, X1, ...``.
+    with one row per trial, force columns ``F0, F1, ...`` and cue columns ``X0, X1, ...``;
+    or an ``.nc`` InferenceData whose ``observed_data`` holds ``F``/``X``.
     ``options`` (e.g. ``K_max=20``) override the file's scalars.
     """
-    F, X, file_options = _load(Path(data_path))
-    data = {"F": F, "X": X}
-    options = {**file_options, **options}
+    from pmctx.schema import load_ibp
+
+    data = load_ibp(data_path, options)
+    options = {**data.pop("options"), **options}
     idata = fit_data(
         data,
         draws=draws,

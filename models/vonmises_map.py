@@ -31,7 +31,12 @@ from pymc.distributions import transforms
 from pmctx import PmctxWarning
 from pmctx.convergence import report_after_fit
 from pmctx.io import save_figure
-from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
+from pmctx.sampling import (
+    SAMPLE_DEFAULTS,
+    check_sample_kwargs,
+    resolve_seed,
+    run_sampler,
+)
 from pmctx.steps.vonmises import (
     AugmentedVonMisesGibbs,
     ColumnFFBSVonMises,
@@ -58,9 +63,12 @@ __all__ = [
     "default_steps",
     "demo",
     "fit",
+    "fit_data",
+    "invariants",
     "noisy_observations",
     "o_to_theta",
     "posterior_orientation",
+    "predict",
     "reconstruct",
     "sample_prior",
     "theta_to_o",
@@ -294,6 +302,7 @@ def reconstruct(
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
     seed=None,
+    posterior_predictive: bool = True,
     check_convergence: bool = True,
 ):
     """Posterior of an orientation map given noisy, partially missing orientations.
@@ -310,6 +319,9 @@ def reconstruct(
         Step method (see :mod:`pmctx.steps.vonmises`).
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in ``pm.sample``, with its defaults (``seed``: deprecated alias).
+    posterior_predictive : bool, default True
+        Add the ``posterior_predictive`` group (observed ``z`` redrawn per draw) for
+        ``az.plot_ppc``; :func:`predict` gives predictive observations at missing nodes.
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` when theta (circular R-hat/ESS on cos and
         sin), smoothness or the pinwheel count has not converged.
@@ -352,8 +364,65 @@ def reconstruct(
         progressbar=progressbar,
         idata_kwargs={"log_likelihood": "z" in model.named_vars, **(idata_kwargs or {})},
     )
+    if posterior_predictive and "z" in model.named_vars:
+        _add_posterior_predictive(idata, random_seed)
     report_after_fit(idata, "vonmises", check=check_convergence)
     return idata
+
+
+def _add_posterior_predictive(idata, random_seed) -> None:
+    """``z ~ VonMises(o, kappa_obs)`` at the observed nodes, per posterior draw.
+
+    Drawn directly rather than by ``pm.sample_posterior_predictive``, which warns that the
+    MRF potential is ignored: ``z`` depends on ``o`` alone, so nothing is lost.
+    """
+    mask = idata.constant_data["obs_mask"].values == 1
+    o = idata.posterior["o"].values[:, :, mask]  # row-major order, as build_model's obs
+    z = as_rng(random_seed).vonmises(o, float(idata.constant_data["kappa_obs"].values))
+    import xarray as xr
+
+    post = idata.posterior
+    coords = {"chain": post["chain"].values, "draw": post["draw"].values}
+    coords["obs"] = idata.observed_data["obs"].values
+    idata.add_groups(
+        posterior_predictive=xr.Dataset({"z": (("chain", "draw", "obs"), z)}, coords=coords)
+    )
+
+
+def predict(idata, *, sites=None, random_seed=None):
+    """Predictive observed orientations at missing nodes (or at ``sites``).
+
+    For every posterior draw a new observation ``z ~ VonMises(o, kappa_obs)`` is drawn on the
+    doubled angle and halved, so the result is an orientation in ``[0, pi)``.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        From :func:`reconstruct`.
+    sites : array_like of bool (M, N), optional
+        Nodes to predict (default: the unobserved ones, ``obs_mask == 0``).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``theta_pred`` (chain, draw, site) with ``row``/``col`` of each site, and
+        ``attrs["period"] = pi`` on ``theta_pred``.
+    """
+    import xarray as xr
+
+    o = idata.posterior["o"].values
+    if sites is None:
+        sites = idata.constant_data["obs_mask"].values == 0
+    sites = as_binary_array(sites, "sites", ndim=2, shape=o.shape[2:]).astype(bool)
+    rows, cols = np.nonzero(sites)
+    kappa_obs = float(idata.constant_data["kappa_obs"].values)
+    rng = as_rng(random_seed)
+    z = rng.vonmises(o[:, :, rows, cols], kappa_obs)
+    theta = o_to_theta(z)
+    return xr.Dataset(
+        {"theta_pred": (("chain", "draw", "site"), theta, {"period": np.pi})},
+        coords={"row": ("site", rows), "col": ("site", cols)},
+    )
 
 
 def _pinwheel_counts(theta) -> np.ndarray:
@@ -491,28 +560,6 @@ def demo(
     return paths
 
 
-def _load_map(data_path: Path):
-    data_path = Path(data_path)
-    if not data_path.exists():
-        raise FileNotFoundError(f"No data file at {data_path}.")
-    options = {}
-    if data_path.suffix == ".npz":
-        with np.load(data_path, allow_pickle=False) as data:
-            if "theta" not in data:
-                raise ValueError(f"{data_path} must hold an array 'theta'; found {list(data)}.")
-            theta = data["theta"]
-            mask = data["mask"] if "mask" in data else None
-            for key in ("kappa", "kappa_obs", "rank"):
-                if key in data:
-                    options[key] = data[key].item()
-    elif data_path.suffix == ".csv":
-        theta = np.genfromtxt(data_path, delimiter=",", dtype=np.float64)
-        mask = None
-    else:
-        raise ValueError(f"Unsupported data file {data_path.name}: use .npz or .csv.")
-    return theta, mask, options
-
-
 def fit_data(
     data: dict,
     *,
@@ -564,10 +611,13 @@ def fit(
     file's. Writes ``vonmises_posterior.nc``, ``vonmises_summary.csv``,
     ``vonmises_diagnostics.csv`` and reconstruction/trace figures into ``out_dir``.
     """
-    theta, mask, file_options = _load_map(data_path)
-    options = {**file_options, **options}
+    from pmctx.schema import load_vonmises
+
+    data = load_vonmises(data_path, options)
+    options = {**data.pop("options"), **options}
+    theta, mask = data["theta"], data["mask"]
     idata = fit_data(
-        {"theta": theta, "mask": mask},
+        data,
         draws=draws,
         tune=tune,
         chains=chains,

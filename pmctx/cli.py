@@ -301,7 +301,7 @@ def _fit(args) -> int:
     spec = get_spec(args.model)
     options = parse_options(args.options, args.config)
     _check_options(args.model, options)
-    data = spec.schema(args.data)
+    data = spec.schema(args.data, options)
     options = {**data.pop("options", {}), **options}
     start = time.perf_counter()
     idata = _run_quietly(

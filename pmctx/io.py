@@ -31,6 +31,7 @@ __all__ = [
     "add_log_likelihood",
     "load_idata",
     "output_names",
+    "plot_traces",
     "save_figure",
     "save_idata",
     "to_inference_data",
@@ -171,6 +172,31 @@ def save_figure(fig, path, *, dpi: int = 110) -> Path:
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+def plot_traces(idata, var_names, *, dataset=None):
+    """Trace (one line per chain) and pooled histogram of scalar quantities, one row each.
+
+    A plain Matplotlib figure: ArviZ 0.2x's ``plot_trace`` calls a Matplotlib helper that
+    Matplotlib 3.11 deprecates, which would print a warning on every fit.
+    """
+    import matplotlib.pyplot as plt
+
+    source = idata.posterior if dataset is None else dataset
+    names = [v for v in var_names if v in source]
+    fig, axes = plt.subplots(len(names), 2, figsize=(8, 2.2 * len(names)), squeeze=False)
+    for row, name in zip(axes, names):
+        values = np.asarray(source[name].transpose("chain", "draw", ...).values, dtype=float)
+        values = values.reshape(values.shape[0], values.shape[1], -1)[:, :, 0]
+        for chain, trace in enumerate(values):
+            row[0].plot(trace, lw=0.7, label=f"chain {chain}")
+        row[0].set_ylabel(name)
+        row[1].hist(values.ravel(), bins=30, density=True)
+        row[1].set_xlabel(name)
+    axes[-1][0].set_xlabel("draw")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
 
 
 def output_names(model: str) -> dict[str, str]:

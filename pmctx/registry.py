@@ -63,7 +63,8 @@ class ModelSpec:
     module : str
         The ``pmctx.models`` module with the model's Python API.
     schema : callable
-        ``schema(path) -> dict`` loads and validates a data file (see :mod:`pmctx.schema`).
+        ``schema(path, options=None) -> dict`` loads and validates a data file (see
+        :mod:`pmctx.schema`); the dict's ``"options"`` are model options stored in it.
     fit : callable
         ``fit(data: dict, *, draws, tune, chains, cores, random_seed, progressbar,
         idata_kwargs, **options) -> InferenceData`` on validated data.

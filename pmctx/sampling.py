@@ -38,7 +38,9 @@ from pmctx.validation import check_int
 __all__ = [
     "SAMPLE_DEFAULTS",
     "SAMPLE_KWARGS",
+    "add_posterior_predictive",
     "check_sample_kwargs",
+    "pytensor_has_blas",
     "resolve_seed",
     "run_sampler",
 ]
@@ -101,6 +103,29 @@ def check_sample_kwargs(*, draws, tune, chains, cores=None, progressbar=None) ->
     return cleaned
 
 
+def pytensor_has_blas() -> bool:
+    """Whether PyTensor's C backend links a BLAS library (probed once, quietly).
+
+    A pip-installed PyTensor usually finds none (NumPy's bundled OpenBLAS exports renamed
+    symbols), warns "could not link to a BLAS installation" and runs its dot products through
+    Python calls. pmctx then compiles NUTS's log density with PyTensor's Numba backend, which
+    needs no BLAS library and halves GUM NUTS time; the probe's warning says nothing the user
+    can act on, so it is not shown.
+    """
+    import pytensor
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
+        return bool(pytensor.config.blas__ldflags)
+
+
+def _needs_gradient_sampler(model: pm.Model, step) -> bool:
+    """Whether pm.sample will assign NUTS to some free variable the given steps leave."""
+    steps = [] if step is None else (list(step) if isinstance(step, list | tuple) else [step])
+    covered = {v.name for s in steps for v in getattr(s, "vars", [])}
+    return any(v.name not in covered and v.dtype.startswith("float") for v in model.value_vars)
+
+
 def run_sampler(
     model: pm.Model,
     *,
@@ -140,6 +165,9 @@ def run_sampler(
         draws=draws, tune=tune, chains=chains, cores=cores, progressbar=progressbar
     )
     pm_kwargs.setdefault("compute_convergence_checks", False)
+    if "compile_kwargs" not in pm_kwargs and _needs_gradient_sampler(model, step):
+        if not pytensor_has_blas():
+            pm_kwargs["compile_kwargs"] = {"mode": "NUMBA"}
     with model:
         return pm.sample(
             step=step,
@@ -148,3 +176,25 @@ def run_sampler(
             **kwargs,
             **pm_kwargs,
         )
+
+
+def add_posterior_predictive(idata, model: pm.Model, *, random_seed=None, var_names=None):
+    """Add a ``posterior_predictive`` group (observed variables redrawn at every posterior
+    draw), so that ``az.plot_ppc`` and ``az.loo_pit`` work; returns ``idata``.
+
+    Skips when the group is already there or the model has no observed variables.
+    """
+    if "posterior_predictive" in idata.groups():
+        return idata
+    names = var_names or [rv.name for rv in model.observed_RVs]
+    if not names:
+        return idata
+    pm.sample_posterior_predictive(
+        idata,
+        model=model,
+        var_names=names,
+        extend_inferencedata=True,
+        random_seed=random_seed,
+        progressbar=False,
+    )
+    return idata

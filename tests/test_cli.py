@@ -50,3 +50,49 @@ def test_console_entry_point_runs():
         [sys.executable, "-m", "pmctx", "--help"], capture_output=True, text=True, check=True
     )
     assert "demo" in result.stdout and "fit" in result.stdout
+
+
+def test_version_flag(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("pmctx ")
+
+
+def test_options_from_set_and_config(tmp_path):
+    config = tmp_path / "opts.toml"
+    config.write_text('K_max = 12\nsigma_n = "prior"\n')
+    options = cli.parse_options(["K_max=20", "alpha=0.5"], config)
+    assert options == {"K_max": 20, "sigma_n": "prior", "alpha": 0.5}
+    with pytest.raises(ValueError, match="key=value"):
+        cli.parse_options(["K_max"])
+    config.write_text("K_max = = 3")
+    with pytest.raises(ValueError, match="not valid TOML"):
+        cli.parse_options([], config)
+
+
+def test_subcommands_come_from_a_list():
+    assert [f.__name__ for f in cli.SUBCOMMANDS] == ["_add_demo", "_add_fit"]
+
+
+def test_fit_writes_standard_outputs_and_prints_report(tmp_path, capsys):
+    import numpy as np
+
+    from pmctx.conditioning import shipped_design
+
+    design = shipped_design("renewal_aba", n_acquisition=3, n_extinction=3, n_test=1)
+    data = tmp_path / "subject.csv"
+    frame = design.to_array()
+    names = design.feature_names
+    rows = [",".join("" if np.isnan(v) else str(int(v)) for v in row) for row in frame]
+    data.write_text(",".join(names) + "\n" + "\n".join(rows) + "\n")
+    code = cli.main(
+        ["fit", "crp", "--data", str(data), "--out", str(tmp_path / "o"), "--draws", "1000",
+         "--tune", "200", "--chains", "2", "--cores", "1", "--random-seed", "1",
+         "--set", "max_causes=4"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    for suffix in ("posterior.nc", "summary.csv", "diagnostics.csv"):
+        assert (tmp_path / "o" / "crp" / f"crp_{suffix}").exists()
+    assert "convergence (all quantities converged)" in out and "az.from_netcdf" in out

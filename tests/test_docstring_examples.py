@@ -15,6 +15,8 @@ MODULES = [
     "pmctx.registry",
     "pmctx.summarize",
     "pmctx.cli",
+    "pmctx.schema",
+    "pmctx.ibp.predict",
 ]
 
 

@@ -4,6 +4,7 @@ from pmctx.models import crp_conditioning as crp
 
 from pmctx.conditioning import shipped_design
 from pmctx.io import load_idata
+from pmctx.schema import load_crp
 
 
 def test_build_model_declares_dims_and_skips_missing_entries():
@@ -67,7 +68,7 @@ def test_fit_reads_npz_and_csv(tmp_path):
     )  # fmt: skip
     assert all(p.exists() for p in paths)
     (tmp_path / "subject.csv").write_text("US,tone,A,B\n1,1,1,0\n1,1,1,0\n0,1,1,0\n,1,0,1\n")
-    loaded = crp._load_features(tmp_path / "subject.csv")
+    loaded = load_crp(tmp_path / "subject.csv")
     features = loaded["features"]
     assert list(features["feature"].values) == ["US", "tone", "A", "B"]
     assert np.isnan(features.values[3, 0]) and loaded["options"] == {}
@@ -83,5 +84,5 @@ def test_fit_rejects_bad_files(tmp_path):
             tmp_path / "nonbinary.npz", draws=5, tune=5, chains=1, random_seed=0, out_dir=tmp_path
         )
     (tmp_path / "x.txt").write_text("1")
-    with pytest.raises(ValueError, match="npz or .csv"):
+    with pytest.raises(ValueError, match=r"reads .npz, .csv files"):
         crp.fit(tmp_path / "x.txt", draws=5, tune=5, chains=1, random_seed=0, out_dir=tmp_path)
