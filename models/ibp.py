@@ -73,6 +73,8 @@ DEFAULT_HYPER = dict(
     alpha="prior", sigma_n="prior", sigma_A="prior", phi="prior", lam="prior", eps="prior"
 )
 
+UNUSED_PLACEHOLDERS = {"F": dict(sigma_n=0.5, sigma_A=1.0), "X": dict(phi=0.5, lam=0.9, eps=0.05)}
+
 
 def _hyper_prior(name):
     # Priors with exact (conjugate) or slice-sampled updates: IBPAlphaGibbs, IBPHyperGibbs.
@@ -141,7 +143,14 @@ def build_model(F=None, X=None, *, K_max: int = 10, reconstructions: bool = True
     unknown = set(hyper) - set(HYPER_NAMES)
     if unknown:
         raise TypeError(f"Unknown hyperparameters {sorted(unknown)}; expected {HYPER_NAMES}.")
-    F, X, K_max, hyper = validate_inputs(F, X, K_max, {**DEFAULT_HYPER, **hyper})
+    defaults = dict(DEFAULT_HYPER)
+    # Hyperparameters of an absent likelihood stay fixed placeholders unless asked for: a
+    # prior on them would only add free variables that the data cannot inform.
+    if F is None:
+        defaults.update(UNUSED_PLACEHOLDERS["F"])
+    if X is None:
+        defaults.update(UNUSED_PLACEHOLDERS["X"])
+    F, X, K_max, hyper = validate_inputs(F, X, K_max, {**defaults, **hyper})
     n = F.shape[0] if F is not None else X.shape[0]
     coords = {"trial": np.arange(n), "feature": np.arange(K_max)}
     if F is not None:

@@ -122,6 +122,7 @@ def joint_row_log_weights(i, cols, n_block, n_free, A, Y, X, R, C, m, hyper, lk0
     resid = np.empty(d_dim)
     n0 = np.zeros(k_max + 1, dtype=np.int64)
     n1 = np.zeros(k_max + 1, dtype=np.int64)
+    bins = np.empty(k_max + 1, dtype=np.int64)
     for conf in range(n_conf):
         lp_conf = 0.0
         for d in range(d_dim):
@@ -149,15 +150,19 @@ def joint_row_log_weights(i, cols, n_block, n_free, A, Y, X, R, C, m, hyper, lk0
                 n1[c] += 1
             else:
                 n0[c] += 1
+        # Only the few counts that occur matter (at most the number of active features).
+        n_bins = 0
+        for c in range(k_max + 1):
+            if n0[c] > 0 or n1[c] > 0:
+                bins[n_bins] = c
+                n_bins += 1
         for k in range(n_free + 1):
             lp = lp_conf + prior_k[k]
             if d_dim > 0:
                 lp -= 0.5 * d_dim * (_LOG_2PI + math.log(var_k[k])) + 0.5 * rr / var_k[k]
-            for c in range(k_max + 1):
-                if n0[c] > 0:
-                    lp += n0[c] * lk0[c, k]
-                if n1[c] > 0:
-                    lp += n1[c] * lk1[c, k]
+            for b in range(n_bins):
+                c = bins[b]
+                lp += n0[c] * lk0[c, k] + n1[c] * lk1[c, k]
             logw[conf, k] = lp
     return logw
 

@@ -16,6 +16,7 @@ import numpy as np
 import pymc as pm
 from pymc.logprob.transforms import LogOddsTransform
 
+from pmctx.ibp.conditionals import sample_pi_logit
 from pmctx.ibp.hyper import (
     HYPER_PRIORS,
     noisy_or_count_histogram,
@@ -26,6 +27,7 @@ from pmctx.ibp.hyper import (
     slice_sample_logit,
 )
 from pmctx.ibp.sampler import MOVES, IBPHyper, IBPState, gibbs_sweep
+from pmctx.ibp.split_merge import split_merge_move
 from pmctx.steps.base import PmctxStep
 from pmctx.validation import check_int
 
@@ -71,6 +73,11 @@ class IBPGibbs(PmctxStep):
         singletons' ``A`` and ``Y`` integrated out (:mod:`pmctx.ibp.joint_row`), so a row can
         trade a singleton for several shared features in one exact move. ``"legacy"`` is the
         original update (singletons given the shared columns), kept for comparison.
+    split_merge : int, default 0
+        Split-merge Metropolis-Hastings proposals per sweep (:mod:`pmctx.ibp.split_merge`),
+        after the Gibbs sweep; ``pi`` is then redrawn given ``Z``. Off by default: on the
+        synthetic bar data the joint row moves already mix and the proposals (uniform
+        allocations) are rarely accepted at N >= 100.
 
     Notes
     -----
@@ -98,6 +105,7 @@ class IBPGibbs(PmctxStep):
         "n_active": (np.int64, []),
         "n_singletons": (np.int64, []),
         "n_new_features": (np.int64, []),
+        "split_merge_accepted": (np.int64, []),
         "truncation_hit": (bool, []),
     }
 
@@ -110,6 +118,7 @@ class IBPGibbs(PmctxStep):
         new_features: bool = True,
         block_size: int = 3,
         moves: str = "joint",
+        split_merge: int = 0,
     ):
         model = pm.modelcontext(model)
         missing = [n for n in ("Z", "pi") if n not in model.named_vars]
@@ -157,6 +166,7 @@ class IBPGibbs(PmctxStep):
         if moves not in MOVES:
             raise ValueError(f"moves must be one of {sorted(MOVES)}; got {moves!r}.")
         self.moves = moves
+        self.split_merge = check_int(split_merge, "split_merge", minimum=0)
 
     def current_hyper(self, point) -> IBPHyper:
         if self._fixed_hyper is not None:
@@ -180,6 +190,15 @@ class IBPGibbs(PmctxStep):
             block_size=self.block_size,
             moves=self.moves,
         )
+        accepted = 0
+        for _ in range(self.split_merge):
+            accepted += split_merge_move(
+                state.Z, state.A, state.Y, self._F, self._X, hyper, self.rng
+            )[1]
+        if self.split_merge:
+            # The move targets the posterior with pi integrated out: redraw pi | Z.
+            m = state.Z.sum(axis=0)
+            state.pi_logit = sample_pi_logit(m, n, hyper.alpha, self.k_max, self.rng)
         new = dict(point)
         new["Z"] = state.Z.reshape(n, self.k_max)
         if self.F is not None:
@@ -192,6 +211,7 @@ class IBPGibbs(PmctxStep):
             "n_active": state.n_active,
             "n_singletons": int(np.count_nonzero(state.Z.sum(axis=0) == 1)),
             "n_new_features": added,
+            "split_merge_accepted": accepted,
             "truncation_hit": hits > 0,
         }
         return new, [stats]
