@@ -45,9 +45,9 @@ def experiment():
 def test_per_subject_recovery_of_position_weights(experiment):
     """Each subject's w (mean-one by the structural constraint rule) within 0.2 RMSE of
     its truth / mean(truth) (observed ~0.1); the wrong subject's truth is much further."""
-    _, fits, idatas = experiment
+    _, _fits, idatas = experiment
     errors = {}
-    for subject, w in SUBJECT_WEIGHTS.items():
+    for subject, _w in SUBJECT_WEIGHTS.items():
         estimate = idatas[subject].posterior["w_position"].mean(("chain", "draw")).values
         errors[subject] = {
             other: float(np.sqrt(np.mean((estimate - v / v.mean()) ** 2)))
@@ -80,7 +80,7 @@ def test_population_average_recovers_the_mapping(experiment):
 def test_compare_ranks_gum_over_glm(experiment):
     data, fits, idatas = experiment
     total_diff, total_var = 0.0, 0.0
-    for subject, g in fits.items():
+    for subject, _g in fits.items():
         rows = data["subject"] == subject
         subset = {k: v[rows] for k, v in data.items() if k != "subject"}
         glm = psychophysics_glm(subset).laplace(draws=600)
