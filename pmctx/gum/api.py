@@ -194,6 +194,7 @@ class GumModel:
         chains=2,
         seed=0,
         init_at_map=True,
+        laplace_metric=True,
         posterior_predictive=True,
         **kwargs,
     ) -> az.InferenceData:
@@ -201,12 +202,25 @@ class GumModel:
 
         Products of functions have secondary modes (see :func:`pmctx.gum.laplace.laplace_fit`);
         with ``init_at_map`` (default) every chain starts at the multi-start Laplace MAP.
+        With ``laplace_metric`` (default) NUTS uses the Laplace posterior covariance as its
+        dense mass matrix (only the step size is tuned), i.e. it samples in whitened
+        coordinates: on seed 002 section 3.1 at N=500 that takes 15 instead of ~127 leapfrog
+        steps per draw and triples the ESS per draw (``benchmarks/bench_gum.py``). It applies
+        when every free variable is in the Laplace vector (not with sampled lengthscales,
+        dispersions or random-effect sds) and no ``step`` is given.
         """
         kwargs.setdefault("progressbar", False)
-        kwargs.setdefault("target_accept", 0.9)
+        target_accept = kwargs.pop("target_accept", 0.9)
         if init_at_map and not self._free_dispersion():
             kwargs.setdefault("initvals", self.map_point())
             kwargs.setdefault("init", "adapt_diag")
+            if laplace_metric and "step" not in kwargs:
+                potential = self._laplace_potential()
+                if potential is not None:
+                    with self.model:
+                        kwargs["step"] = pm.NUTS(potential=potential, target_accept=target_accept)
+        if "step" not in kwargs:
+            kwargs["target_accept"] = target_accept
         with self.model:
             idata = pm.sample(
                 draws=draws,
@@ -219,6 +233,22 @@ class GumModel:
         if posterior_predictive:
             self.add_posterior_predictive(idata, seed=seed)
         return idata
+
+    def _laplace_potential(self):
+        """Dense NUTS metric from the Laplace covariance, in the model's variable order."""
+        from pymc.step_methods.hmc.quadpotential import QuadPotentialFull
+
+        result = self.laplace_result or self.fit_laplace()
+        d, order = self.design, []
+        for var in self.model.value_vars:
+            label = var.name.removesuffix("_z")
+            if not var.name.endswith("_z") or label not in d.slices:
+                return None  # a variable outside the Laplace vector (sampled hyperparameter)
+            order.extend(range(d.slices[label].start, d.slices[label].stop))
+        if sorted(order) != list(range(d.n_free)):
+            return None
+        index = np.asarray(order)
+        return QuadPotentialFull(result.cov[np.ix_(index, index)])
 
     def advi(
         self,
