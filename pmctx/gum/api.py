@@ -75,7 +75,12 @@ def _response(family: str, values, name: str) -> np.ndarray:
 def _regressor(values: np.ndarray, name: str, n: int, categorical: bool, allow_empty=False):
     labels = None
     if values.dtype.kind in "OUSb" and categorical:
-        labels, values = np.unique(values.astype(str), return_inverse=True)
+        # '' marks an absent position of a 2-D categorical (e.g. a nested w(p|g) column)
+        text = values.astype(str)
+        present = text != ""
+        labels, codes = np.unique(text[present], return_inverse=True)
+        values = np.full(text.shape, np.nan)
+        values[present] = codes
     arr = as_float_array(values, f"data[{name!r}]", allow_nan=np.ndim(values) == 2)
     if arr.ndim not in (1, 2) or arr.shape[0] != n:
         raise ValueError(
@@ -364,13 +369,13 @@ class GumModel:
                 text = values.astype(str)
                 codes = np.searchsorted(labels, text)
                 codes = np.clip(codes, 0, len(labels) - 1)
-                unseen = sorted(set(text[labels[codes] != text]))
+                unseen = sorted(set(text[(labels[codes] != text) & (text != "")]))
                 if unseen:
                     raise ValueError(
                         f"data[{column!r}] has level(s) {unseen[:5]} not seen in training "
                         f"(levels: {list(labels)}). Predict only at training levels."
                     )
-                values = codes.astype(float)
+                values = np.where(text == "", np.nan, codes.astype(float))
             prepared[column], _ = _regressor(values, column, n, False, allow_empty=True)
         return prepared, n
 
