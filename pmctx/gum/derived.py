@@ -1,6 +1,8 @@
 """Columns that formula operators build from the data: interactions and lags.
 
 * ``cat(a):cat(b)`` -- one level per observed pair of levels (``"a_level:b_level"``);
+* ``w(p|g)`` -- one level per pair (level of ``p``, level of ``g``), ``p`` may be 2-D
+  (positions; absent positions stay absent, written ``''``);
 * ``lag(x, lags=1:3)`` -- a (N x lags) matrix of past values ``x[t - lag]`` (NaN before the
   start, so those positions drop out) and the matching lag index, so that
   ``w(lag index) * [lagged x]`` is the temporal kernel ``sum_k w_k x[t - k]``.
@@ -13,6 +15,9 @@ Examples
 [[nan, nan], [1.0, nan], [2.0, 1.0]]
 >>> derive_column(("interaction", ("a", "b")), {"a": np.array([0, 1]), "b": ["u", "v"]}).tolist()
 ['0:u', '1:v']
+>>> p = np.array([[0.0, 1.0], [0.0, np.nan]])
+>>> derive_column(("nested", ("p", "g")), {"p": p, "g": np.array(["s1", "s2"])}).tolist()
+[['0|s1', '1|s1'], ['0|s2', '']]
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ __all__ = ["derive_column", "source_columns"]
 def source_columns(derive) -> tuple[str, ...]:
     """Data columns a derived column is built from."""
     kind, args = derive
-    return tuple(args) if kind == "interaction" else (args[0],)
+    return tuple(args) if kind in ("interaction", "nested") else (args[0],)
 
 
 def _lagged(x: np.ndarray, lags) -> np.ndarray:
@@ -53,6 +58,19 @@ def derive_column(derive, columns: dict) -> np.ndarray:
         for part in parts[1:]:
             out = np.char.add(np.char.add(out, ":"), part)
         return out
+    if kind == "nested":
+        inner, group = np.asarray(columns[args[0]]), np.asarray(columns[args[1]])
+        if group.ndim != 1 or group.shape[0] != inner.shape[0]:
+            raise ValueError(f"The group column {args[1]!r} of w({args[0]}|{args[1]}) must be 1-D.")
+        if inner.dtype.kind in "fc":
+            present = np.isfinite(inner)
+            text = np.char.mod("%g", np.where(present, inner, 0.0))
+        else:
+            present = np.ones(inner.shape, bool)
+            text = inner.astype(str)
+        group = group.astype(str).reshape(-1, *([1] * (inner.ndim - 1)))
+        pairs = np.char.add(np.char.add(text, "|"), np.broadcast_to(group, inner.shape))
+        return np.where(present, pairs, "")
     if kind == "lag":
         return _lagged(columns[args[0]], args[1])
     if kind == "lagindex":

@@ -14,6 +14,9 @@ Grammar (a Python expression on the right of ``~``):
 * ``1|g`` -- one intercept per level of ``g``, partially pooled (a random effect: the levels
   share a prior sd fitted by the evidence or sampled); ``x|g`` -- one slope of ``x`` per level,
   partially pooled;
+* ``w(p|g)`` -- one weight per level of ``p`` within each level of ``g``, partially pooled
+  (shared sd): ``(w(position) + w(position|subject)) * f(angle)`` is the hierarchical
+  psychophysics model, population weights plus subject deviations, in one ``pm.Model``;
 * ``cat(a):cat(b)`` -- one weight per observed pair of levels; ``cat(a)^cat(b)`` -- both main
   effects plus the interaction;
 * ``lag(x, lags=1:5)`` -- a temporal kernel ``sum_k w_k x[t - k]`` over the listed lags
@@ -39,6 +42,8 @@ Examples
 [[[('h_z', 1.0)]], [[('r_g', 1.0)]]]
 >>> show("y ~ x|g + cat(a):cat(b)")
 [[[('h_x', 1.0)], [('r_x_g', 1.0)]], [[('w_a_b', 1.0)]]]
+>>> show("y ~ (w(p) + w(p|s)) * f(a)")
+[[[('f_a', 1.0)], [('w_p', 1.0), ('w_p_s', 1.0)]]]
 >>> show("y ~ lag(x, lags=1:3)")
 [[[('h_x_lag', 1.0)], [('w_lag_x', 1.0)]]]
 """
@@ -210,7 +215,17 @@ def _term(node, formula: str):
                 "lag(...) or a column.",
             )
         if len(node.args) == 1 and isinstance(node.args[0], ast.BinOp):
-            raise _error(formula, f"{kind}(x|g) (one function per level) is not supported yet.")
+            if kind not in ("w", "cat") or not isinstance(node.args[0].op, ast.BitOr):
+                raise _error(formula, f"{kind}(x|g) (one GP per level) is not supported yet.")
+            inner = _column(node.args[0].left, formula, f"{kind}(p|g)")
+            group = _column(node.args[0].right, formula, f"{kind}(p|g)")
+            return Categorical(
+                f"{inner}|{group}",
+                name=f"w_{inner}_{group}",
+                random=True,
+                sd=1.0,
+                derive=("nested", (inner, group)),
+            )
         if len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
             raise _error(formula, f"{kind}(...) takes exactly one column name, then options.")
         options = {kw.arg: _value(kw.value, formula) for kw in node.keywords}

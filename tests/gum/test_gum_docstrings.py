@@ -17,6 +17,7 @@ MODULES = [
     "pmctx.gum.predict",
     "pmctx.gum.derived",
     "pmctx.gum.many",
+    "pmctx.gum.outputs",
     "pmctx.models.gum",
 ]
 

@@ -166,3 +166,33 @@ def test_negative_binomial(data):
         free.fit_laplace()
     with pytest.raises(ValueError, match="negative-binomial dispersion"):
         gum("y ~ f(x)", data, family="poisson", alpha=1.0)
+
+
+def test_nested_weights_hierarchical_psychophysics():
+    """(w(position) + w(position|subject)) * f(angle): population weights plus partially
+    pooled subject deviations, one shared f, in one pm.Model."""
+    from pmctx.gum.synthetic import psychophysics
+
+    data = psychophysics(40, min_length=3, max_length=3, seed=5)
+    data["subject"] = np.repeat(["s1", "s2"], 20)
+    g = gum(
+        "choice ~ (w(position) + w(position|subject)) * f(angle, max_points=6)",
+        data,
+        family="bernoulli",
+    )
+    assert g.constraints == {
+        "f_angle": "free",
+        "w_position": "mean-one",
+        "w_position_subject": "mean-zero",
+    }
+    assert list(g.labels["w_position_subject"]) == ["0|s1", "0|s2", "1|s1", "1|s2", "2|s1", "2|s2"]
+    position = data["position"].astype(int)
+    pair = position * 2 + (data["subject"] == "s2")[:, None]
+    grid = g.design.functions["f_angle"].support
+    W = np.stack([np.interp(data["angle"], grid, np.eye(6)[k]) for k in range(6)], axis=-1)
+    with pm.Model() as hand:
+        f = _gp(g, "f_angle")
+        w = _gp(g, "w_position")[position] + _random_effect(g, "w_position_subject")[pair]
+        rho = (w * pt.tensordot(pt.as_tensor(W), f, 1)).sum(axis=1) + _intercept()
+        pm.Bernoulli("choice", logit_p=rho, observed=data["choice"])
+    _same_logp(g, hand, laplace=False)

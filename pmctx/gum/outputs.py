@@ -1,0 +1,145 @@
+"""The toolbox's outputs for a fitted GUM: function bands, design matrix, binned data vs
+prediction, explained variance, and a model comparison table (PSIS-LOO plus Laplace evidence).
+
+Examples
+--------
+>>> import numpy as np
+>>> from pmctx.gum import gum
+>>> from pmctx.gum.outputs import binned_fit, explained_variance, function_bands
+>>> rng = np.random.default_rng(0)
+>>> data = {"x": rng.uniform(0, 2, 150)}
+>>> data["y"] = rng.poisson(np.exp(np.sin(2 * data["x"])))
+>>> g = gum("y ~ f(x, max_points=10)", data, family="poisson")
+>>> idata = g.laplace(draws=300)
+>>> list(function_bands(g, idata)["f_x"].columns)
+['x', 'mean', 'sd', 'lower', 'upper']
+>>> list(binned_fit(g, idata, "x", bins=5).columns)
+['x', 'observed', 'predicted', 'lower', 'upper', 'count']
+>>> bool(0 < explained_variance(g, idata)["r2"] < 1)
+True
+"""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+import pandas as pd
+
+from pmctx.gum.basis import quantile_bins
+from pmctx.validation import check_int
+
+__all__ = [
+    "binned_fit",
+    "comparison_table",
+    "design_matrix",
+    "explained_variance",
+    "function_bands",
+]
+
+
+def function_bands(gum_model, idata, *, x: dict | None = None, hdi_prob=0.94) -> dict:
+    """``{function: DataFrame(x, mean, sd, lower, upper)}`` for every term.
+
+    On each function's support by default; ``x={"f_angle": grid}`` evaluates a function
+    exactly at other inputs (GP conditional, see :mod:`pmctx.gum.predict`).
+    """
+    out = {}
+    tail = (1.0 - hdi_prob) / 2.0
+    for name in gum_model.function_names:
+        if x is None or name not in x:
+            out[name] = gum_model.function_summary(idata, name, hdi_prob=hdi_prob)
+            continue
+        grid = np.asarray(x[name], dtype=float)
+        values = gum_model.function_values(name, grid, idata).reshape(-1, grid.size)
+        out[name] = pd.DataFrame(
+            {
+                "x": grid,
+                "mean": values.mean(0),
+                "sd": values.std(0),
+                "lower": np.quantile(values, tail, axis=0),
+                "upper": np.quantile(values, 1 - tail, axis=0),
+            }
+        )
+    return out
+
+
+def design_matrix(gum_model) -> pd.DataFrame:
+    """Every function's basis at the data, summed over positions: one column per parameter
+    (``f_x[0.25]`` a GP's support point, ``w_g[level]`` a weight, ``b_x`` a slope), plus the
+    values of fixed terms. In a product each column multiplies the other factors' values."""
+    d = gum_model.design
+    columns = {}
+    for block in d.blocks:
+        for factor in block:
+            for use in factor:
+                if use.basis is None:
+                    columns[use.name] = columns.get(use.name, 0) + use.fixed_values.sum(1)
+                    continue
+                fn = d.functions[use.name]
+                labels = gum_model.labels.get(use.name, fn.support)
+                summed = use.basis.sum(axis=1)
+                for k, label in enumerate(labels):
+                    key = use.name if summed.shape[1] == 1 else f"{use.name}[{label}]"
+                    columns[key] = columns.get(key, 0) + summed[:, k]
+    return pd.DataFrame(columns)
+
+
+def binned_fit(gum_model, idata, column: str, *, bins=10, hdi_prob=0.94) -> pd.DataFrame:
+    """Observed mean response against the posterior mean prediction in quantile bins of
+    regressor ``column`` (1-D), with a band of the predicted bin mean."""
+    bins = check_int(bins, "bins", minimum=2)
+    x = np.asarray(gum_model._training_columns[column], dtype=float)
+    if x.shape[1] != 1:
+        raise ValueError(f"binned_fit needs a 1-D regressor; {column!r} has {x.shape[1]} columns.")
+    x = x[:, 0]
+    edges, centres = quantile_bins(x, bins)
+    index = np.searchsorted(edges, x, side="right")
+    mean = gum_model.predict(gum_model._training_columns, idata, kind="mean").values
+    mean = mean.reshape(-1, x.size)
+    y = gum_model.design.y
+    tail = (1.0 - hdi_prob) / 2.0
+    rows = []
+    for k, centre in enumerate(centres):
+        sel = index == k
+        per_draw = mean[:, sel].mean(axis=1)
+        rows.append(
+            {
+                "x": centre,
+                "observed": y[sel].mean(),
+                "predicted": per_draw.mean(),
+                "lower": np.quantile(per_draw, tail),
+                "upper": np.quantile(per_draw, 1 - tail),
+                "count": int(sel.sum()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def explained_variance(gum_model, idata) -> pd.Series:
+    """Bayesian R^2 (``az.r2_score`` of the mean response draws) and the fraction of the
+    response variance explained by the posterior mean prediction."""
+    mean = gum_model.predict(gum_model._training_columns, idata, kind="mean").values
+    mean = mean.reshape(-1, gum_model.design.n_obs)
+    y = gum_model.design.y
+    r2 = az.r2_score(y, mean)
+    resid = y - mean.mean(axis=0)
+    return pd.Series(
+        {
+            "r2": float(r2["r2"]),
+            "r2_sd": float(r2["r2_std"]),
+            "variance_explained": float(1.0 - resid.var() / y.var()),
+        }
+    )
+
+
+def comparison_table(fits: dict, **kwargs) -> pd.DataFrame:
+    """``az.compare`` of ``{name: (GumModel, InferenceData)}`` plus each model's Laplace log
+    evidence (NaN for models without a Laplace fit) and its difference to the best."""
+    table = az.compare({name: idata for name, (_, idata) in fits.items()}, **kwargs)
+    evidence = {
+        name: (g.laplace_result.log_evidence if g.laplace_result is not None else np.nan)
+        for name, (g, _) in fits.items()
+    }
+    table["log_evidence"] = pd.Series(evidence)
+    table["log_evidence_diff"] = np.nanmax(table["log_evidence"]) - table["log_evidence"]
+    return table
