@@ -26,13 +26,9 @@ UNITS = {f"u{i}": {"y": np.linspace(-1, 1, 5) + i, "name": f"u{i}"} for i in ran
 
 @pytest.fixture(scope="module")
 def client():
-    import dask
-
     from pmctx.batch import connect
 
-    # A task is declared lost after it took down 2 workers (default 3): a shorter crash test.
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
-        client = connect(workers=2)
+    client = connect(workers=2)
     yield client
     cluster = client.cluster
     client.close()
@@ -88,23 +84,27 @@ def test_unit_that_kills_its_worker_every_time_is_an_error(client, tmp_path):
 
 
 @pytest.mark.slow
-def test_worker_killed_mid_run_every_unit_ends_exactly_once(client, tmp_path):
+def test_worker_killed_mid_run_every_unit_ends_exactly_once(tmp_path):
+    from pmctx.batch import connect
+
     units = {f"k{i}": {"y": [float(i)], "name": f"k{i}"} for i in range(8)}
-    pids = set(client.run(os.getpid).values())
-    victim = sorted(pids)[0]
-    killed = threading.Event()
+    with connect(workers=2) as client:  # its own cluster: the test kills one of its workers
+        pids = set(client.run(os.getpid).values())
+        victim = sorted(pids)[0]
+        killed = threading.Event()
 
-    def kill_after_first_result():
-        deadline = time.time() + 60
-        while time.time() < deadline and not list((tmp_path / "units").glob("*.json")):
-            time.sleep(0.05)
-        os.kill(victim, signal.SIGKILL)  # a worker process this test's cluster started
-        killed.set()
+        def kill_after_first_result():
+            deadline = time.time() + 60
+            while time.time() < deadline and not list((tmp_path / "units").glob("*.json")):
+                time.sleep(0.05)
+            os.kill(victim, signal.SIGKILL)  # a worker process this test's cluster started
+            killed.set()
 
-    killer = threading.Thread(target=kill_after_first_result, daemon=True)
-    killer.start()
-    table = run_batch(normal_mean_fit, units, tmp_path, client=client, options={"delay": 0.4})
-    killer.join()
+        killer = threading.Thread(target=kill_after_first_result, daemon=True)
+        killer.start()
+        table = run_batch(normal_mean_fit, units, tmp_path, client=client, options={"delay": 0.4})
+        killer.join()
+        client.cluster.close()
     assert killed.is_set()
     assert sorted(table["unit"]) == sorted(units)  # every unit exactly once
     assert table["unit"].is_unique and (table["status"] == "ok").all()
