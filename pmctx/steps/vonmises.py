@@ -67,7 +67,9 @@ class _VonMisesMapStep(PmctxStep):
         # Parameters that depend on free variables (e.g. a prior on kappa_obs) are read from
         # the point: random variables in their graphs are replaced by their values.
         outputs = model.replace_rvs_by_values([model[name] for name in computed])
-        self._compute = self.compile_fn(outputs) if computed else None
+        self._compute = (
+            self.compile_fn(outputs, inputs=list(model.value_vars)) if computed else None
+        )
 
     def _parameters(self, point) -> dict:
         values = {name: var.get_value() for name, var in self._shared.items()}
