@@ -2,12 +2,12 @@
 
 Each sampler runs from a *default call* on ``g.model`` (4 chains, its default tuning), which
 starts at the Laplace mode that :mod:`pmctx.gum.init` stores as the model's initial values.
-``seconds_per_sweep`` is the wall time per draw (tuning, compilation and the Laplace start
-included: what a user waits for), ``ess_per_s`` the smallest bulk ESS over the function
-values and intercept per second of that wall time; ``notes`` has the largest R-hat. The
-baseline is PyMC's NUTS measured in the same run. A back end that is not installed
-(``pip install pmctx[nutpie]`` / ``pmctx[jax]``) is reported as skipped. Set
-``PMCTX_BENCH_JAX_PLATFORM=gpu`` to run the numpyro row on a GPU.
+``seconds_per_sweep`` is the wall time per iteration (tuning and draws of all chains;
+compilation and the Laplace start included: what a user waits for); ``ess_per_s`` is the
+smallest bulk ESS over the function values and intercept per second of that wall time;
+``notes`` has the largest R-hat. The baseline is PyMC's NUTS measured in the same run. A
+back end that is not installed (``pip install pmctx[nutpie]`` / ``pmctx[jax]``) is reported
+as skipped. Set ``PMCTX_BENCH_JAX_PLATFORM=gpu`` to run the numpyro row on a GPU.
 """
 
 from __future__ import annotations

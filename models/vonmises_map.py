@@ -30,12 +30,12 @@ from pymc.distributions import transforms
 
 from pmctx import PmctxWarning
 from pmctx.io import save_figure, save_idata, write_summary
+from pmctx.steps.registration import tag_block
 from pmctx.steps.vonmises import (
     AugmentedVonMisesGibbs,
     ColumnFFBSVonMises,
     PointwiseVonMisesGibbs,
 )
-from pmctx.steps.registration import tag_block
 from pmctx.validation import (
     as_angle_array,
     as_binary_array,

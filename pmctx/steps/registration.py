@@ -41,7 +41,14 @@ from dataclasses import dataclass
 
 import pymc as pm
 
-__all__ = ["BlockTag", "assigned_steps", "block_tag", "block_variables", "register_step", "tag_block"]
+__all__ = [
+    "BlockTag",
+    "assigned_steps",
+    "block_tag",
+    "block_variables",
+    "register_step",
+    "tag_block",
+]
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
+from pmctx.models import crp_conditioning, ibp, vonmises_map
 from scipy.special import betaln, gammaln, i0e, logsumexp
 from scipy.stats import gamma, halfnorm
 
-from pmctx.models import crp_conditioning, ibp, vonmises_map
 from pmctx.steps.registration import assigned_steps
 
 pytestmark = pytest.mark.slow
@@ -44,7 +44,9 @@ def _crp_exact(grid):
     """E[alpha | F] and P(n_occupied = k | F) by enumerating z and quadrature over alpha."""
     prior = gamma(a=2.0, scale=0.5).logpdf(grid)
     n_trials = F_CRP.shape[0]
-    zs = np.array(np.meshgrid(*[np.arange(K_CRP)] * n_trials, indexing="ij")).reshape(n_trials, -1).T
+    zs = (
+        np.array(np.meshgrid(*[np.arange(K_CRP)] * n_trials, indexing="ij")).reshape(n_trials, -1).T
+    )
     logp = np.empty((len(zs), len(grid)))
     for i, z in enumerate(zs):
         n_k = np.bincount(z, minlength=K_CRP)
@@ -86,7 +88,9 @@ def _vonmises_exact(n_angle=40, n_kappa=160):
     phases = 2.0 * np.pi * np.arange(RANK + 1) / (RANK + 1)
 
     def log_psi(a, b):
-        return logsumexp(KAPPA * (np.cos(a[..., None] - phases) + np.cos(b[..., None] - phases)), -1)
+        return logsumexp(
+            KAPPA * (np.cos(a[..., None] - phases) + np.cos(b[..., None] - phases)), -1
+        )
 
     o1, o2, o3 = np.meshgrid(o, o, o, indexing="ij")
     log_mrf = log_psi(o1, o2) + log_psi(o2, o3)
