@@ -32,7 +32,7 @@ Examples
 >>> from pmctx.models.crp_conditioning import build_model
 >>> model = build_model([[1, 0], [1, 0], [0, 1]], max_causes=3)
 >>> assigned_steps(model)
-{'CRPCollapsedGibbs': ['z', 'weights', 'theta']}
+{'CRPCollapsedGibbs': ['weights', 'theta', 'z']}
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import pymc as pm
 import pytest
 from pmctx.models import crp_conditioning, ibp, vonmises_map
 from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
-from pymc.step_methods.compound import Competence
+from pymc.step_methods.compound import Competence, CompoundStep
 
 from pmctx.steps.base import PmctxStep
 from pmctx.steps.crp_gibbs import CRPCollapsedGibbs
@@ -169,3 +169,25 @@ def test_alpha_step_is_assigned_only_with_its_prior():
     assert "IBPAlphaGibbs" not in assigned_steps(_ibp())
     assert IBPAlphaGibbs.competence(_ibp(alpha="prior")["alpha"], True) == Competence.IDEAL
     assert AugmentedVonMisesGibbs.competence(_ibp()["Z"], False) == Competence.INCOMPATIBLE
+
+
+def test_partial_block_left_by_an_explicit_step_goes_to_pymc():
+    """A user who samples part of a block (here pi) with their own step gets PyMC's own steps
+    for the rest of it: the pmctx step cannot update an incomplete block."""
+    model = _ibp()
+    with model:
+        mine = pm.Slice([model["pi"]])
+        provided, selected = assign_step_methods(model, [mine], methods=pm.STEP_METHODS)
+        assert [cls.__name__ for cls in selected] == ["IBPGibbs"]
+        steps = instantiate_steppers(model, provided, selected, initial_point=model.initial_point())
+    inner = steps[1]
+    assert isinstance(inner, CompoundStep)
+    names = {type(m).__name__: sorted(v.name for v in m.vars) for m in inner.methods}
+    assert names == {"BinaryGibbsMetropolis": ["Y", "Z"], "NUTS": ["A"]}
+
+
+@pytest.mark.parametrize("name", ["pmctx.steps.registration", "pmctx.gum.init"])
+def test_docstring_examples(name):
+    from pmctx.testing import assert_docstring_examples
+
+    assert_docstring_examples(name)
