@@ -29,14 +29,16 @@ __all__ = ["laplace_initvals", "set_laplace_initvals"]
 def laplace_initvals(gum_model) -> dict | None:
     """``{value name: array}`` at the Laplace mode, or None when Laplace does not apply.
 
-    Gaussian responses with a sampled noise sd have no fixed-noise Laplace fit; their
-    model keeps PyMC's default start (their likelihood has no product-sign ambiguity in
-    the noise, and the other coordinates start at zero as usual).
+    Gaussian responses with a sampled noise sd have no fixed-noise Laplace fit, and a
+    Newton search that fails leaves no usable mode; such models keep PyMC's default start.
     """
     design = gum_model.design
     if design.family == "gaussian" and design.noise_sd is None:
         return None
-    result = gum_model.laplace_result or gum_model.fit_laplace()
+    try:
+        result = gum_model.laplace_result or gum_model.fit_laplace()
+    except (ValueError, np.linalg.LinAlgError, FloatingPointError):
+        return None  # no usable mode: the sampler keeps PyMC's default start
     if not np.all(np.isfinite(result.u_map)):
         return None
     return gum_model.map_point(result.u_map)
