@@ -175,15 +175,8 @@ def build_model(
         pm.Data("obs_mask", mask, dims=("row", "col"))
         prior_mean_d = pm.Data("prior_mean", prior_mean, dims=("row", "col"))
         prior_kappa_d = pm.Data("prior_kappa", prior_kappa)
-        # Start at the data (0 where missing): plain pm.sample() then needs far less burn-in
-        # than from o = 0 everywhere.
         o = pm.Uniform(
-            "o",
-            -np.pi,
-            np.pi,
-            dims=("row", "col"),
-            default_transform=transforms.circular,
-            initval=wrap_angle(z_filled),
+            "o", -np.pi, np.pi, dims=("row", "col"), default_transform=transforms.circular
         )
 
         def log_psi(a, b):

@@ -28,7 +28,6 @@ from pmctx.gum.constraints import resolve_constraints
 from pmctx.gum.design import build_design, offset_name
 from pmctx.gum.families import FAMILIES, loglik
 from pmctx.gum.formula import parse_formula
-from pmctx.gum.init import set_laplace_initvals
 from pmctx.gum.laplace import LaplaceResult, laplace_fit
 from pmctx.gum.terms import Categorical, Term, normalize
 from pmctx.io import add_log_likelihood, to_inference_data
@@ -102,9 +101,6 @@ class GumModel:
             self._model = build_pymc_model(
                 self.design, lengthscale_prior_sigma=self.lengthscale_prior_sigma
             )
-            # Start every sampler at the Laplace mode, away from the spurious modes of
-            # products of functions (pmctx.gum.init).
-            set_laplace_initvals(self, self._model)
         return self._model
 
     @property
