@@ -90,6 +90,13 @@ def _hyper_prior(name):
     return pm.Beta(name, a, b)
 
 
+def _hyper_variable(name, value):
+    if isinstance(value, pt.Variable):
+        # IBPGibbs reads hyperparameters by name from the current point.
+        return value if value.name == name else pm.Deterministic(name, value)
+    return _hyper_prior(name) if value == "prior" else pm.Data(name, value)
+
+
 def validate_inputs(F, X, K_max, hyper):
     """Check data and hyperparameters at the public boundary; returns cleaned copies."""
     if F is None and X is None:
@@ -101,7 +108,9 @@ def validate_inputs(F, X, K_max, hyper):
     K_max = check_int(K_max, "K_max", minimum=1)
     clean = {}
     for name, value in hyper.items():
-        if isinstance(value, str):
+        if isinstance(value, pt.Variable):  # a user's own prior or expression: used as is
+            clean[name] = value
+        elif isinstance(value, str):
             if value != "prior":
                 raise ValueError(f"{name} must be a number or 'prior'; got {value!r}.")
             clean[name] = value
@@ -127,7 +136,10 @@ def build_model(F=None, X=None, *, K_max: int = 10, reconstructions: bool = True
         Add ``F_hat = Z A`` and ``X_prob = P(X = 1)`` deterministics (N x D, N x T per draw).
     **hyper
         ``alpha, sigma_n, sigma_A, phi, lam, eps``: a number fixes the hyperparameter
-        (defaults in ``DEFAULT_HYPER``), ``"prior"`` gives it a weakly informative prior.
+        (defaults in ``DEFAULT_HYPER``), ``"prior"`` gives it a weakly informative prior,
+        a pytensor variable (e.g. a prior the user declared in an enclosing ``pm.Model``)
+        is used as it is; PyMC's own steps sample such variables and ``IBPGibbs`` reads
+        their current values.
 
     Returns
     -------
@@ -158,10 +170,7 @@ def build_model(F=None, X=None, *, K_max: int = 10, reconstructions: bool = True
     if X is not None:
         coords["pixel"] = np.arange(X.shape[1])
     with pm.Model(coords=coords) as model:
-        h = {
-            name: _hyper_prior(name) if value == "prior" else pm.Data(name, value)
-            for name, value in hyper.items()
-        }
+        h = {name: _hyper_variable(name, value) for name, value in hyper.items()}
         pi = pm.Beta("pi", alpha=h["alpha"] / K_max, beta=1.0, dims="feature")
         Z = pm.Bernoulli("Z", p=pi, dims=("trial", "feature"))
         pm.Deterministic("n_active", pt.sum(pt.max(Z, axis=0)))

@@ -37,13 +37,13 @@ from pmctx.sampling import (
     resolve_seed,
     run_sampler,
 )
+from pmctx.steps.registration import tag_block
 from pmctx.steps.vonmises import (
     AugmentedVonMisesGibbs,
     ColumnFFBSVonMises,
     KappaObsSlice,
     PointwiseVonMisesGibbs,
 )
-from pmctx.steps.registration import tag_block
 from pmctx.validation import (
     as_angle_array,
     as_binary_array,

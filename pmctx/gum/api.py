@@ -30,7 +30,6 @@ from pmctx.gum.derived import derive_column
 from pmctx.gum.design import build_design, offset_name
 from pmctx.gum.families import DISPERSION, FAMILIES
 from pmctx.gum.formula import parse_formula
-from pmctx.gum.init import set_laplace_initvals
 from pmctx.gum.laplace import LaplaceResult, laplace_fit
 from pmctx.gum.many import GumCollection, split_rows
 from pmctx.gum.predict import (
@@ -145,9 +144,6 @@ class GumModel:
             self._model = build_pymc_model(
                 self.design, lengthscale_prior_sigma=self.lengthscale_prior_sigma
             )
-            # Start every sampler at the Laplace mode, away from the spurious modes of
-            # products of functions (pmctx.gum.init).
-            set_laplace_initvals(self, self._model)
         return self._model
 
     def _free_dispersion(self) -> bool:

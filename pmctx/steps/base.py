@@ -17,7 +17,7 @@ from typing import ClassVar
 import pymc as pm
 from pymc.step_methods.compound import BlockedStep, Competence
 
-from pmctx.steps.registration import block_tag, register_step
+from pmctx.steps.registration import block_tag, block_variables, register_step
 from pmctx.validation import as_rng
 
 # Keyword arguments pm.sample's instantiate_steppers passes to every automatically assigned
@@ -61,6 +61,17 @@ class PmctxStep(BlockedStep):
     #: Block of tagged variables this step claims in ``pm.sample``'s automatic assignment
     #: (None: the step is only used when passed explicitly).
     owns_block: ClassVar[str | None] = None
+
+    def __new__(cls, *args, **kwargs):
+        # pm.sample's automatic assignment passes initial_point. If the user gave part of this
+        # step's block to another step explicitly, the rest is not a block this step can
+        # update: hand those variables to PyMC's own steps instead of failing.
+        if cls.owns_block is not None and "initial_point" in kwargs:
+            model = pm.modelcontext(kwargs.get("model"))
+            vars = kwargs["vars"] if "vars" in kwargs else (args[0] if args else None)
+            if vars is not None and not _complete_block(model, cls.owns_block, vars):
+                return _pymc_steps(model, vars, kwargs)
+        return super().__new__(cls, *args, **kwargs)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -115,6 +126,46 @@ def _accept_sampler_kwargs(init):
 
     wrapped._pmctx_sampler_kwargs = True
     return wrapped
+
+
+def _complete_block(model, block, vars) -> bool:
+    """Whether ``vars`` hold every free variable of ``block``."""
+    values = {model.rvs_to_values.get(v, v) for v in vars}
+    free = set(model.free_RVs)
+    needed = {
+        model.rvs_to_values[rv] for rv in block_variables(model, block).values() if rv in free
+    }
+    return needed <= values
+
+
+def _pymc_steps(model, vars, kwargs):
+    """PyMC's own automatic choice of steps for ``vars`` (pmctx steps excluded)."""
+    from pymc.sampling.mcmc import instantiate_steppers
+    from pymc.step_methods.compound import CompoundStep
+    from pymc.vartypes import discrete_types
+    from pytensor.gradient import NullTypeGradError, grad
+
+    methods = [m for m in pm.STEP_METHODS if not issubclass(m, PmctxStep)]
+    logp = model.logp()
+    selected = {}
+    for var in (model.rvs_to_values.get(v, v) for v in vars):
+        has_grad = var.dtype not in discrete_types
+        if has_grad:
+            try:
+                grad(logp, var)
+            except (NotImplementedError, NullTypeGradError):  # as PyMC decides
+                has_grad = False
+        rv = model.values_to_rvs[var]
+        best = max(methods, key=lambda m: m._competence(rv, has_grad))
+        selected.setdefault(best, []).append(var)
+    steps = instantiate_steppers(
+        model,
+        [],
+        selected,
+        initial_point=kwargs.get("initial_point"),
+        compile_kwargs=kwargs.get("compile_kwargs"),
+    )
+    return CompoundStep(steps) if isinstance(steps, list) else steps
 
 
 PmctxStep.__init__ = _accept_sampler_kwargs(PmctxStep.__init__)

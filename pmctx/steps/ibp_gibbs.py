@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 from pymc.logprob.transforms import LogOddsTransform
+from pytensor.graph.traversal import ancestors
 
 from pmctx.ibp.conditionals import sample_pi_logit
 from pmctx.ibp.hyper import (
@@ -155,9 +156,8 @@ class IBPGibbs(PmctxStep):
         hyper = model.replace_rvs_by_values([model[h] for h in HYPER_NAMES])
         self._hyper_fn = self.compile_fn(hyper, inputs=list(model.value_vars))
         # Fixed hyperparameters are read once; ones with priors are read from every point.
-        free = [
-            h for h in HYPER_NAMES if model[h] in model.free_RVs or model[h] in model.deterministics
-        ]
+        values = set(model.value_vars)
+        free = [v for v in ancestors(hyper) if v in values]
         self._fixed_hyper = None
         if not free:
             self._fixed_hyper = IBPHyper(*(float(v) for v in self._hyper_fn(model.initial_point())))

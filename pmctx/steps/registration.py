@@ -32,7 +32,7 @@ Examples
 >>> from pmctx.models.crp_conditioning import build_model
 >>> model = build_model([[1, 0], [1, 0], [0, 1]], max_causes=3)
 >>> assigned_steps(model)
-{'CRPCollapsedGibbs': ['z', 'weights', 'theta']}
+{'CRPCollapsedGibbs': ['weights', 'theta', 'z']}
 """
 
 from __future__ import annotations
@@ -41,7 +41,14 @@ from dataclasses import dataclass
 
 import pymc as pm
 
-__all__ = ["BlockTag", "assigned_steps", "block_tag", "block_variables", "register_step", "tag_block"]
+__all__ = [
+    "BlockTag",
+    "assigned_steps",
+    "block_tag",
+    "block_variables",
+    "register_step",
+    "tag_block",
+]
 
 
 @dataclass(frozen=True)

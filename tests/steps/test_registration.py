@@ -4,10 +4,10 @@ import cloudpickle
 import numpy as np
 import pymc as pm
 import pytest
+from pmctx.models import crp_conditioning, ibp, vonmises_map
 from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
 from pymc.step_methods.compound import Competence, CompoundStep
 
-from pmctx.models import crp_conditioning, ibp, vonmises_map
 from pmctx.steps.base import PmctxStep
 from pmctx.steps.crp_gibbs import CRPCollapsedGibbs
 from pmctx.steps.ibp_gibbs import IBPAlphaGibbs, IBPGibbs
@@ -80,6 +80,7 @@ def test_tags_mark_blocks_not_names():
     assert PointwiseVonMisesGibbs.competence(_vonmises()["o"], True) == Competence.INCOMPATIBLE
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("build", [_ibp, _crp, _vonmises], ids=["ibp", "crp", "vonmises"])
 def test_plain_sample_runs_and_pickles(build):
     model = build()
@@ -100,6 +101,7 @@ def test_plain_sample_runs_and_pickles(build):
     assert any(name in idata.sample_stats for name in expected.values())
 
 
+@pytest.mark.slow
 def test_explicit_steps_keep_their_variables():
     model = _ibp(alpha="prior")
     with model:
@@ -165,5 +167,27 @@ def test_plain_sample_with_several_cores():
 
 def test_alpha_step_is_assigned_only_with_its_prior():
     assert "IBPAlphaGibbs" not in assigned_steps(_ibp())
-    assert isinstance(IBPAlphaGibbs.competence(_ibp(alpha="prior")["alpha"], True), Competence)
-    assert not isinstance(AugmentedVonMisesGibbs, CompoundStep)
+    assert IBPAlphaGibbs.competence(_ibp(alpha="prior")["alpha"], True) == Competence.IDEAL
+    assert AugmentedVonMisesGibbs.competence(_ibp()["Z"], False) == Competence.INCOMPATIBLE
+
+
+def test_partial_block_left_by_an_explicit_step_goes_to_pymc():
+    """A user who samples part of a block (here pi) with their own step gets PyMC's own steps
+    for the rest of it: the pmctx step cannot update an incomplete block."""
+    model = _ibp()
+    with model:
+        mine = pm.Slice([model["pi"]])
+        provided, selected = assign_step_methods(model, [mine], methods=pm.STEP_METHODS)
+        assert [cls.__name__ for cls in selected] == ["IBPGibbs"]
+        steps = instantiate_steppers(model, provided, selected, initial_point=model.initial_point())
+    inner = steps[1]
+    assert isinstance(inner, CompoundStep)
+    names = {type(m).__name__: sorted(v.name for v in m.vars) for m in inner.methods}
+    assert names == {"BinaryGibbsMetropolis": ["Y", "Z"], "NUTS": ["A"]}
+
+
+@pytest.mark.parametrize("name", ["pmctx.steps.registration", "pmctx.gum.init"])
+def test_docstring_examples(name):
+    from pmctx.testing import assert_docstring_examples
+
+    assert_docstring_examples(name)
