@@ -121,54 +121,76 @@ def pmctx_reconstruct(z, observed, rng, *, rank: int = 5, kappas=(1.0, 2.0, 4.0,
     return np.asarray(draws), {"kappa": kappa, "kappa_obs": k_obs}
 
 
-def run(quick: bool = False) -> list[dict]:
-    missing_levels = (0.1, 0.4, 0.7) if quick else (0.1, 0.3, 0.5, 0.7)
-    noise_levels = (2.0,) if quick else (1.0, 2.0, 5.0)
+def _plan(quick: bool):
+    if quick:
+        return [
+            ("vonmises-prior", missing, kappa_obs)
+            for kappa_obs in (1.0, 4.0)
+            for missing in (0.1, 0.4, 0.7)
+        ] + [("bandpass", missing, 2.0) for missing in (0.1, 0.4, 0.7)]
+    return [
+        (generator, missing, kappa_obs)
+        for generator in GENERATORS
+        for kappa_obs in (1.0, 2.0, 5.0)
+        for missing in (0.1, 0.3, 0.5, 0.7)
+    ]
+
+
+def run(quick: bool = False, *, verbose: bool = False) -> list[dict]:
     reps = 1 if quick else 2
     rows = []
-    for generator, make in GENERATORS.items():
-        for missing in missing_levels:
-            for kappa_obs in noise_levels:
-                scores = {"pmctx": [], "gp": []}
-                seconds = {"pmctx": 0.0, "gp": 0.0}
-                for rep in range(reps):
-                    rng = np.random.default_rng(1000 * rep + int(100 * missing) + int(kappa_obs))
-                    truth = make(SIZE, rng)
-                    z = wrap_angle(rng.vonmises(truth, kappa_obs))
-                    observed = rng.random(truth.shape) >= missing
-                    for method, fn in (("pmctx", pmctx_reconstruct), ("gp", gp_reconstruct)):
-                        begin = time.perf_counter()
-                        draws, _ = fn(z, observed, np.random.default_rng(rep))
-                        seconds[method] += time.perf_counter() - begin
-                        mean, covered = _interval_stats(draws, truth[~observed])
-                        error = 0.5 * np.degrees(np.abs(wrap_angle(mean - truth[~observed])))
-                        scores[method].append((error, covered))
-                for method in ("pmctx", "gp"):
-                    errors = np.concatenate([e for e, _ in scores[method]])
-                    covered = np.concatenate([c for _, c in scores[method]])
-                    rows.append(
-                        {
-                            "benchmark": "vonmises_gp",
-                            "variant": method,
-                            "size": f"{SIZE}x{SIZE} {generator}",
-                            "missing": missing,
-                            "kappa_obs": kappa_obs,
-                            "error_deg": float(errors.mean()),
-                            "coverage90": float(covered.mean()),
-                            "seconds": seconds[method] / reps,
-                            "baseline": "gp",
-                            "notes": f"{reps} map(s), {errors.size} missing pixels scored",
-                        }
-                    )
+    for generator, missing, kappa_obs in _plan(quick):
+        make = GENERATORS[generator]
+        scores = {"pmctx": [], "gp": []}
+        seconds = {"pmctx": 0.0, "gp": 0.0}
+        for rep in range(reps):
+            rng = np.random.default_rng(1000 * rep + int(100 * missing) + int(kappa_obs))
+            truth = make(SIZE, rng)
+            z = wrap_angle(rng.vonmises(truth, kappa_obs))
+            observed = rng.random(truth.shape) >= missing
+            for method, fn in (("pmctx", pmctx_reconstruct), ("gp", gp_reconstruct)):
+                begin = time.perf_counter()
+                draws, _ = fn(z, observed, np.random.default_rng(rep))
+                seconds[method] += time.perf_counter() - begin
+                mean, covered = _interval_stats(draws, truth[~observed])
+                error = 0.5 * np.degrees(np.abs(wrap_angle(mean - truth[~observed])))
+                scores[method].append((error, covered))
+        for method in ("pmctx", "gp"):
+            errors = np.concatenate([e for e, _ in scores[method]])
+            covered = np.concatenate([c for _, c in scores[method]])
+            rows.append(
+                {
+                    "benchmark": "vonmises_gp",
+                    "variant": method,
+                    "size": f"{SIZE}x{SIZE} {generator}",
+                    "missing": missing,
+                    "kappa_obs": kappa_obs,
+                    "error_deg": float(errors.mean()),
+                    "coverage90": float(covered.mean()),
+                    "seconds": seconds[method] / reps,
+                    "baseline": "gp",
+                    "notes": f"{reps} map(s), {errors.size} missing pixels scored",
+                }
+            )
+            if verbose:
+                _print_row(rows[-1])
     return rows
 
 
+def _print_row(row):
+    print(
+        f"{row['size']:>26} miss={row['missing']:.1f} kobs={row['kappa_obs']:.0f} "
+        f"{row['variant']:>6}: err {row['error_deg']:5.1f} deg, cov90 {row['coverage90']:.2f}, "
+        f"{row['seconds']:.1f} s",
+        flush=True,
+    )
+
+
 if __name__ == "__main__":  # pragma: no cover
+    import json
     import sys
 
-    for row in run(quick="--quick" in sys.argv):
-        print(
-            f"{row['size']:>26} miss={row['missing']:.1f} kobs={row['kappa_obs']:.0f} "
-            f"{row['variant']:>6}: err {row['error_deg']:5.1f} deg, cov90 {row['coverage90']:.2f}, "
-            f"{row['seconds']:.1f} s"
-        )
+    result = run(quick="--quick" in sys.argv, verbose=True)
+    if len(sys.argv) > 2:
+        with open(sys.argv[2], "w") as handle:
+            json.dump(result, handle, indent=1)
