@@ -13,9 +13,10 @@ chosen by held-out-pixel cross-validation over {1, 2, 4, 8} at rank 5 (3 folds, 
 fit), then 300 sweeps (100 burn-in) at the chosen ``kappa``.
 
 ``--quick`` runs 9 conditions on one map each (several minutes: every pmctx fit includes
-its 12-fit cross-validation). Both methods are scored at the missing pixels: the mean absolute orientation error (degrees,
-of the posterior circular mean) and the coverage of 90% intervals (the interval is the set of
-angles within the 90% quantile of the draws' circular distance to their circular mean).
+its 12-fit cross-validation). Both methods are scored at the missing pixels: the mean
+absolute orientation error (degrees, of the posterior circular mean) and the coverage of 90%
+intervals (the interval is the set of angles within the 90% quantile of the draws' circular
+distance to their circular mean).
 Ground truths: a draw from the von Mises map prior (kappa 5, rank 5: pmctx's own model) and
 band-pass filtered complex noise (the usual model-free orientation-map generator, closer to
 the GP's assumptions), 32 x 32, observed with von Mises noise of concentration ``kappa_obs``
