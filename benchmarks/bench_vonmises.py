@@ -71,6 +71,7 @@ def run(quick: bool = False) -> list[dict]:
             for size in (50, 100)
             for rank in (5, 10)
         ]
+        plan.append((512, 10, {"augmented-both": 20}))  # the scale target: 20 sweeps < 10 s
         ess_plan = {
             (50, 5): {
                 "augmented-both": 1000,

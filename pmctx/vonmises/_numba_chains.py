@@ -60,69 +60,159 @@ def log_i0e(r, table):
     )
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath={"nsz", "arcp", "contract", "afn", "reassoc"})
+def _one_chain(node_vec, ext, uniforms, table, aux, mats, forward, weights):
+    """FFBS over the modes of one chain; fills ``aux`` and returns the log evidence.
+
+    The forward recursion runs in linear space: per node the mode-pair potentials
+    ``C_i(a, b) = 2 pi I0(|v_i + kappa r_a + kappa r_b|)`` are exponentiated once, relative to
+    their largest entry ``m_i`` (so nothing overflows), the forward vector is renormalised at
+    every node and the log scale factors are summed into the evidence. This replaces the
+    log-space recursion (one ``exp`` per mode pair and node in every step) by one ``exp`` per
+    distinct pair and plain multiply-adds.
+    """
+    length = node_vec.shape[0]
+    n_modes = ext.shape[0] - 1
+    null = n_modes
+    if length == 1:
+        x = node_vec[0, 0]
+        y = node_vec[0, 1]
+        r = math.sqrt(x * x + y * y)
+        return _LOG_2PI + log_i0e(r, table) + r
+    log_scale = 0.0
+    # First node: only the lower mode varies (upper = none).
+    peak = -np.inf
+    for b in range(n_modes):
+        x = node_vec[0, 0] + ext[b, 0]
+        y = node_vec[0, 1] + ext[b, 1]
+        r = math.sqrt(x * x + y * y)
+        weights[b] = log_i0e(r, table) + r
+        peak = max(peak, weights[b])
+    total = 0.0
+    for b in range(n_modes):
+        forward[0, b] = math.exp(weights[b] - peak)
+        total += forward[0, b]
+    for b in range(n_modes):
+        forward[0, b] /= total
+    log_scale += peak + math.log(total) + _LOG_2PI
+    # Middle nodes: symmetric mode-pair matrices.
+    for i in range(1, length - 1):
+        vx = node_vec[i, 0]
+        vy = node_vec[i, 1]
+        peak = -np.inf
+        for a in range(n_modes):
+            for b in range(a, n_modes):
+                x = vx + ext[a, 0] + ext[b, 0]
+                y = vy + ext[a, 1] + ext[b, 1]
+                r = math.sqrt(x * x + y * y)
+                value = log_i0e(r, table) + r
+                mats[i, a, b] = value
+                peak = max(peak, value)
+        for a in range(n_modes):
+            for b in range(a, n_modes):
+                value = math.exp(mats[i, a, b] - peak)
+                mats[i, a, b] = value
+                mats[i, b, a] = value
+        total = 0.0
+        for b in range(n_modes):
+            acc = 0.0
+            for a in range(n_modes):
+                acc += forward[i - 1, a] * mats[i, a, b]
+            forward[i, b] = acc
+            total += acc
+        for b in range(n_modes):
+            forward[i, b] /= total
+        log_scale += peak + math.log(total) + _LOG_2PI
+    # Last node: only the upper mode varies; it is drawn from F_{M-2}(a) C_{M-1}(a, none).
+    last = length - 1
+    peak = -np.inf
+    for a in range(n_modes):
+        x = node_vec[last, 0] + ext[a, 0]
+        y = node_vec[last, 1] + ext[a, 1]
+        r = math.sqrt(x * x + y * y)
+        weights[a] = log_i0e(r, table) + r
+        peak = max(peak, weights[a])
+    total = 0.0
+    for a in range(n_modes):
+        weights[a] = forward[last - 1, a] * math.exp(weights[a] - peak)
+        total += weights[a]
+    log_evidence = log_scale + peak + math.log(total) + _LOG_2PI
+    aux[last + 1] = null
+    aux[0] = null
+    below = null
+    for i in range(last, 0, -1):  # draw u_{i-1}, the mode above node i
+        if i < last:
+            total = 0.0
+            for a in range(n_modes):
+                weights[a] = forward[i - 1, a] * mats[i, a, below]
+                total += weights[a]
+        target = uniforms[i] * total
+        cumulative = 0.0
+        pick = n_modes - 1
+        for a in range(n_modes):
+            cumulative += weights[a]
+            if cumulative >= target:
+                pick = a
+                break
+        aux[i] = pick
+        below = pick
+    return log_evidence
+
+
+@numba.njit(cache=True, parallel=True)
 def single_term_chain_modes(node_vec, ext, uniforms, table):
     """Sample the vertical modes of every chain; returns ``(aux, log_evidence)``.
 
     ``node_vec`` ``(B, M, 2)``: natural vector of each node's off-chain factor; ``ext``
     ``(K + 1, 2)``: ``kappa r_k`` plus a zero row (index K = no neighbour); ``uniforms``
     ``(B, M)``; ``table``: :data:`LOG_I0E_TABLE`. ``aux[:, i]`` and ``aux[:, i + 1]`` are
-    the modes above and below node ``i``.
+    the modes above and below node ``i``. Chains run in parallel threads; the result does
+    not depend on the number of threads (the uniforms are drawn by the caller).
     """
     n_chains, length, _ = node_vec.shape
-    n_ext = ext.shape[0]
-    n_modes = n_ext - 1
+    n_modes = ext.shape[0] - 1
     aux = np.full((n_chains, length + 1), n_modes, dtype=np.int64)
     log_evidence = np.empty(n_chains)
-    log_c = np.empty((length, n_ext, n_ext))
-    forward = np.empty((max(length - 1, 1), n_modes))
-    weights = np.empty(n_modes)
-    for chain in range(n_chains):
-        for i in range(length):
-            vx = node_vec[chain, i, 0]
-            vy = node_vec[chain, i, 1]
-            for a in range(n_ext):
-                for b in range(a, n_ext):
-                    x = vx + ext[a, 0] + ext[b, 0]
-                    y = vy + ext[a, 1] + ext[b, 1]
-                    r = math.sqrt(x * x + y * y)
-                    value = _LOG_2PI + log_i0e(r, table) + r
-                    log_c[i, a, b] = value
-                    log_c[i, b, a] = value
-        if length == 1:
-            log_evidence[chain] = log_c[0, n_modes, n_modes]
-            continue
-        for b in range(n_modes):
-            forward[0, b] = log_c[0, n_modes, b]
-        for i in range(1, length - 1):
-            for b in range(n_modes):
-                peak = -np.inf
-                for a in range(n_modes):
-                    peak = max(peak, forward[i - 1, a] + log_c[i, a, b])
-                total = 0.0
-                for a in range(n_modes):
-                    total += math.exp(forward[i - 1, a] + log_c[i, a, b] - peak)
-                forward[i, b] = peak + math.log(total)
-        # Backward sampling: u_{M-2} from F_{M-2}(u) C_{M-1}(u, none), then downwards.
-        for step in range(length - 1):
-            i = length - 1 - step  # node whose upper mode u_{i-1} is drawn
+    for chain in numba.prange(n_chains):
+        mats = np.empty((length, n_modes, n_modes))
+        forward = np.empty((max(length - 1, 1), n_modes))
+        weights = np.empty(n_modes)
+        log_evidence[chain] = _one_chain(
+            node_vec[chain], ext, uniforms[chain], table, aux[chain], mats, forward, weights
+        )
+    return aux, log_evidence
+
+
+@numba.njit(cache=True, parallel=True)
+def edge_modes(cos_a, sin_a, cos_b, sin_b, kappa_modes, uniforms):
+    """Mode of every edge: ``P(k) ∝ exp(kappa r_k . (o_a + o_b))`` by inverse CDF.
+
+    Inputs are 2-D arrays of the endpoints' ``cos``/``sin`` (same shape), ``kappa_modes``
+    ``(K, 2)`` and one uniform per edge; returns the mode indices.
+    """
+    n_rows, n_cols = cos_a.shape
+    n_modes = kappa_modes.shape[0]
+    out = np.empty((n_rows, n_cols), dtype=np.int64)
+    for i in numba.prange(n_rows):
+        logits = np.empty(n_modes)
+        for j in range(n_cols):
+            x = cos_a[i, j] + cos_b[i, j]
+            y = sin_a[i, j] + sin_b[i, j]
             peak = -np.inf
-            for a in range(n_modes):
-                weights[a] = forward[i - 1, a] + log_c[i, a, aux[chain, i + 1]]
-                peak = max(peak, weights[a])
+            for k in range(n_modes):
+                logits[k] = kappa_modes[k, 0] * x + kappa_modes[k, 1] * y
+                peak = max(peak, logits[k])
             total = 0.0
-            for a in range(n_modes):
-                weights[a] = math.exp(weights[a] - peak)
-                total += weights[a]
-            if step == 0:
-                log_evidence[chain] = peak + math.log(total)
-            target = uniforms[chain, i] * total
+            for k in range(n_modes):
+                logits[k] = math.exp(logits[k] - peak)
+                total += logits[k]
+            target = uniforms[i, j] * total
             cumulative = 0.0
             pick = n_modes - 1
-            for a in range(n_modes):
-                cumulative += weights[a]
+            for k in range(n_modes):
+                cumulative += logits[k]
                 if cumulative >= target:
-                    pick = a
+                    pick = k
                     break
-            aux[chain, i] = pick
-    return aux, log_evidence
+            out[i, j] = pick
+    return out

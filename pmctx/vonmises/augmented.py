@@ -33,16 +33,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from pmctx.vonmises._numba_chains import LOG_I0E_TABLE, single_term_chain_modes
-from pmctx.vonmises.potentials import mode_vectors, sample_categorical, sample_von_mises
+from pmctx.vonmises._numba_chains import LOG_I0E_TABLE, edge_modes, single_term_chain_modes
+from pmctx.vonmises.potentials import mode_vectors, sample_von_mises
 
 __all__ = ["augmented_sweep", "sample_edge_modes", "sample_single_term_chains"]
 
 
 def sample_edge_modes(o_a, o_b, kappa: float, modes, rng) -> np.ndarray:
-    """Draw the mode of each edge ``(o_a, o_b)``: ``P(k) ∝ exp(kappa r_k · (o_a + o_b))``."""
-    sum_vec = np.stack([np.cos(o_a) + np.cos(o_b), np.sin(o_a) + np.sin(o_b)], axis=-1)
-    return sample_categorical(kappa * sum_vec @ modes.T, rng)
+    """Draw the mode of each edge ``(o_a, o_b)``: ``P(k) ∝ exp(kappa r_k · (o_a + o_b))``.
+
+    ``o_a`` and ``o_b`` are 2-D arrays of the edges' endpoint angles (compiled kernel).
+    """
+    o_a = np.asarray(o_a, dtype=np.float64)
+    o_b = np.asarray(o_b, dtype=np.float64)
+    shape = o_a.shape
+    width = shape[-1] if o_a.ndim >= 2 else max(o_a.size, 1)
+    o_a, o_b = o_a.reshape(-1, width), o_b.reshape(-1, width)
+    uniforms = rng.random(o_a.shape)
+    picks = edge_modes(np.cos(o_a), np.sin(o_a), np.cos(o_b), np.sin(o_b), kappa * modes, uniforms)
+    return picks.reshape(shape)
 
 
 def sample_single_term_chains(node_vec, kappa: float, modes, rng):
