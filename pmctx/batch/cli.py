@@ -9,36 +9,14 @@ the ranks, the uniformity tests and rank histograms.
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
 from pathlib import Path
 
-__all__ = ["MODELS", "add_parser", "parse_settings", "run"]
+from pmctx.cli import parse_options  # one --set parser for fit, batch and sbc
+
+__all__ = ["MODELS", "add_parser", "run"]
 
 MODELS = ("ibp", "crp", "vonmises", "gum")
-
-
-def parse_settings(pairs) -> dict:
-    """``["draws=200", "formula=y ~ f(x)"]`` -> ``{"draws": 200, "formula": "y ~ f(x)"}``.
-
-    Values are Python literals when they parse as one (numbers, booleans, tuples), else
-    strings.
-
-    Examples
-    --------
-    >>> parse_settings(["draws=20", "method=nuts", "alphas=(0.1, 1.0)"])
-    {'draws': 20, 'method': 'nuts', 'alphas': (0.1, 1.0)}
-    """
-    out = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip().isidentifier():
-            raise ValueError(f"--set takes key=value with a Python name as key, got {pair!r}.")
-        try:
-            out[key.strip()] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            out[key.strip()] = value
-    return out
 
 
 def _cluster_args(parser):
@@ -113,7 +91,7 @@ def _batch(args) -> int:
         resolve_fit(args.model),
         args.data,
         args.out,
-        options=parse_settings(args.settings),
+        options=parse_options(args.settings),
         rerun_errors=args.rerun_errors,
         **_engine(args),
     )
@@ -140,8 +118,8 @@ def _sbc(args) -> int:
         args.reps,
         out,
         n_ranks=args.n_ranks,
-        simulate_options=parse_settings(args.sim_settings),
-        fit_options=parse_settings(args.settings),
+        simulate_options=parse_options(args.sim_settings),
+        fit_options=parse_options(args.settings),
         invariants=resolve_invariants(args.model),
         **_engine(args),
     )
