@@ -17,10 +17,12 @@ def write_tables(app=None) -> Path:
         payload = json.loads(path.read_text())
         size = "quick sizes" if payload.get("quick") else "full sizes"
         machine = payload.get("machine", {})
+        elapsed = payload.get("elapsed_s")
+        took = f"; {elapsed:.0f} s in all" if isinstance(elapsed, int | float) else ""
         parts.append(
-            f"## {payload['benchmark']}\n\n{size}; Python {machine.get('python', '?')} on "
-            f"{machine.get('platform', '?')}; {payload.get('elapsed_s', 0):.0f} s in all.\n\n"
-            f"```text\n{format_table(payload['rows'])}\n```\n"
+            f"## {payload.get('benchmark', path.stem)}\n\n{size}; Python "
+            f"{machine.get('python', '?')} on {machine.get('platform', '?')}{took}.\n\n"
+            f"```text\n{format_table(payload.get('rows', []))}\n```\n"
         )
     out = DOCS / "generated" / "benchmark_tables.md"
     out.parent.mkdir(exist_ok=True)

@@ -2,7 +2,7 @@
 
 Given the latent angles ``o`` and the observations ``z`` at the observed nodes, each with a
 known relative signal strength ``s_i > 0`` (``1`` everywhere by default), the observation
-model is ``z_i ~ VonMises(o_i, s_i kappa_obs)``, so
+model is ``z_i ~ VonMises(o_i, s_i kappa_obs)``, so::
 
     log p(kappa_obs | o, z) = log p(kappa_obs)
                               + kappa_obs sum_i s_i cos(z_i - o_i)
