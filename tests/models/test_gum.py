@@ -33,10 +33,10 @@ def test_fit_from_npz(tmp_path):
         y=rng.poisson(np.exp(np.sin(2 * x))),
     )
     paths = gum_module.fit(
-        path, draws=500, tune=500, chains=2, cores=1, random_seed=1, out_dir=tmp_path / "o"
+        path, draws=1000, tune=1000, chains=2, cores=1, random_seed=1, out_dir=tmp_path / "o"
     )
     idata = load_idata(paths[0])
-    assert idata.posterior["f_x"].shape == (2, 500, 8)
+    assert idata.posterior["f_x"].shape == (2, 1000, 8)
     bad = tmp_path / "bad.npz"
     np.savez(bad, x=x, y=x)
     with pytest.raises(ValueError, match="formula"):
