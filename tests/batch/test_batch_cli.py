@@ -6,16 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pmctx.batch.cli import parse_settings
-from pmctx.cli import main
+from pmctx.cli import main, parse_options
 
 
-def test_parse_settings():
-    assert parse_settings(["a=1", "b=x y", "c=(1, 2)", "d=True"]) == {
-        "a": 1, "b": "x y", "c": (1, 2), "d": True,
+def test_batch_settings_use_the_fit_option_parser():
+    # `pmctx batch/sbc --set` parse values as `pmctx fit --set` does (TOML, else a string).
+    assert parse_options(["a=1", "b=x y", "c=[1, 2]", "d=true"]) == {
+        "a": 1, "b": "x y", "c": [1, 2], "d": True,
     }  # fmt: skip
     with pytest.raises(ValueError, match="key=value"):
-        parse_settings(["nokey"])
+        parse_options(["nokey"])
 
 
 def test_batch_gum_table_then_resume(tmp_path, capsys):
