@@ -23,10 +23,10 @@ demo-quick: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check pmctx models tests benchmarks setup.py
 	$(BIN)/ruff format --check pmctx models tests benchmarks setup.py
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" --durations=15
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" --durations=15 --timeout=900
 
 test-slow: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m slow --durations=15
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m slow --durations=15 --timeout=900
 
 lint: $(STAMP)
 	$(BIN)/ruff check pmctx models tests benchmarks setup.py
