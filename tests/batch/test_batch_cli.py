@@ -6,16 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pmctx.batch.cli import parse_settings
-from pmctx.cli import main
+from pmctx.cli import main, parse_options
 
 
-def test_parse_settings():
-    assert parse_settings(["a=1", "b=x y", "c=(1, 2)", "d=True"]) == {
-        "a": 1, "b": "x y", "c": (1, 2), "d": True,
+def test_batch_settings_parse_as_toml_values():
+    # batch and sbc share pmctx fit's --set parser: TOML values, bare text as a string.
+    assert parse_options(["a=1", "b=x y", "c=[0.1, 1.0]", "d=true", "f=y ~ f(x)"]) == {
+        "a": 1, "b": "x y", "c": [0.1, 1.0], "d": True, "f": "y ~ f(x)",
     }  # fmt: skip
     with pytest.raises(ValueError, match="key=value"):
-        parse_settings(["nokey"])
+        parse_options(["nokey"])
 
 
 def test_batch_gum_table_then_resume(tmp_path, capsys):
