@@ -211,7 +211,9 @@ register(
         "gum",
         {
             "formula": 'model formula, e.g. "y ~ f(x1) * f(x2) + f(x3)"',
-            "family": "gaussian, bernoulli or poisson (default gaussian)",
+            "family": "gaussian, bernoulli, poisson or negative_binomial (default gaussian)",
+            "noise_sd": "fix the Gaussian noise sd (default: sampled)",
+            "alpha": "fix the negative-binomial dispersion (default: sampled)",
         },
         "Run longer (draws=2000, tune=2000); divergences point to a product of functions "
         "with secondary modes: compare with g.laplace()",

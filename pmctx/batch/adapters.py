@@ -1,14 +1,19 @@
 """Model name -> ``fit_unit`` callable: the one place the batch engine learns about models.
 
-``resolve_fit(name)`` returns ``pmctx.registry.get_spec(name).fit`` when the registry exists,
-and otherwise one of the fallbacks below, which call the model modules' current functions.
-Every fallback follows the engine's contract
+``resolve_fit(name)`` returns a thin adapter around the model's registered fit
+(``pmctx.registry.get_spec(name).fit``, the one ``pmctx fit`` runs): it turns a unit's raw
+data dict (``.npz`` entries or table columns, scalars stored with the data) into the
+registry's data dict and options. Two batch-only fits have no registry counterpart and are
+called directly: the CRP alpha-grid fit from conditioned responses and the GUM Laplace
+approximation (the GUM default here: the registry's GUM fit is NUTS, ``method="nuts"``).
+A callable passed to :func:`resolve_fit` is your own ``fit_unit`` and is returned as is.
+Every adapter follows the engine's contract
 ``fit_unit(data: dict, *, random_seed, **options) -> InferenceData``.
 
 Examples
 --------
 >>> fit = resolve_fit("gum")
->>> callable(fit)
+>>> callable(fit) and resolve_fit(fit) is fit
 True
 """
 
@@ -16,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FALLBACK_FITS", "resolve_fit", "resolve_invariants", "resolve_simulate"]
+__all__ = ["BATCH_FITS", "resolve_fit", "resolve_invariants", "resolve_simulate"]
 
 
 def _text(value) -> str:
@@ -30,15 +35,25 @@ def _scalar(value):
     return value
 
 
+def _registered_fit(name: str):
+    from pmctx.registry import get_spec
+
+    return get_spec(name).fit
+
+
 def fit_ibp(data: dict, *, random_seed=None, **options):
-    """IBP visuo-motor model (:func:`pmctx.models.ibp.sample`) on ``F`` and/or ``X``."""
-    from pmctx.models.ibp import sample
+    """IBP visuo-motor model: the registered fit (:func:`pmctx.models.ibp.fit_data`) on
+    ``F`` and/or ``X``; ``K_max`` and hyperparameters stored with the data are options."""
     from pmctx.steps.ibp_gibbs import HYPER_NAMES
 
     keys = ("K_max", *HYPER_NAMES)
     options = {k: _scalar(data[k]) for k in keys if k in data} | options
-    options.setdefault("chains", 2)
-    return sample(data.get("F"), data.get("X"), random_seed=random_seed, **options)
+    unit = {k: data[k] for k in ("F", "X") if k in data}
+    return _registered_fit("ibp")(unit, random_seed=random_seed, **options)
+
+
+#: Scalars a CRP unit may store with its features (the batch posterior's options).
+CRP_SETTINGS = ("alpha", "max_causes", "concentration")
 
 
 def fit_crp(data: dict, *, random_seed=None, **options):
@@ -46,14 +61,14 @@ def fit_crp(data: dict, *, random_seed=None, **options):
 
     With ``responses`` in ``data``: the subject's alpha from conditioned responses
     (:func:`pmctx.conditioning.simulate.fit_alpha_posterior`: posterior over an alpha grid,
-    draws of ``alpha``, log evidence in ``attrs``). Otherwise the batch posterior over causes
-    (:func:`pmctx.models.crp_conditioning.sample_posterior`). The trial features are
+    draws of ``alpha``, log evidence in ``attrs``). Otherwise the registered batch posterior
+    over causes (:func:`pmctx.models.crp_conditioning.fit_data`). The trial features are
     ``features`` (trials x features, US first) or, in a table, every other column in order.
     """
     data = dict(data)
     responses = data.pop("responses", None)
     grid = data.pop("alphas", None)
-    settings = {k: _scalar(data.pop(k)) for k in ("alpha", "max_causes") if k in data}
+    settings = {k: _scalar(data.pop(k)) for k in CRP_SETTINGS if k in data}
     features = data.pop("features", None)
     if features is None:
         features = np.column_stack([np.asarray(v, float) for v in data.values()])
@@ -64,25 +79,23 @@ def fit_crp(data: dict, *, random_seed=None, **options):
         if grid is not None:
             unit["alphas"] = grid
         return fit_alpha_posterior(unit, random_seed=random_seed, **options)
-    from pmctx.models.crp_conditioning import sample_posterior
-
-    return sample_posterior(features, seed=random_seed, **(settings | options))
+    fit = _registered_fit("crp")
+    return fit({"features": features}, random_seed=random_seed, **(settings | options))
 
 
 def fit_vonmises(data: dict, *, random_seed=None, **options):
-    """Orientation-map reconstruction (:func:`pmctx.models.vonmises_map.reconstruct`)."""
-    from pmctx.models.vonmises_map import reconstruct
-
+    """Orientation-map reconstruction: the registered fit
+    (:func:`pmctx.models.vonmises_map.fit_data`) on ``theta`` (and ``mask``)."""
     options = {k: _scalar(data[k]) for k in ("kappa", "kappa_obs", "rank") if k in data} | options
-    return reconstruct(data["theta"], mask=data.get("mask"), seed=random_seed, **options)
+    unit = {"theta": data["theta"], "mask": data.get("mask")}
+    return _registered_fit("vonmises")(unit, random_seed=random_seed, **options)
 
 
 def fit_gum(data: dict, *, random_seed=None, method: str = "laplace", draws: int = 1000,
             **options):  # fmt: skip
-    """GUM by Laplace (default) or NUTS (``method="nuts"``); ``formula`` and ``family`` come
-    from ``options`` or from the data (a ``.npz`` entry or a column)."""
-    from pmctx.gum import gum
-
+    """GUM by Laplace (default) or NUTS (``method="nuts"``, the registered fit
+    :func:`pmctx.models.gum.fit_data`); ``formula`` and ``family`` come from ``options`` or
+    from the data (a ``.npz`` entry or a column)."""
     data = dict(data)
     formula = _text(options.pop("formula", None) or data.pop("formula", ""))
     family = _text(options.pop("family", None) or data.pop("family", "gaussian"))
@@ -94,16 +107,21 @@ def fit_gum(data: dict, *, random_seed=None, method: str = "laplace", draws: int
             "A GUM unit needs a formula: pass --set formula='y ~ f(x)' or store 'formula' in "
             "each unit's .npz."
         )
-    seed = 0 if random_seed is None else int(random_seed)
-    g = gum(formula, data, family=family, **options)
-    if method == "laplace":
-        return g.laplace(draws=draws, seed=seed)
     if method == "nuts":
-        return g.sample(draws=draws, seed=seed)
-    raise ValueError(f"method must be 'laplace' or 'nuts', got {method!r}.")
+        fit = _registered_fit("gum")
+        return fit({"columns": data}, random_seed=random_seed, draws=draws, formula=formula,
+                   family=family, **options)  # fmt: skip
+    if method != "laplace":
+        raise ValueError(f"method must be 'laplace' or 'nuts', got {method!r}.")
+    from pmctx.gum import gum
+
+    seed = 0 if random_seed is None else int(random_seed)
+    return gum(formula, data, family=family, **options).laplace(draws=draws, seed=seed)
 
 
-FALLBACK_FITS = {"ibp": fit_ibp, "crp": fit_crp, "vonmises": fit_vonmises, "gum": fit_gum}
+#: The batch adapter of each registered model (a registered model without one gets its
+#: registered fit, on the data dict its schema produces).
+BATCH_FITS = {"ibp": fit_ibp, "crp": fit_crp, "vonmises": fit_vonmises, "gum": fit_gum}
 
 _SIMULATE_MODULES = {
     "ibp": "pmctx.ibp.simulate",
@@ -121,14 +139,17 @@ def _spec(name: str):
     return get_spec(name)
 
 
-def resolve_fit(name: str):
-    """The ``fit_unit`` callable of model ``name`` (registry first, then the fallbacks)."""
-    spec = _spec(name)
-    if spec is not None:
-        return spec.fit
-    if name not in FALLBACK_FITS:
-        raise ValueError(f"Unknown model {name!r}; choose from {sorted(FALLBACK_FITS)}.")
-    return FALLBACK_FITS[name]
+def resolve_fit(model):
+    """The ``fit_unit`` callable of registered model ``model`` (a name such as ``"gum"``);
+    a callable is your own ``fit_unit`` and comes back unchanged."""
+    if callable(model):
+        return model
+    spec = _spec(model)  # ValueError for an unknown model
+    if spec is None:
+        if model not in BATCH_FITS:
+            raise ValueError(f"Unknown model {model!r}; choose from {sorted(BATCH_FITS)}.")
+        return BATCH_FITS[model]
+    return BATCH_FITS.get(spec.name, spec.fit)
 
 
 def resolve_simulate(name: str):

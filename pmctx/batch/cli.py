@@ -3,7 +3,19 @@
 ``pmctx batch MODEL --data DIR_OR_TABLE --out DIR [--workers N] [--scheduler ADDR]
 [--set key=value ...]`` fits every unit and writes ``units/<unit>.nc``, ``summary.csv`` and
 ``population.nc``. ``pmctx sbc MODEL [--reps N]`` runs simulation-based calibration and writes
-the ranks, the uniformity tests and rank histograms.
+the ranks, the uniformity tests and rank histograms. ``--set`` and ``--sim`` values are
+parsed as by ``pmctx fit`` (:func:`pmctx.cli.parse_options`: TOML values, bare text as a
+string).
+
+Examples
+--------
+>>> import argparse
+>>> parser = argparse.ArgumentParser(prog="pmctx")
+>>> add_parser(parser.add_subparsers(dest="command"))
+>>> args = parser.parse_args(["sbc", "crp", "--reps", "10", "--sim", "target=alpha",
+...                           "--set", "alphas=[0.1, 1.0]"])
+>>> args.model, args.reps, parse_options(args.sim_settings), parse_options(args.settings)
+('crp', 10, {'target': 'alpha'}, {'alphas': [0.1, 1.0]})
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def test_crp_fit_reads_table_columns():
 
     data, _ = resolve_simulate("crp")(2, target="alpha", n_particles=50)
     F = data["features"]
-    frame = pd.DataFrame(F, columns=["US", "tone", "A", "B"]).assign(
+    frame = pd.DataFrame(F, columns=["US", "tone", "A", "B", "C"]).assign(
         unit="s1", responses=data["responses"]
     )
     unit = discover_units(frame)["s1"].load()

@@ -29,3 +29,11 @@ def test_gaussian_with_sampled_noise_has_no_laplace_start():
     g = gum("y ~ f(x, lengthscale=0.3, max_points=6)", data)
     assert laplace_initvals(g) is None
     assert isinstance(g.model, pm.Model)
+
+
+def test_the_laplace_start_is_not_stored_on_the_model():
+    # PyMC cannot convert a model with initial values (log_likelihood, pm.do), so the start
+    # travels as pm.sample(initvals=...) (GumModel.sample) and the model keeps none.
+    g = gum(section_3_1_formula(max_points=8), seed_section_3_1(60), family="poisson")
+    assert laplace_initvals(g) is not None
+    assert all(value is None for value in g.model.rvs_to_initial_values.values())
