@@ -72,9 +72,12 @@ def _sorted(table):
         ),
         (
             lambda: ibp.build_model(X=X_IBP, K_max=3),  # force hyperparameters: placeholders
-            {"IBPGibbs": ["Y", "Z", "pi"], "IBPAlphaGibbs": ["alpha"],
-             "IBPHyperGibbs": ["eps", "lam", "phi"]},
-        ),  # fmt: skip
+            {
+                "IBPGibbs": ["Y", "Z", "pi"],
+                "IBPAlphaGibbs": ["alpha"],
+                "IBPHyperGibbs": ["eps", "lam", "phi"],
+            },
+        ),
         (_crp, {"CRPCollapsedGibbs": ["theta", "weights", "z"]}),
         (_vonmises, {"AugmentedVonMisesGibbs": ["o"]}),
         (
