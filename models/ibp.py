@@ -193,11 +193,21 @@ def build_model(F=None, X=None, *, K_max: int = 10, reconstructions: bool = True
             if reconstructions:
                 pm.Deterministic("X_prob", pt.exp(log_p1), dims=("trial", "pixel"))
         pm.Deterministic("loglik", loglik)
-    # Plain pm.sample() hands the tagged latents to IBPGibbs (and alpha to IBPAlphaGibbs).
+    # Plain pm.sample() hands the tagged latents to IBPGibbs, alpha to IBPAlphaGibbs and the
+    # other hyperparameters with build_model's priors to IBPHyperGibbs (whose updates assume
+    # those priors); fixed numbers and a user's own variables carry no tag.
     latents = {name: model[name] for name in ("Z", "pi", "A", "Y") if name in model.named_vars}
     tag_block(IBPGibbs.owns_block, **latents)
-    if hyper["alpha"] == "prior":
+    with_prior = {name for name, value in hyper.items() if isinstance(value, str)}
+    if "alpha" in with_prior:
         tag_block(IBPAlphaGibbs.owns_block, alpha=h["alpha"])
+    learned = {
+        name: model[name]
+        for name in LEARNED_HYPER
+        if name.removesuffix("2") in with_prior and model[name] in model.free_RVs
+    }
+    if learned:
+        tag_block(IBPHyperGibbs.owns_block, **learned)
     return model
 
 

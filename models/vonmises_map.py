@@ -238,6 +238,8 @@ def build_model(
         pm.Deterministic("theta", pt.mod(o, 2.0 * np.pi) / 2.0, dims=("row", "col"))
     # Plain pm.sample() gives the tagged angle grid to the exact block sampler, not NUTS.
     tag_block(AugmentedVonMisesGibbs.owns_block, o=o)
+    if isinstance(kappa_obs, str):  # its Gamma prior is the one KappaObsSlice assumes
+        tag_block(KappaObsSlice.owns_block, kappa_obs=kappa_obs_d)
     return model
 
 

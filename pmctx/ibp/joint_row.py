@@ -4,14 +4,14 @@ The legacy sweep (:func:`pmctx.ibp.kernels.sweep_rows`) updates a row's shared c
 its singletons held fixed, then the singletons given the shared columns. A row that truly owns
 features {0, 1, 3} but sits on {1, s} with a singleton ``s`` whose force ``A_s ~ A_0 + A_3``
 is stuck: dropping ``s`` alone or adding 0 or 3 alone are both far less probable, so the chain
-needs a move that does both at once. This module draws, for row ``i``,
+needs a move that does both at once. This module draws, for row ``i``::
 
     (z_i,B, K_new)  ~  p(z_i,B, K_new | everything but row i's free columns)
 
 jointly over a random block ``B`` of the row's shared columns (``2^|B|`` configurations) and
 the number ``K_new`` of free columns (columns no other row uses) the row owns, with the free
 columns' ``A`` and ``Y`` integrated out: the seed's eq. 10-13 generalised to every
-configuration of the block,
+configuration of the block::
 
     log w(c, k) = sum_{j in B} log P(z_ij = c_j | m_-ij)  +  log Binom(k; J, p_new)
                   + log N(f_i - z_i A; 0, (sigma_n^2 + k sigma_A^2) I_D)

@@ -61,12 +61,16 @@ class PmctxStep(BlockedStep):
     #: Block of tagged variables this step claims in ``pm.sample``'s automatic assignment
     #: (None: the step is only used when passed explicitly).
     owns_block: ClassVar[str | None] = None
+    #: Whether the step can update any subset of its block (e.g. independent conditional
+    #: updates); if False, a block left incomplete by a user's explicit step goes to PyMC.
+    updates_partial_block: ClassVar[bool] = False
 
     def __new__(cls, *args, **kwargs):
         # pm.sample's automatic assignment passes initial_point. If the user gave part of this
         # step's block to another step explicitly, the rest is not a block this step can
         # update: hand those variables to PyMC's own steps instead of failing.
-        if cls.owns_block is not None and "initial_point" in kwargs:
+        automatic = cls.owns_block is not None and "initial_point" in kwargs
+        if automatic and not cls.updates_partial_block:
             model = pm.modelcontext(kwargs.get("model"))
             vars = kwargs["vars"] if "vars" in kwargs else (args[0] if args else None)
             if vars is not None and not _complete_block(model, cls.owns_block, vars):

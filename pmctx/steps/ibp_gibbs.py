@@ -314,6 +314,10 @@ class IBPHyperGibbs(PmctxStep):
     """
 
     name = "ibp_hyper_gibbs"
+    # The hyperparameters build_model gives a prior (sigma_n2, sigma_A2, phi, lam, eps);
+    # fixed numbers are data, not free variables, and are not tagged.
+    owns_block = "ibp_hyper"
+    updates_partial_block = True  # each hyperparameter's update is exact on its own
     stats_dtypes_shapes = {
         name: (np.float64, []) for name in ("sigma_n", "sigma_A", "phi", "lam", "eps")
     }

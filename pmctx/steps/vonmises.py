@@ -223,6 +223,7 @@ class KappaObsSlice(PmctxStep):
     """
 
     name = "vonmises_kappa_obs_slice"
+    owns_block = "vonmises_kappa_obs"  # kappa_obs="prior" in pmctx.models.vonmises_map
     stats_dtypes_shapes = {"kappa_obs": (np.float64, [])}
 
     def __init__(self, vars=None, *, angles=None, prior=KAPPA_OBS_PRIOR, model=None, rng=None):

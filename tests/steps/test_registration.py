@@ -10,14 +10,18 @@ from pymc.step_methods.compound import Competence, CompoundStep
 
 from pmctx.steps.base import PmctxStep
 from pmctx.steps.crp_gibbs import CRPCollapsedGibbs
-from pmctx.steps.ibp_gibbs import IBPAlphaGibbs, IBPGibbs
+from pmctx.steps.ibp_gibbs import IBPAlphaGibbs, IBPGibbs, IBPHyperGibbs
 from pmctx.steps.registration import assigned_steps, block_tag, block_variables, register_step
-from pmctx.steps.vonmises import AugmentedVonMisesGibbs, PointwiseVonMisesGibbs
+from pmctx.steps.vonmises import AugmentedVonMisesGibbs, KappaObsSlice, PointwiseVonMisesGibbs
 
 RNG = np.random.default_rng(0)
 F_IBP = RNG.normal(size=(6, 2))
 X_IBP = RNG.integers(0, 2, (6, 4))
 F_CRP = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1], [np.nan, 0, 1]])  # NaN: unknown US
+# Every IBP hyperparameter fixed by a number (by default all are learned, issue 10).
+FIXED_HYPER = dict(alpha=1.0, sigma_n=0.5, sigma_A=1.0, phi=0.5, lam=0.9, eps=0.05)
+IBP_LATENTS = ["A", "Y", "Z", "pi"]
+IBP_HYPER = ["eps", "lam", "phi", "sigma_A2", "sigma_n2"]
 
 
 def _ibp(**kw):
@@ -28,9 +32,17 @@ def _crp(**kw):
     return crp_conditioning.build_model(F_CRP, max_causes=3, **kw)
 
 
-def _vonmises():
+def _ibp_user_sigma_n():
+    """A user's own prior on sigma_n (an enclosing model's variable): PyMC samples it."""
+    with pm.Model() as model:
+        sigma_n = pm.HalfNormal("sigma_n", 1.0)
+        ibp.build_model(F=F_IBP, X=X_IBP, K_max=3, sigma_n=sigma_n)
+    return model
+
+
+def _vonmises(kappa_obs=1.0):
     z = np.array([[0.1, np.nan, 0.4], [0.2, 0.3, np.nan]])
-    return vonmises_map.build_model(z, kappa=2.0, kappa_obs=1.0, rank=2)
+    return vonmises_map.build_model(z, kappa=2.0, kappa_obs=kappa_obs, rank=2)
 
 
 def _sorted(table):
@@ -40,19 +52,49 @@ def _sorted(table):
 @pytest.mark.parametrize(
     ("build", "expected"),
     [
-        (_ibp, {"IBPGibbs": ["A", "Y", "Z", "pi"]}),
         (
-            lambda: _ibp(alpha="prior", sigma_n="prior"),
-            {"IBPGibbs": ["A", "Y", "Z", "pi"], "IBPAlphaGibbs": ["alpha"], "NUTS": ["sigma_n"]},
+            _ibp,  # defaults: every hyperparameter learned by its pmctx step, none by NUTS
+            {"IBPGibbs": IBP_LATENTS, "IBPAlphaGibbs": ["alpha"], "IBPHyperGibbs": IBP_HYPER},
+        ),
+        (lambda: _ibp(**FIXED_HYPER), {"IBPGibbs": IBP_LATENTS}),
+        (
+            lambda: _ibp(alpha=2.0, sigma_n=0.3, lam=0.8),  # some fixed, the others learned
+            {"IBPGibbs": IBP_LATENTS, "IBPHyperGibbs": ["eps", "phi", "sigma_A2"]},
         ),
         (
-            lambda: ibp.build_model(X=X_IBP, K_max=3),
-            {"IBPGibbs": ["Y", "Z", "pi"]},
+            _ibp_user_sigma_n,
+            {
+                "IBPGibbs": IBP_LATENTS,
+                "IBPAlphaGibbs": ["alpha"],
+                "IBPHyperGibbs": ["eps", "lam", "phi", "sigma_A2"],
+                "NUTS": ["sigma_n"],
+            },
+        ),
+        (
+            lambda: ibp.build_model(X=X_IBP, K_max=3),  # force hyperparameters: placeholders
+            {
+                "IBPGibbs": ["Y", "Z", "pi"],
+                "IBPAlphaGibbs": ["alpha"],
+                "IBPHyperGibbs": ["eps", "lam", "phi"],
+            },
         ),
         (_crp, {"CRPCollapsedGibbs": ["theta", "weights", "z"]}),
         (_vonmises, {"AugmentedVonMisesGibbs": ["o"]}),
+        (
+            lambda: _vonmises(kappa_obs="prior"),
+            {"AugmentedVonMisesGibbs": ["o"], "KappaObsSlice": ["kappa_obs"]},
+        ),
     ],
-    ids=["ibp", "ibp-hyperpriors", "ibp-cues-only", "crp", "vonmises"],
+    ids=[
+        "ibp",
+        "ibp-fixed-hyper",
+        "ibp-some-fixed",
+        "ibp-user-prior",
+        "ibp-cues-only",
+        "crp",
+        "vonmises",
+        "vonmises-kappa-obs-prior",
+    ],
 )
 def test_plain_sample_assigns_pmctx_steps(build, expected):
     assert _sorted(assigned_steps(build())) == _sorted(expected)
@@ -66,10 +108,12 @@ def test_gum_stays_with_nuts():
 
 
 def test_tags_mark_blocks_not_names():
-    model = _ibp(alpha="prior")
+    model = _ibp(alpha="prior", sigma_A=1.0)
     assert sorted(block_variables(model, "ibp")) == ["A", "Y", "Z", "pi"]
     assert block_tag(model["alpha"]).block == "ibp_alpha"
-    assert block_tag(model["sigma_n"]) is None
+    assert sorted(block_variables(model, "ibp_hyper")) == ["eps", "lam", "phi", "sigma_n2"]
+    assert block_tag(model["sigma_n"]) is None  # a deterministic of sigma_n2
+    assert block_tag(model["sigma_A"]) is None  # fixed by a number: data, not a variable
     # A variable merely *named* like a pmctx latent is not claimed.
     with pm.Model() as plain:
         z = pm.Bernoulli("Z", 0.5, shape=3)
@@ -81,12 +125,18 @@ def test_tags_mark_blocks_not_names():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("build", [_ibp, _crp, _vonmises], ids=["ibp", "crp", "vonmises"])
+@pytest.mark.parametrize(
+    "build",
+    [_ibp, _crp, _vonmises, lambda: _vonmises(kappa_obs="prior")],
+    ids=["ibp", "crp", "vonmises", "vonmises-kappa-obs-prior"],
+)
 def test_plain_sample_runs_and_pickles(build):
     model = build()
     with model:
         provided, selected = assign_step_methods(model, methods=pm.STEP_METHODS)
         step = instantiate_steppers(model, provided, selected, initial_point=model.initial_point())
+        if isinstance(step, list):  # several step classes: pm.sample composes them the same way
+            step = CompoundStep(step)
         clone = cloudpickle.loads(cloudpickle.dumps(step))
         point = model.initial_point()
         step.set_rng(1)
@@ -103,11 +153,16 @@ def test_plain_sample_runs_and_pickles(build):
 
 @pytest.mark.slow
 def test_explicit_steps_keep_their_variables():
-    model = _ibp(alpha="prior")
+    model = _ibp()
     with model:
-        mine = IBPGibbs(new_features=False, rng=0)
+        # new_features applies to the legacy moves only (the joint row move draws singletons)
+        mine = IBPGibbs(new_features=False, moves="legacy", rng=0)
         table = assigned_steps(model, step=[mine])
-        assert _sorted(table) == {"IBPGibbs": ["A", "Y", "Z", "pi"], "IBPAlphaGibbs": ["alpha"]}
+        assert _sorted(table) == {
+            "IBPGibbs": IBP_LATENTS,
+            "IBPAlphaGibbs": ["alpha"],
+            "IBPHyperGibbs": IBP_HYPER,
+        }
         idata = pm.sample(draws=5, tune=5, chains=1, step=[mine], progressbar=False,
                           random_seed=0, compute_convergence_checks=False)  # fmt: skip
     assert int(idata.sample_stats["n_new_features"].sum()) == 0
@@ -166,15 +221,27 @@ def test_plain_sample_with_several_cores():
 
 
 def test_alpha_step_is_assigned_only_with_its_prior():
-    assert "IBPAlphaGibbs" not in assigned_steps(_ibp())
+    assert "IBPAlphaGibbs" not in assigned_steps(_ibp(alpha=1.0))
     assert IBPAlphaGibbs.competence(_ibp(alpha="prior")["alpha"], True) == Competence.IDEAL
     assert AugmentedVonMisesGibbs.competence(_ibp()["Z"], False) == Competence.INCOMPATIBLE
+
+
+def test_hyper_steps_are_assigned_only_with_their_priors():
+    assert "IBPHyperGibbs" not in assigned_steps(_ibp(**FIXED_HYPER))
+    model = _ibp(sigma_n=0.5)
+    assert IBPHyperGibbs.competence(model["sigma_A2"], True) == Competence.IDEAL
+    assert IBPHyperGibbs.competence(model["alpha"], True) == Competence.INCOMPATIBLE
+    assert "sigma_n2" not in model.named_vars  # a fixed sigma_n has no variance variable
+    assert "KappaObsSlice" not in assigned_steps(_vonmises(kappa_obs=1.0))
+    prior = _vonmises(kappa_obs="prior")
+    assert KappaObsSlice.competence(prior["kappa_obs"], True) == Competence.IDEAL
+    assert KappaObsSlice.competence(prior["o"], True) == Competence.INCOMPATIBLE
 
 
 def test_partial_block_left_by_an_explicit_step_goes_to_pymc():
     """A user who samples part of a block (here pi) with their own step gets PyMC's own steps
     for the rest of it: the pmctx step cannot update an incomplete block."""
-    model = _ibp()
+    model = _ibp(**FIXED_HYPER)
     with model:
         mine = pm.Slice([model["pi"]])
         provided, selected = assign_step_methods(model, [mine], methods=pm.STEP_METHODS)
@@ -191,3 +258,19 @@ def test_docstring_examples(name):
     from pmctx.testing import assert_docstring_examples
 
     assert_docstring_examples(name)
+
+
+def test_hyper_block_left_partial_by_an_explicit_step_stays_with_its_step():
+    """IBPHyperGibbs updates each hyperparameter exactly on its own, so a user who samples one
+    of them with their own step keeps IBPHyperGibbs for the others (not NUTS)."""
+    model = _ibp(alpha=1.0)
+    with model:
+        mine = pm.Slice([model["sigma_n2"]])
+        provided, selected = assign_step_methods(model, [mine], methods=pm.STEP_METHODS)
+        steps = instantiate_steppers(model, provided, selected, initial_point=model.initial_point())
+    names = {type(s).__name__: sorted(v.name for v in s.vars) for s in steps}
+    assert names == {
+        "Slice": ["sigma_n2_log__"],
+        "IBPGibbs": ["A", "Y", "Z", "pi_logodds__"],
+        "IBPHyperGibbs": ["eps_logodds__", "lam_logodds__", "phi_logodds__", "sigma_A2_log__"],
+    }
