@@ -182,11 +182,18 @@ def test_docstring_examples():
 
 
 # ---------------------------------------------------------------- validation on simulated data
-# The IBP sampler may mix slowly at its defaults until issue 10 lands: these fits use fixed
-# hyperparameters at their true values, small images (4 x 4) and 400 tuning sweeps, which is
-# enough for the 4 bar features (checked: n_active settles at 4 within ~100 sweeps).
+# These fits fix the hyperparameters (sigma_n and the noisy-OR at the generator's values, the
+# rest at fixed weakly informative values), use small images (4 x 4) and 400 tuning sweeps,
+# which is enough for the 4 bar features (checked: n_active settles at 4 within ~100 sweeps).
+# With hyperparameters learned (the package default) a single-trial extra feature keeps part
+# of the posterior mass, which is not what these LOO checks are about.
 
-FIT = dict(draws=400, tune=400, chains=2, sigma_n=0.3)
+# The convergence report is off: these short fits are judged by what the tests assert (PSIS
+# against exact refits, model rankings), as they were before the report existed.
+FIT = dict(
+    draws=400, tune=400, chains=2, sigma_n=0.3, alpha=1.0, sigma_A=1.0, phi=0.5, lam=0.9, eps=0.05,
+    check_convergence=False,
+)  # fmt: skip
 
 
 def fit_ibp(F=None, X=None, *, K_max=6, seed=0, **hyper):
