@@ -17,6 +17,8 @@ def write_tables(app=None) -> Path:
         payload = json.loads(path.read_text())
         size = "quick sizes" if payload.get("quick") else "full sizes"
         machine = payload.get("machine", {})
+        if not isinstance(machine, dict):  # some benchmarks record the machine as one line
+            machine = {"platform": str(machine)}
         elapsed = payload.get("elapsed_s")
         took = f"; {elapsed:.0f} s in all" if isinstance(elapsed, int | float) else ""
         parts.append(
