@@ -65,7 +65,8 @@ class IBPGibbs(PmctxStep):
         A model from :func:`pmctx.models.ibp.build_model` (its variable names are used).
     rng : int or Generator, optional
     new_features : bool, default True
-        Run the new-feature block move (without it the sampler cannot grow K).
+        Run the new-feature block move (without it the sampler cannot grow K). Only with
+        ``moves="legacy"``: the joint row move always draws new features.
     block_size : int, default 3
         Size of the random block of shared columns redrawn jointly per row (mixing between
         split and merged features); 0 switches it off.
@@ -165,6 +166,12 @@ class IBPGibbs(PmctxStep):
         self.block_size = check_int(block_size, "block_size", minimum=0, maximum=12)
         if moves not in MOVES:
             raise ValueError(f"moves must be one of {sorted(MOVES)}; got {moves!r}.")
+        if moves == "joint" and not new_features:
+            # The joint row move draws each row's singletons (new features) itself.
+            raise ValueError(
+                "new_features=False needs moves='legacy': the default joint row move draws "
+                "new features as part of each row's update. Pass moves='legacy' to freeze them."
+            )
         self.moves = moves
         self.split_merge = check_int(split_merge, "split_merge", minimum=0)
 

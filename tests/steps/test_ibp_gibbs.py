@@ -220,3 +220,10 @@ def test_ibp_gibbs_with_split_merge_matches_exact_posterior(tiny_model, exact_ti
     z_states, z_probs = z_marginal(states, probs)
     draws = np.array(draws)[:, :6]
     assert_matches_exact(state_indices(draws, z_states), z_probs, tv_tol=0.04, ess=len(draws) / 4)
+
+
+def test_new_features_off_needs_the_legacy_moves():
+    with build_model(F=np.zeros((3, 2)), K_max=2, sigma_n=0.5, sigma_A=1.0, alpha=1.0):
+        with pytest.raises(ValueError, match="new_features=False needs moves='legacy'"):
+            IBPGibbs(new_features=False)
+        IBPGibbs(new_features=False, moves="legacy")
