@@ -165,8 +165,10 @@ def run_sampler(
         draws=draws, tune=tune, chains=chains, cores=cores, progressbar=progressbar
     )
     pm_kwargs.setdefault("compute_convergence_checks", False)
+    # Probe BLAS quietly before anything compiles C code: PyTensor probes on first use and warns.
+    has_blas = pytensor_has_blas()
     if "compile_kwargs" not in pm_kwargs and _needs_gradient_sampler(model, step):
-        if not pytensor_has_blas():
+        if not has_blas:
             pm_kwargs["compile_kwargs"] = {"mode": "NUMBA"}
     with model:
         return pm.sample(
