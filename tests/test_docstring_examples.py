@@ -12,7 +12,6 @@ MODULES = [
     "pmctx.steps.base",
     "pmctx.sampling",
     "pmctx.convergence",
-    "pmctx.slice",
     "pmctx.registry",
     "pmctx.summarize",
     "pmctx.cli",
