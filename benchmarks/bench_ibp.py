@@ -1,5 +1,10 @@
 """IBP visuo-motor samplers: per-sweep cost against PyMC, and ESS/s old kernel vs new defaults.
 
+Times are CPU seconds of this process (``time.process_time``) unless a column says wall: the
+benchmark machine is shared, so wall time includes other jobs' load while CPU time does not
+(numba and PyTensor run single-threaded here; set ``OPENBLAS_NUM_THREADS=1``). Wall times are
+kept in the JSON (``wall_seconds_per_sweep``, ``wall_ess_per_s``).
+
 Part 1 (N=100, K_max=10, D=2, T=36, 6x6 bar cues), all from the same starting point:
 (a) ``pm.BinaryGibbsMetropolis`` on Z and Y (one full-model logp per proposed flip),
 (b) the generic row-parallel ``BinaryMatrixGibbs`` on Z (rows) and Y (columns), if present,
@@ -12,12 +17,14 @@ each chain dropped as warm-up; the time is that of the kept half), for
 ``old``: ``IBPGibbs(moves="legacy")`` with the hyperparameters fixed (the previous package
 default, sigma_n fixed at the true 0.3), and
 ``joint``: ``IBPGibbs()`` (joint row moves) with the same fixed hyperparameters (the moves'
-effect alone), and
+effect alone; N=100 and 1,000 only), and
 ``new``: the package defaults, ``IBPGibbs()`` (joint row moves) with ``IBPAlphaGibbs`` and
 ``IBPHyperGibbs`` learning every hyperparameter.
-Both run in the same process on the same data from random starts, step by step through the
-PyMC step objects (what ``pm.sample`` calls), so the times include the steps' own overhead
-but not ``pm.sample``'s trace bookkeeping.
+All run in the same process on the same data from ``pm.sample``'s start (``Z = 0``, every
+chain with its own random stream), step by step through the PyMC step objects (what
+``pm.sample`` calls), so the times include the steps' own overhead but not ``pm.sample``'s
+trace bookkeeping. ``P(n_active=4)`` over the kept half says whether a variant reached the
+truth at all; an ESS/s of a chain that never left its start is meaningless.
 """
 
 from __future__ import annotations
@@ -48,24 +55,29 @@ def _model_and_start(n, k_max, seed=0, **hyper):
 
 
 def _time_steps(steps, point, n_sweeps):
-    start = time.perf_counter()
+    """Wall and CPU seconds per sweep."""
+    wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(n_sweeps):
         for step in steps:
             point, _ = step.step(point)
-    return (time.perf_counter() - start) / n_sweeps
+    return (time.perf_counter() - wall) / n_sweeps, (time.process_time() - cpu) / n_sweeps
 
 
-def _row(variant, size, seconds, *, baseline=None, base_seconds=None, ess=None, notes=""):
+def _row(variant, size, times, *, baseline=None, base_times=None, ess=None, notes="", **extra):
+    wall, cpu = times
     return {
         "benchmark": "ibp",
         "variant": variant,
         "size": size,
-        "seconds_per_sweep": seconds,
-        "sweeps_per_s": 1.0 / seconds,
+        "seconds_per_sweep": cpu,
+        "sweeps_per_s": 1.0 / cpu,
         "ess_per_s": ess,
         "baseline": baseline,
-        "ratio_vs_baseline": None if base_seconds is None else base_seconds / seconds,
+        "ratio_vs_baseline": None if base_times is None else base_times[1] / cpu,
         "notes": notes,
+        "wall_seconds_per_sweep": wall,
+        "wall_ratio_vs_baseline": None if base_times is None else base_times[0] / wall,
+        **extra,
     }
 
 
@@ -97,20 +109,21 @@ def _per_sweep_rows(quick):
                 size,
                 t_b,
                 baseline="a: pm.BinaryGibbsMetropolis",
-                base_seconds=t_a,
+                base_times=t_a,
                 notes="Z and Y only (pi, A fixed), as (a)",
             )
         )
     ibp_step.step(start)
-    t_c = _time_steps([ibp_step], start, 300 if quick else 3000)
+    n_c = 300 if quick else 3000
+    t_c = _time_steps([ibp_step], start, n_c)
     rows.append(
         _row(
             "c: specialised IBPGibbs (joint moves)",
             size,
             t_c,
             baseline="a: pm.BinaryGibbsMetropolis",
-            base_seconds=t_a,
-            notes="also redraws A, pi and new features",
+            base_times=t_a,
+            notes=f"also redraws A, pi and new features; {n_c} sweeps",
         )
     )
     return rows
@@ -122,8 +135,12 @@ def _loglik(point, data, hyper):
     return out + noisy_or_loglik(data.X, Z, point["Y"], hyper["lam"], hyper["eps"]).sum()
 
 
+def _ess(trace):
+    return None if np.ptp(trace) == 0 else float(az.ess(trace))  # undefined when constant
+
+
 def _ess_run(n, k_max, variant, n_sweeps, chains=4):
-    """Seconds per sweep and ESS/s of n_active and loglik over ``chains`` random starts."""
+    """Per-sweep times, ESS of n_active and loglik, and the kept n_active trace."""
     hyper = {} if variant == "new" else OLD_HYPER
     model, _, data = _model_and_start(n, k_max, **hyper)
     names = ("alpha", "sigma_n", "sigma_A", "phi", "lam", "eps")
@@ -134,7 +151,7 @@ def _ess_run(n, k_max, variant, n_sweeps, chains=4):
         point_fn=True,
     )
     traces = np.empty((2, chains, n_sweeps))
-    seconds = 0.0
+    wall = cpu = 0.0
     for chain in range(chains):
         with model:
             if variant == "old":
@@ -143,53 +160,78 @@ def _ess_run(n, k_max, variant, n_sweeps, chains=4):
                 steps = [IBPGibbs(rng=chain)]
             else:
                 steps = [IBPGibbs(rng=chain), IBPAlphaGibbs(rng=chain), IBPHyperGibbs(rng=chain)]
-        point = model.initial_point()
-        rng = np.random.default_rng(100 + chain)
-        point["Z"] = (rng.random(point["Z"].shape) < 0.2).astype(np.int64)  # random start
-        steps[0].step(point)  # compile outside the timing
+        point = model.initial_point()  # pm.sample's start: Z = 0
+        for step in steps:  # compile and warm the numba caches outside the timing
+            step.step(dict(point))
         for s in range(n_sweeps):
-            start = time.perf_counter()
+            w, c = time.perf_counter(), time.process_time()
             for step in steps:
                 point, _ = step.step(point)
-            seconds += time.perf_counter() - start
+            wall += time.perf_counter() - w
+            cpu += time.process_time() - c
             traces[0, chain, s] = np.asarray(point["Z"]).any(axis=0).sum()
             traces[1, chain, s] = _loglik(point, data, dict(zip(names, read(point))))
     keep = traces[:, :, n_sweeps // 2 :]
-    per_sweep = seconds / (chains * n_sweeps)
-    run_seconds = per_sweep * chains * keep.shape[2]
-    out = []
-    for j in range(2):
-        if np.ptp(keep[j]) == 0:
-            out.append(None)  # ESS undefined for a constant trace
-        else:
-            out.append(float(az.ess(keep[j])) / run_seconds)
-    return per_sweep, out, keep[0]
+    kept_share = keep.shape[2] / n_sweeps
+    times = (wall / (chains * n_sweeps), cpu / (chains * n_sweeps))
+    ess = [_ess(keep[0]), _ess(keep[1])]
+    return times, ess, (wall * kept_share, cpu * kept_share), keep[0]
+
+
+LABELS = {
+    "old": "old: legacy moves, fixed hyper",
+    "joint": "joint moves, fixed hyper",
+    "new": "new: defaults",
+}
+
+
+def _per_s(ess, seconds):
+    return None if ess is None else ess / seconds
+
+
+def _fmt(x):
+    return "-" if x is None else f"{x:.3g}"
 
 
 def run(quick: bool = False) -> list[dict]:
     rows = _per_sweep_rows(quick)
-    sizes = [(100, 10, 400 if quick else 2000), (1000, 20, 120 if quick else 400),
-             (10000, 20, 24 if quick else 80)]  # fmt: skip
-    for n, k_max, sweeps in sizes:
+    sizes = [(100, 10, 400 if quick else 2000, ("old", "joint", "new")),
+             (1000, 20, 100 if quick else 300, ("old", "joint", "new")),
+             (10000, 20, 16 if quick else 40, ("old", "new"))]  # fmt: skip
+    for n, k_max, sweeps, variants in sizes:
         size = f"N={n} K_max={k_max} D=2 T=36"
-        base_ess = None
-        for variant in ("old", "joint", "new"):
-            per_sweep, (ess_n, ess_ll), n_active = _ess_run(n, k_max, variant, sweeps)
-            label = {
-                "old": "old: legacy moves, fixed hyper",
-                "joint": "joint moves, fixed hyper",
-                "new": "new: defaults",
-            }[variant]
+        base = None
+        for variant in variants:
+            times, (ess_n, ess_ll), (wall_s, cpu_s), n_active = _ess_run(n, k_max, variant, sweeps)
+            per_cpu = [_per_s(ess_n, cpu_s), _per_s(ess_ll, cpu_s)]
+            per_wall = [_per_s(ess_n, wall_s), _per_s(ess_ll, wall_s)]
             notes = (
-                f"ESS/s n_active={ess_n if ess_n is None else round(ess_n, 2)}, "
-                f"loglik={ess_ll if ess_ll is None else round(ess_ll, 2)}; 4 chains x {sweeps} "
+                f"ESS/CPU-s n_active={_fmt(per_cpu[0])}, loglik={_fmt(per_cpu[1])} "
+                f"(per wall-s {_fmt(per_wall[0])}, {_fmt(per_wall[1])}); 4 chains x {sweeps} "
                 f"sweeps (2nd half kept); P(n_active=4)={np.mean(n_active == 4):.2f}"
             )
-            row = _row(label, size, per_sweep, ess=ess_n, notes=notes)
-            if variant != "old" and base_ess and ess_n:
-                # The ratio column is ESS/s of n_active against the old kernel, same run.
-                row["baseline"] = "old: legacy moves, fixed hyper (ESS/s n_active)"
-                row["ratio_vs_baseline"] = ess_n / base_ess
+            row = _row(
+                LABELS[variant],
+                size,
+                times,
+                ess=per_cpu[0],
+                notes=notes,
+                sweeps_per_chain=sweeps,
+                ess_n_active=ess_n,
+                ess_loglik=ess_ll,
+                ess_per_cpu_s_loglik=per_cpu[1],
+                wall_ess_per_s=per_wall[0],
+                wall_ess_per_s_loglik=per_wall[1],
+                p_n_active_4=float(np.mean(n_active == 4)),
+            )
+            if variant == "old":
+                base = per_cpu
+            elif base is not None:
+                # Ratio column: ESS per CPU second of n_active against the old kernel, same run.
+                row["baseline"] = "old: legacy moves, fixed hyper (ESS/CPU-s n_active)"
+                row["ratio_vs_baseline"] = None if None in (per_cpu[0], base[0]) else (
+                    per_cpu[0] / base[0])  # fmt: skip
+                row["ratio_loglik_vs_baseline"] = None if None in (per_cpu[1], base[1]) else (
+                    per_cpu[1] / base[1])  # fmt: skip
             rows.append(row)
-            base_ess = ess_n if variant == "old" else base_ess
     return rows

@@ -269,7 +269,15 @@ def sample(
     -------
     arviz.InferenceData
         ``posterior`` with ``Z, pi, A, Y`` and label-invariant ``n_active, loglik, F_hat,
-        X_prob``; ``sample_stats`` with ``n_active, n_new_features, truncation_hit``.
+        X_prob``; ``sample_stats`` with ``n_active, n_singletons, n_new_features,
+        truncation_hit``.
+
+    Notes
+    -----
+    At the default priors the posterior often holds one more feature than the data were
+    generated with, owned by a single trial (a noisy trial it explains; the IBP expects about
+    ``alpha`` of them). ``n_active - n_singletons`` counts the features two or more trials
+    share. See the guide "IBP defaults" (docs/guides/ibp_defaults.md).
 
     Examples
     --------

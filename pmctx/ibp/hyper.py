@@ -17,6 +17,14 @@ Default priors (``HYPER_PRIORS``) and why:
   the logit scale) on their exact conditional given ``Z``, ``Y`` and ``X``, which depends on
   the data only through the histogram of (number of active causes, pixel value), O(K_max)
   per density evaluation.
+
+They are weak: on 6x6 bar cues with 2-D forces (N=100) the posterior means come out at the
+generating values (phi 0.170 for a true pixel density of 1/6, lambda 0.893 for 0.9, eps 0.046
+for 0.05, sigma_n 0.293 for 0.3). Under them the posterior often keeps one extra feature owned
+by a single trial (the IBP expects about ``alpha`` such features): chains started at the truth
+and at ``Z = 0`` agree on how often, so it is the target, not slow mixing. The number of
+features shared by two or more trials (sampler stats ``n_active - n_singletons``) is what the
+data pin down. Evidence and numbers: docs/guides/ibp_defaults.md.
 """
 
 from __future__ import annotations

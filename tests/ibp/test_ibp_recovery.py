@@ -9,14 +9,18 @@ What is checked, per generator:
   their ``P(n_active = K)`` differ by at most 0.1;
 * in every chain the most frequent number of features owned by at least two trials
   (``n_active - n_singletons``) is the true K;
+* the chains from the default start (``Z = 0``) sample the same ``P(n_active = K)`` as two
+  chains started at the true ``Z, A, Y`` (within 0.1): no shared trap;
 * ``Z`` and ``Y`` recovered: the posterior mean of the aligned ``Z`` (``Y``) rounds to the
   truth in >= 98% (>= 97%) of the entries.
 
-Not checked: issue 10's ``P(n_active = K) >= 0.9`` in every chain. With ``phi`` learned
-(~0.17 for bars) the *posterior* keeps one extra feature 5-40% of the time, mostly owned by a
-single trial whose noisy pixels it explains: the chains agree on the fraction (R-hat 1.00)
-and with ``phi`` fixed at 0.5 the same sampler puts all its mass on K, so the shortfall is
-the target's, not the sampler's (see the issue-10 report for the table over seeds).
+Not checked: issue 10's ``P(n_active = K) >= 0.9`` in every chain. The *posterior* under the
+default priors keeps an extra feature 20-50% of the time, mostly owned by a single trial
+whose few spontaneous pixels or outlying force it explains (the IBP expects ``alpha``
+features owned by one trial). Chains of 10,000 sweeps started at the truth and at the
+default start agree on the fraction (0.75-0.77 on the first generator, 0.49-0.60 on the
+third), so the shortfall is the target's, not the sampler's: see
+docs/guides/ibp_defaults.md.
 """
 
 import warnings
@@ -24,11 +28,13 @@ import warnings
 import arviz as az
 import numpy as np
 import pytest
-from pmctx.models.ibp import sample
+from pmctx.models.ibp import build_model, sample
 
 from pmctx.ibp.conditionals import noisy_or_log_p
 from pmctx.ibp.data import BAR_FORCES, bar_images
 from pmctx.ibp.diagnostics import align_features
+from pmctx.sampling import run_sampler
+from pmctx.steps.ibp_gibbs import IBPAlphaGibbs, IBPGibbs, IBPHyperGibbs
 
 GENERATORS = [  # (N trials, K true features, force noise sigma_n, seed)
     (100, 4, 0.3, 0),
@@ -47,6 +53,23 @@ def generate(n, k, sigma, seed, lam=0.9, eps=0.05, p_own=0.4):
     return F, X, Z, Y
 
 
+def _p_k_from_truth(F, X, Z, Y, seed, k_max=10):
+    """P(n_active = K) over 2 chains started at the true Z, A, Y (same priors and moves)."""
+    k = Z.shape[1]
+    model = build_model(F, X, K_max=k_max, reconstructions=False)
+    truth = {
+        "Z": np.pad(Z, ((0, 0), (0, k_max - k))),
+        "A": np.pad(BAR_FORCES[:k], ((0, k_max - k), (0, 0))),
+        "Y": np.pad(Y, ((0, k_max - k), (0, 0))),
+    }
+    with model:
+        steps = [IBPGibbs(), IBPAlphaGibbs(), IBPHyperGibbs()]
+    idata = run_sampler(model, step=steps, draws=1000, tune=200, chains=2, cores=1,
+                        random_seed=seed + 1000, progressbar=False, initvals=truth,
+                        idata_kwargs={"log_likelihood": False})  # fmt: skip
+    return float((idata.posterior["n_active"].values == k).mean())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("n, k, sigma, seed", GENERATORS)
 def test_recovery_at_the_package_defaults(n, k, sigma, seed):
@@ -63,8 +86,13 @@ def test_recovery_at_the_package_defaults(n, k, sigma, seed):
     assert np.ptp(p_k) <= 0.1, p_k
     modes = [np.bincount(chain).argmax() for chain in n_shared]
     assert modes == [k] * len(modes), modes
+    # The default start reaches the posterior that chains started at the truth sample: their
+    # P(n_active = K) agree (a shared trap far from the truth would show here).
+    p_truth = _p_k_from_truth(F, X, Z, Y, seed)
+    assert abs(p_k.mean() - p_truth) <= 0.1, (p_k, p_truth)
     aligned = align_features(idata, reference=Z)
     z_hat = aligned["Z"].mean(axis=(0, 1)).round()
     y_hat = aligned["Y"].mean(axis=(0, 1)).round()
+    print(f"Z entries right {(z_hat == Z).mean():.3f}, Y entries right {(y_hat == Y).mean():.3f}")
     assert (z_hat == Z).mean() >= 0.98, (z_hat == Z).mean()
     assert (y_hat == Y).mean() >= 0.97, (y_hat == Y).mean()
