@@ -18,9 +18,9 @@ Examples
 >>> from pmctx.ibp.data import visuomotor_data
 >>> from pmctx.models.ibp import sample
 >>> data = visuomotor_data(n_trials=20, seed=0)
->>> idata = sample(data.F, data.X, K_max=6, draws=30, tune=30, chains=1, random_seed=0,
+>>> idata = sample(data.F, data.X, K_max=10, draws=30, tune=30, chains=1, random_seed=0,
 ...                check_convergence=False)
->>> int(idata.posterior["n_active"].max()) <= 6
+>>> int(idata.posterior["n_active"].max()) <= 10
 True
 """
 

@@ -12,6 +12,7 @@ MODULES = [
     "pmctx.steps.base",
     "pmctx.sampling",
     "pmctx.convergence",
+    "pmctx.slice",
     "pmctx.registry",
     "pmctx.summarize",
     "pmctx.cli",

@@ -33,6 +33,8 @@ import math
 
 import numpy as np
 
+from pmctx.slice import slice_sample
+
 __all__ = [
     "HYPER_PRIORS",
     "noisy_or_count_histogram",
@@ -111,22 +113,5 @@ def slice_sample_logit(value, log_density, rng, *, width=1.0, max_steps=50):
         return log_density(p) + math.log(p) + math.log1p(-p)
 
     u0 = math.log(value) - math.log1p(-value)
-    level = logf(u0) + math.log(rng.random())
-    left = u0 - width * rng.random()
-    right = left + width
-    steps_left = int(max_steps * rng.random())
-    steps_right = max_steps - 1 - steps_left
-    while steps_left > 0 and logf(left) > level:
-        left -= width
-        steps_left -= 1
-    while steps_right > 0 and logf(right) > level:
-        right += width
-        steps_right -= 1
-    while True:
-        u1 = left + (right - left) * rng.random()
-        if logf(u1) > level:
-            return 1.0 / (1.0 + math.exp(-u1))
-        if u1 < u0:
-            left = u1
-        else:
-            right = u1
+    u1 = slice_sample(logf, u0, rng, width=width, max_steps=max_steps)
+    return 1.0 / (1.0 + math.exp(-u1))

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import i0e
 
+from pmctx.slice import slice_sample  # re-exported: pmctx.vonmises.hyper.slice_sample
+
 __all__ = [
     "KAPPA_OBS_PRIOR",
     "KappaObsStatistics",
@@ -103,33 +105,6 @@ def kappa_obs_log_conditional(kappa_obs, stats: KappaObsStatistics, prior=KAPPA_
     scaled = np.multiply.outer(k, stats.signal_values)
     normaliser = (log_i0(scaled) + _LOG_2PI) @ stats.counts
     return log_gamma_density(k, *prior) + k * stats.fit - normaliser
-
-
-def slice_sample(log_density, x0: float, rng, *, width: float = 1.0, max_steps: int = 64):
-    """One exact univariate slice-sampling update of ``x0`` (stepping out, shrinkage).
-
-    ``log_density`` is evaluated at scalars; the update leaves ``exp(log_density)``
-    invariant for any fixed ``width`` (Neal 2003, Figs. 3 and 5).
-    """
-    log_y = float(log_density(x0)) - rng.exponential()
-    left = x0 - width * rng.random()
-    right = left + width
-    steps_left = int(max_steps * rng.random())
-    steps_right = max_steps - 1 - steps_left
-    while steps_left > 0 and log_density(left) > log_y:
-        left -= width
-        steps_left -= 1
-    while steps_right > 0 and log_density(right) > log_y:
-        right += width
-        steps_right -= 1
-    while True:
-        x1 = left + (right - left) * rng.random()
-        if log_density(x1) > log_y:
-            return x1
-        if x1 < x0:
-            left = x1
-        else:
-            right = x1
 
 
 def sample_kappa_obs(

@@ -25,7 +25,7 @@ def ibp_split():
     data = visuomotor_data(70, seed=0)
     train, test = slice(0, 40), slice(40, 70)
     idata = ibp.sample(
-        data.F[train], data.X[train], K_max=6, draws=100, tune=100, chains=1, random_seed=0,
+        data.F[train], data.X[train], K_max=10, draws=100, tune=100, chains=1, random_seed=0,
         sigma_n=0.3, check_convergence=False,  # prediction here; convergence is tested elsewhere
     )  # fmt: skip
     return data, train, test, idata
