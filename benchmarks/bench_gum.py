@@ -7,6 +7,8 @@ honest number on a shared machine):
   covariance as dense mass matrix (the default of ``GumModel.sample``), C backend;
   baseline ``nuts_diag`` = pm.sample's diagonal adaptation, 1 chain x 200 (+200), ESS/s ratio;
 * ``nuts_numba``: the same as the first row with ``compile_kwargs={"mode": "NUMBA"}``;
+* ``nuts_nutpie_lowrank``: nutpie with its low-rank mass matrix (when the optional extra is
+  installed), compile and sampling CPU seconds reported apart;
 * ``nuts_grid_10k``: NUTS (Laplace metric) at N=10,000 on the inducing-grid model (the
   sparse path of this package; HSGP is not implemented), 4 x 500 (+500);
 * ``laplace_evidence_100k``: Laplace with evidence-fitted lengthscales at N=100,000
@@ -123,7 +125,49 @@ def nuts_rows(quick: bool = False) -> list[dict]:
             notes=f"cpu {numba_cpu:.1f} s incl. numba compile; ratio = CPU time C / numba",
         )
     )
+    rows.extend(nutpie_rows(g, n, draws, chains, size, nuts_cpu))
     return rows
+
+
+def nutpie_rows(g, n, draws, chains, size, pymc_cpu) -> list[dict]:
+    """nutpie (low-rank mass matrix), compile and sampling timed apart; skipped when the
+    optional nutpie extra is not installed."""
+    from pmctx.gum.backends import nutpie_available
+
+    if not nutpie_available():
+        return []
+    import nutpie
+
+    compiled, compile_s, compile_cpu = _timed(
+        lambda: nutpie.compile_pymc_model(g.model, initial_points=g.map_point())
+    )
+    idata, wall, cpu = _timed(
+        lambda: nutpie.sample(
+            compiled,
+            draws=draws,
+            tune=draws,
+            chains=chains,
+            cores=1,
+            seed=1,
+            progress_bar=False,
+            low_rank_modified_mass_matrix=True,
+        )
+    )
+    ess = _min_ess(g, idata)
+    steps = float(idata.sample_stats.n_steps.mean())
+    return [
+        _row(
+            "nuts_nutpie_lowrank",
+            size,
+            wall,
+            ess=ess / wall,
+            baseline="nuts_laplace_metric",
+            ratio=pymc_cpu / (cpu + compile_cpu),
+            notes=f"cpu {cpu:.1f} s sampling + {compile_cpu:.1f} s compile (wall {compile_s:.1f}); "
+            f"min bulk ESS {ess:.0f}; {steps:.1f} leapfrog/draw; ratio = CPU pm.sample / "
+            "nutpie incl. compile",
+        )
+    ]
 
 
 def grid_rows(quick: bool = False) -> list[dict]:
