@@ -1,16 +1,16 @@
 """Which NUTS implementation runs a GUM: PyMC's, or nutpie's Rust sampler when installed.
 
 Measured on seed 002 section 3.1 at N=500 (4 chains x 1000 draws + 1000 tuning, one core,
-``benchmarks/bench_gum.py``, CPU seconds on the shared 2-core machine):
+``benchmarks/bench_gum.py``, CPU seconds on the shared 2-core machine under load ~20, so
++-30%):
 
-=====================================  =========  ==========  ==============
-backend                                compile s  sampling s  leapfrog/draw
-=====================================  =========  ==========  ==============
-pm.sample, Laplace dense metric, C     3.3        19.5        15
-pm.sample, Laplace dense metric, NUMBA 3.7        18.0        15
-nutpie, diagonal adaptation            6.4        11.4        61
-nutpie, low-rank modified mass matrix  6.4        6.2         7
-=====================================  =========  ==========  ==============
+=============================================  ============  ==========  ==============
+backend                                        compile s     sampling s  leapfrog/draw
+=============================================  ============  ==========  ==============
+pm.sample, Laplace dense metric (NUMBA mode)   ~3.5          ~19         15
+nutpie, diagonal adaptation                    3.4-6.4       11.4        61
+nutpie, low-rank modified mass matrix          3.4-6.4       6.0         7.4
+=============================================  ============  ==========  ==============
 
 PyMC's NUTS spends most of its time in Python per leapfrog step; nutpie runs the whole tree
 in Rust around a Numba-compiled log density, and its low-rank mass-matrix adaptation learns
@@ -50,8 +50,8 @@ __all__ = [
 
 BACKENDS = ("auto", "pymc", "nutpie")
 
-#: Below this many iterations (all chains) nutpie's longer compile outweighs its faster
-#: sampling (compile 6.4 s vs 3.5 s; sampling ~3x faster per iteration).
+#: Below this many iterations (all chains) nutpie's compile (up to ~6 s against pm.sample's
+#: ~3.5 s) outweighs its faster sampling (~3x less CPU per iteration at N=500).
 NUTPIE_MIN_ITERATIONS = 4000
 
 
