@@ -207,9 +207,15 @@ class GumModel:
         laplace_metric: bool = True,
         posterior_predictive: bool = True,
         check_convergence: bool = True,
+        backend: str = "auto",
         **kwargs,
     ) -> az.InferenceData:
-        """NUTS via ``pm.sample``, with ``log_likelihood`` and ``posterior_predictive`` groups.
+        """NUTS via ``pm.sample`` or nutpie, with ``log_likelihood`` and
+        ``posterior_predictive`` groups.
+
+        ``backend`` is ``"auto"`` (nutpie with a low-rank mass matrix for long runs when it is
+        installed, else ``pm.sample``; the rule and timings are in
+        :mod:`pmctx.gum.backends`), ``"pymc"`` or ``"nutpie"``.
 
         ``draws, tune, chains, cores, random_seed, progressbar, idata_kwargs`` are
         ``pm.sample``'s, with its defaults (``seed`` is a deprecated alias). Products of
@@ -226,8 +232,32 @@ class GumModel:
         when function values or hyperparameters have not converged.
         """
         from pmctx.convergence import report_after_fit
-        from pmctx.sampling import run_sampler
+        from pmctx.gum.backends import choose_backend, sample_nutpie
+        from pmctx.sampling import resolve_seed, run_sampler
 
+        nutpie_ok = {"target_accept", "compute_convergence_checks", "init"}
+        chosen = choose_backend(
+            backend, draws=draws, tune=tune, chains=chains, pymc_only=bool(set(kwargs) - nutpie_ok)
+        )
+        if chosen == "nutpie":
+            random_seed = resolve_seed(random_seed, seed)
+            idata = sample_nutpie(
+                self.model,
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                cores=cores,
+                random_seed=random_seed,
+                progressbar=progressbar,
+                observed={self.design.response: self.design.y},
+                initial_point=self.map_point()
+                if init_at_map and not self._free_dispersion()
+                else None,
+            )
+            if posterior_predictive:
+                self.add_posterior_predictive(idata, seed=random_seed)
+            report_after_fit(idata, "gum", check=check_convergence)
+            return idata
         target_accept = kwargs.pop("target_accept", 0.9)
         if init_at_map and not self._free_dispersion():
             kwargs.setdefault("initvals", self.map_point())

@@ -173,7 +173,8 @@ def _observe(design: GumDesign, y, rho, noise_prior_sd, extra) -> None:
             dist,
             design.response,
             observed=y,
-            dims=extra.get("dims"),
+            # a tuple: register_rv reads a bare string as one dim per character
+            dims=(extra["dims"],) if "dims" in extra else None,
             total_size=extra.get("total_size"),
         )
         return

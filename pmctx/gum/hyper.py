@@ -1,10 +1,11 @@
 """Hyperparameter fitting for the Laplace GUM (seed 002, Appendix B.4).
 
-* :func:`fit_evidence` maximises the Laplace log evidence over log hyperparameters;
-* :func:`fit_cv` maximises the K-fold cross-validated log-likelihood of the MAP (B.4.1).
+* :func:`fit_evidence` maximises the Laplace log evidence over log hyperparameters with its
+  gradient (L-BFGS-B; :mod:`pmctx.gum.evidence`);
+* :func:`fit_cv` maximises the K-fold cross-validated log-likelihood of the MAP (B.4.1) with
+  the derivative-free Nelder-Mead simplex.
 
-Both use the derivative-free Nelder-Mead simplex on log-scale parameters, which the seed
-recommends where ``K^-1 dK K^-1`` is ill-conditioned, and warm-start every inner Newton fit
+Both search log-scale parameters after a coarse sweep and warm-start every inner Newton fit
 from the previous MAP mapped into the new non-centred coordinates.
 """
 
@@ -17,6 +18,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from pmctx import ConvergenceWarning
+from pmctx.gum.evidence import log_evidence_gradient
 from pmctx.gum.families import DISPERSION
 from pmctx.gum.laplace import laplace_fit
 from pmctx.gum.terms import GP
@@ -97,8 +99,17 @@ class _WarmStart:
         self.u, self.thetas = u.copy(), self.design.thetas(u)
 
 
-def fit_evidence(gum_model, *, which=None, max_evaluations: int = 300) -> HyperResult:
-    """Maximise the Laplace log evidence over (log) hyperparameters, then refit the MAP.
+def fit_evidence(
+    gum_model, *, which=None, max_evaluations: int = 300, gradient: bool = True
+) -> HyperResult:
+    """Maximise the Laplace log evidence over (log) hyperparameters.
+
+    A coarse joint sweep (x 1/8 ... x 8) picks the basin, then L-BFGS-B climbs with the
+    evidence's gradient (:func:`pmctx.gum.evidence.log_evidence_gradient`: analytic kernel
+    derivatives and implicit differentiation at the mode, no extra Newton search). Every
+    Newton fit starts from the previous mode mapped into the new coordinates. The model keeps
+    the fitted hyperparameters and the Laplace fit of the best evaluation, so a following
+    ``g.laplace()`` reuses it instead of refitting.
 
     Parameters
     ----------
@@ -106,6 +117,9 @@ def fit_evidence(gum_model, *, which=None, max_evaluations: int = 300) -> HyperR
     which : list of (function, key), optional
         Hyperparameters to fit (default :func:`free_hyperparameters`).
     max_evaluations : int, default 300
+        Newton fits (evidence evaluations), the sweep's included.
+    gradient : bool, default True
+        False uses the derivative-free Nelder-Mead simplex instead of L-BFGS-B.
 
     Returns
     -------
@@ -113,60 +127,117 @@ def fit_evidence(gum_model, *, which=None, max_evaluations: int = 300) -> HyperR
     """
     pairs = free_hyperparameters(gum_model, which)
     warm = _WarmStart(gum_model.design)
+    fits: dict = {}
+
+    def fit_at(log_values):
+        key = tuple(np.round(log_values, 12))
+        if key not in fits:
+            _set(gum_model, pairs, log_values)
+            try:
+                result = laplace_fit(gum_model.design, u0=warm.start(), max_iter=60, tol=1e-8)
+            except np.linalg.LinAlgError:
+                result = None
+            if result is not None and np.isfinite(result.log_evidence):
+                warm.remember(result.u_map)
+            else:
+                result = None
+            fits.clear()  # keep only the latest fit: the gradient call follows its value call
+            fits[key] = result
+        return fits[key]
 
     def negative_evidence(log_values):
-        _set(gum_model, pairs, log_values)
-        try:
-            result = laplace_fit(gum_model.design, u0=warm.start(), max_iter=60, tol=1e-6)
-        except np.linalg.LinAlgError:
-            return np.inf
-        warm.remember(result.u_map)
-        return -result.log_evidence if np.isfinite(result.log_evidence) else np.inf
+        result = fit_at(log_values)
+        return np.inf if result is None else -result.log_evidence
+
+    def negative_gradient(log_values):
+        result = fit_at(log_values)
+        if result is None:
+            return np.zeros(len(pairs))
+        _set_quiet(gum_model, pairs, log_values, result)
+        return -log_evidence_gradient(gum_model.design, result, pairs)
 
     x0 = _get(gum_model, pairs)
     _set(gum_model, pairs, x0)
     warm.remember(gum_model.fit_laplace().u_map)  # multi-start: pick the best mode first
     initial = -negative_evidence(x0)
-    best, best_value, n_eval, interrupted = _optimise(
-        negative_evidence, x0, max_evaluations, [key == "period" for _, key in pairs]
+    best, best_value, n_eval, interrupted, best_fit = _optimise(
+        negative_evidence,
+        x0,
+        max_evaluations,
+        [key == "period" for _, key in pairs],
+        jac=negative_gradient if gradient else None,
+        fit_at=fit_at,
     )
     _set(gum_model, pairs, best)
-    gum_model.fit_laplace(u0=warm.start())
+    if best_fit is None:
+        gum_model.fit_laplace(u0=warm.start())
+    else:
+        gum_model.laplace_result = best_fit  # the fit at these hyperparameters: reuse it
     return HyperResult(gum_model.hyperparameters(), -best_value, initial, n_eval, interrupted)
 
 
-def _optimise(objective, x0: np.ndarray, max_evaluations: int, periods=None):
-    """Coarse sweep + Nelder-Mead on ``objective``; Ctrl-C returns the best point so far.
+def _set_quiet(gum_model, pairs, log_values, result) -> None:
+    """Make sure the design holds ``log_values`` (the fit ``result`` was made under them)."""
+    current = _get(gum_model, pairs)
+    if not np.allclose(current, np.clip(log_values, -12, 12), rtol=0, atol=1e-12):
+        _set(gum_model, pairs, log_values)
 
-    ``periods`` marks period hyperparameters: they are multimodal (multiples of the period)
-    and diverge along the ridge where a periodic kernel becomes an SE kernel, so they are
-    left out of the sweep and searched locally with small steps.
+
+def _optimise(
+    objective, x0: np.ndarray, max_evaluations: int, periods=None, *, jac=None, fit_at=None
+):
+    """Coarse sweep + local search on ``objective``; Ctrl-C returns the best point so far.
+
+    With ``jac`` (the objective's gradient) the local search is L-BFGS-B, otherwise the
+    Nelder-Mead simplex. ``periods`` marks period hyperparameters: they are multimodal
+    (multiples of the period) and diverge along the ridge where a periodic kernel becomes an
+    SE kernel, so they are left out of the sweep and searched locally with small steps.
+    Returns the best point, its value, the number of evaluations, whether the search was
+    interrupted, and ``fit_at(best)``'s stored fit when it is still at hand (else None).
     """
     periods = np.zeros(len(x0), bool) if periods is None else np.asarray(periods, bool)
-    record = {"x": np.array(x0, dtype=float), "f": np.inf, "n": 0}
+    record = {"x": np.array(x0, dtype=float), "f": np.inf, "n": 0, "fit": None}
 
     def tracked(x):
         value = objective(x)
         record["n"] += 1
         if value < record["f"]:
             record["x"], record["f"] = np.array(x, dtype=float), value
+            record["fit"] = None if fit_at is None else fit_at(x)
         return value
 
     interrupted = False
     try:
         tracked(x0)
         start = _coarse_start(tracked, x0, ~periods)
-        minimize(
-            tracked,
-            start,
-            method="Nelder-Mead",
-            options={
-                "maxfev": max_evaluations,
-                "xatol": 1e-2,
-                "fatol": 1e-2,
-                "initial_simplex": _simplex(start, np.where(periods, 0.1, 0.5)),
-            },
-        )
+        if jac is None:
+            minimize(
+                tracked,
+                start,
+                method="Nelder-Mead",
+                options={
+                    "maxfev": max_evaluations,
+                    "xatol": 1e-2,
+                    "fatol": 1e-2,
+                    "initial_simplex": _simplex(start, np.where(periods, 0.1, 0.5)),
+                },
+            )
+        else:
+            # L-BFGS-B's first step has unit length: in coordinates scaled by 0.5 log
+            # units (0.05 for periods) it stays inside the basin the sweep chose
+            scale = np.where(periods, 0.05, 0.5)
+            minimize(
+                lambda y: tracked(start + scale * y),
+                np.zeros(len(x0)),
+                jac=lambda y: scale * jac(start + scale * y),
+                method="L-BFGS-B",
+                bounds=[((-12.0 - s) / c, (12.0 - s) / c) for s, c in zip(start, scale)],
+                options={
+                    "maxfun": max(max_evaluations - record["n"], 1),
+                    "ftol": 1e-10,
+                    "gtol": 1e-6,
+                },
+            )
     except KeyboardInterrupt:
         interrupted = True
         warnings.warn(
@@ -175,7 +246,7 @@ def _optimise(objective, x0: np.ndarray, max_evaluations: int, periods=None):
             ConvergenceWarning,
             stacklevel=3,
         )
-    return record["x"], float(record["f"]), record["n"], interrupted
+    return record["x"], float(record["f"]), record["n"], interrupted, record["fit"]
 
 
 def _coarse_start(objective, x0: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -231,7 +302,7 @@ def fit_cv(gum_model, *, k: int = 5, which=None, seed=0, max_evaluations: int = 
 
     x0 = _get(gum_model, pairs)
     initial = -negative_score(x0)
-    best, best_value, n_eval, interrupted = _optimise(
+    best, best_value, n_eval, interrupted, _ = _optimise(
         negative_score, x0, max_evaluations, [key == "period" for _, key in pairs]
     )
     _set(gum_model, pairs, best)

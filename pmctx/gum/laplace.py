@@ -26,6 +26,7 @@ from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from threadpoolctl import ThreadpoolController
 
 from pmctx import ConvergenceWarning
+from pmctx.gum.curvature import derivatives
 from pmctx.gum.design import GumDesign
 
 __all__ = ["LaplaceResult", "laplace_fit", "log_joint"]
@@ -86,14 +87,8 @@ def _pieces(design: GumDesign, u: np.ndarray):
     if design.intercept:
         rho += design.intercept_sd * u[design.slices["intercept"].start]
     ll, d1, w = design.loglik(rho)
-    J = design.jacobian(u, values)
-    return values, ll, d1, w, J
-
-
-def _hessians(design, u, values, d1, w, J):
-    fisher = (J * w[:, None]).T @ J + np.eye(len(u))
-    exact = fisher - design.curvature_term(u, d1, values)
-    return fisher, exact
+    grad, fisher, exact = derivatives(design, u, values, d1, w)
+    return ll, grad, fisher, exact
 
 
 def _cholesky(matrix):
@@ -161,9 +156,7 @@ def _laplace_fit(
     psi = log_joint(design, u)
     converged, n_iter = False, 0
     for n_iter in range(1, max_iter + 1):  # noqa: B007 - n_iter is reported
-        values, ll, d1, w, J = _pieces(design, u)
-        grad = J.T @ d1 - u
-        fisher, exact = _hessians(design, u, values, d1, w, J)
+        ll, grad, fisher, exact = _pieces(design, u)
         chol = _cholesky(exact)
         matrix = exact if chol is not None else fisher
         factor = cho_factor(matrix, lower=True)
@@ -182,8 +175,7 @@ def _laplace_fit(
         else:
             break
         u, psi = candidate, new_psi
-    values, ll, d1, w, J = _pieces(design, u)
-    fisher, exact = _hessians(design, u, values, d1, w, J)
+    ll, grad, fisher, exact = _pieces(design, u)
     chol = _cholesky(exact)
     exact_ok = chol is not None
     hessian = exact if exact_ok else fisher

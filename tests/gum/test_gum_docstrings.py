@@ -18,6 +18,9 @@ MODULES = [
     "pmctx.gum.derived",
     "pmctx.gum.many",
     "pmctx.gum.outputs",
+    "pmctx.gum.curvature",
+    "pmctx.gum.evidence",
+    "pmctx.gum.backends",
     "pmctx.models.gum",
 ]
 

@@ -1,0 +1,121 @@
+"""Which NUTS implementation runs a GUM: PyMC's, or nutpie's Rust sampler when installed.
+
+Measured on seed 002 section 3.1 at N=500 (4 chains x 1000 draws + 1000 tuning, one core,
+``benchmarks/bench_gum.py``, CPU seconds on the shared 2-core machine under load ~20, so
++-30%):
+
+=============================================  ============  ==========  ==============
+backend                                        compile s     sampling s  leapfrog/draw
+=============================================  ============  ==========  ==============
+pm.sample, Laplace dense metric (NUMBA mode)   ~3.5          ~19         15
+nutpie, diagonal adaptation                    3.4-6.4       11.4        61
+nutpie, low-rank modified mass matrix          3.4-6.4       6.0         7.4
+=============================================  ============  ==========  ==============
+
+PyMC's NUTS spends most of its time in Python per leapfrog step; nutpie runs the whole tree
+in Rust around a Numba-compiled log density, and its low-rank mass-matrix adaptation learns
+the correlations of products of functions that the Laplace metric gives PyMC. Its compile
+step costs about twice PyMC's, so it pays off only for long runs.
+
+Rule of ``backend="auto"`` (the default of :meth:`GumModel.sample`): nutpie with the low-rank
+mass matrix when nutpie is installed (``pip install pmctx[nutpie]``), no ``step`` or other
+PyMC-only argument is given, and the run has at least :data:`NUTPIE_MIN_ITERATIONS`
+iterations over all chains (``chains * (draws + tune)``); otherwise ``pm.sample`` (NUMBA mode
+when PyTensor has no BLAS, :func:`pmctx.sampling.run_sampler`).
+
+Examples
+--------
+>>> from pmctx.gum.backends import choose_backend
+>>> choose_backend("auto", draws=10, tune=10, chains=1, pymc_only=False)
+'pymc'
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pymc as pm
+
+from pmctx.progress import progress_enabled
+from pmctx.validation import check_choice
+
+__all__ = [
+    "BACKENDS",
+    "NUTPIE_MIN_ITERATIONS",
+    "choose_backend",
+    "nutpie_available",
+    "sample_nutpie",
+]
+
+BACKENDS = ("auto", "pymc", "nutpie")
+
+#: Below this many iterations (all chains) nutpie's compile (up to ~6 s against pm.sample's
+#: ~3.5 s) outweighs its faster sampling (~3x less CPU per iteration at N=500).
+NUTPIE_MIN_ITERATIONS = 4000
+
+
+def nutpie_available() -> bool:
+    """Whether the optional nutpie sampler is installed."""
+    return importlib.util.find_spec("nutpie") is not None
+
+
+def choose_backend(backend: str, *, draws: int, tune: int, chains: int, pymc_only: bool) -> str:
+    """Resolve ``backend`` (``"auto"``, ``"pymc"`` or ``"nutpie"``) by the rule above.
+
+    ``pymc_only`` marks arguments only ``pm.sample`` understands (``step``, ``initvals`` of
+    a user, ``compile_kwargs``, ...)."""
+    check_choice(backend, "backend", BACKENDS)
+    if backend == "nutpie":
+        if not nutpie_available():
+            raise ValueError(
+                "backend='nutpie' needs the nutpie package: pip install 'pmctx[nutpie]', or "
+                "pass backend='pymc'."
+            )
+        if pymc_only:
+            raise ValueError(
+                "backend='nutpie' cannot take pm.sample-only arguments (step, compile_kwargs, "
+                "...); drop them or pass backend='pymc'."
+            )
+        return "nutpie"
+    if backend == "pymc" or pymc_only or not nutpie_available():
+        return "pymc"
+    return "nutpie" if chains * (draws + tune) >= NUTPIE_MIN_ITERATIONS else "pymc"
+
+
+def sample_nutpie(
+    model: pm.Model,
+    *,
+    draws,
+    tune,
+    chains,
+    cores,
+    random_seed,
+    progressbar,
+    initial_point,
+    observed: dict | None = None,
+):
+    """NUTS by nutpie (low-rank mass matrix) with ``log_likelihood`` and ``observed_data``
+    (``observed``: name -> values) groups like ``pm.sample`` with
+    ``idata_kwargs={"log_likelihood": True}`` gives."""
+    import nutpie
+
+    compiled = nutpie.compile_pymc_model(model, initial_points=initial_point)
+    seed = None if random_seed is None else int(np.random.default_rng(random_seed).integers(2**31))
+    idata = nutpie.sample(
+        compiled,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        seed=seed,
+        progress_bar=progress_enabled(None if progressbar is None else not progressbar),
+        low_rank_modified_mass_matrix=True,
+    )
+    for group in ("warmup_posterior", "warmup_sample_stats"):
+        if group in idata.groups():
+            del idata[group]
+    if observed:
+        idata.add_groups(observed_data=observed)
+    pm.compute_log_likelihood(idata, model=model, extend_inferencedata=True, progressbar=False)
+    return idata

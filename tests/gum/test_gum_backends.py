@@ -1,0 +1,48 @@
+"""NUTS backend choice (pmctx.gum.backends) and the nutpie path of GumModel.sample."""
+
+import numpy as np
+import pytest
+
+import pmctx.gum.backends as backends
+from pmctx.gum import gum
+from pmctx.gum.backends import NUTPIE_MIN_ITERATIONS, choose_backend
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_auto_rule(monkeypatch, installed):
+    monkeypatch.setattr(backends, "nutpie_available", lambda: installed)
+    long_run = {"draws": 1000, "tune": 1000, "chains": 4}
+    assert NUTPIE_MIN_ITERATIONS <= 8000
+    expected = "nutpie" if installed else "pymc"
+    assert choose_backend("auto", **long_run, pymc_only=False) == expected
+    assert choose_backend("auto", **long_run, pymc_only=True) == "pymc"
+    assert choose_backend("auto", draws=100, tune=100, chains=2, pymc_only=False) == "pymc"
+    assert choose_backend("pymc", **long_run, pymc_only=False) == "pymc"
+
+
+def test_nutpie_errors(monkeypatch):
+    monkeypatch.setattr(backends, "nutpie_available", lambda: False)
+    with pytest.raises(ValueError, match="needs the nutpie package"):
+        choose_backend("nutpie", draws=10, tune=10, chains=1, pymc_only=False)
+    monkeypatch.setattr(backends, "nutpie_available", lambda: True)
+    with pytest.raises(ValueError, match="pm.sample-only"):
+        choose_backend("nutpie", draws=10, tune=10, chains=1, pymc_only=True)
+    with pytest.raises(ValueError, match="backend"):
+        choose_backend("stan", draws=10, tune=10, chains=1, pymc_only=False)
+
+
+@pytest.mark.slow
+def test_nutpie_sample_matches_laplace():
+    pytest.importorskip("nutpie")
+    rng = np.random.default_rng(3)
+    data = {"x": rng.uniform(0, 2, 200)}
+    data["y"] = rng.poisson(np.exp(np.sin(2 * data["x"])))
+    g = gum("y ~ f(x, lengthscale=0.5, max_points=12)", data, family="poisson")
+    idata = g.sample(draws=500, tune=500, chains=2, random_seed=1, backend="nutpie")
+    assert {"log_likelihood", "posterior_predictive", "observed_data"} <= set(idata.groups())
+    assert idata.log_likelihood["y"].shape == (2, 500, 200)
+    laplace = g.laplace(draws=2000, posterior_predictive=False)
+    nuts_mean = idata.posterior["f_x"].mean(("chain", "draw")).values
+    lap_mean = laplace.posterior["f_x"].mean(("chain", "draw")).values
+    lap_sd = laplace.posterior["f_x"].std(("chain", "draw")).values
+    assert np.all(np.abs(nuts_mean - lap_mean) < 0.5 * lap_sd + 0.02)
