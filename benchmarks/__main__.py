@@ -57,6 +57,8 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, under a minute each")
     parser.add_argument("--out", type=Path, default=HERE / "results", help="JSON folder")
     args = parser.parse_args(argv)
+    # ``bench_batch`` (the module's name) means ``batch``.
+    args.names = [n.removeprefix("bench_") for n in args.names]
     unknown = sorted(set(args.names) - set(names))
     if unknown:
         parser.error(f"unknown benchmark(s) {unknown}; available: {names}")

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import digamma, gammaln, logsumexp, softmax
 
-from pmctx.validation import as_float_array, check_int, check_positive
+from pmctx.validation import as_float_array, check_choice, check_int, check_positive
 
 __all__ = ["BMSResult", "evidence_table", "plot_bms", "random_effects_bms"]
 
@@ -141,30 +141,43 @@ def evidence_table(fits: dict, *, criterion: str = "auto") -> pd.DataFrame:
 
     ``criterion``: ``"log_evidence"`` (``attrs["log_evidence"]`` of each unit's fit, e.g.
     Laplace or grid marginal likelihoods), ``"loo"`` (PSIS-LOO ``elpd_loo`` from the
-    ``log_likelihood`` group) or ``"auto"`` (log evidence where every fit has it, else LOO).
-    Only units finished under every model are kept.
+    ``log_likelihood`` group) or ``"auto"`` (log evidence where every fit of every model has
+    it, else LOO for all: one table never mixes the two). Only units finished under every
+    model are kept.
     """
     import arviz as az
 
     from pmctx.batch.engine import load_records
     from pmctx.io import load_idata
 
-    columns = {}
+    check_choice(criterion, "criterion", ["auto", "log_evidence", "loo"])
+    fitted = {}
     for model, out_dir in fits.items():
         records = load_records(out_dir)
         records = records[records["status"] == "ok"]
+        fitted[model] = {row.unit: load_idata(row.path) for row in records.itertuples()}
+    if criterion == "auto":
+        everywhere = all(
+            "log_evidence" in idata.posterior.attrs
+            for units in fitted.values()
+            for idata in units.values()
+        )
+        criterion = "log_evidence" if everywhere else "loo"
+    columns = {}
+    for model, units in fitted.items():
         values = {}
-        for row in records.itertuples():
-            idata = load_idata(row.path)
-            evidence = idata.posterior.attrs.get("log_evidence")
-            if criterion in ("auto", "log_evidence") and evidence is not None:
-                values[row.unit] = float(evidence)
-            elif criterion == "log_evidence":
-                raise ValueError(f"Unit {row.unit} of {model} has no log_evidence; use 'loo'.")
+        for unit, idata in units.items():
+            if criterion == "loo":
+                values[unit] = float(az.loo(idata).elpd_loo)
+            elif "log_evidence" in idata.posterior.attrs:
+                values[unit] = float(idata.posterior.attrs["log_evidence"])
             else:
-                values[row.unit] = float(az.loo(idata).elpd_loo)
-        columns[model] = pd.Series(values)
-    return pd.DataFrame(columns).dropna().rename_axis("unit")
+                raise ValueError(
+                    f"Unit {unit} of {model} has no log_evidence in its posterior attributes; "
+                    "use criterion='loo' (needs a log_likelihood group)."
+                )
+        columns[model] = pd.Series(values, dtype=float)
+    return pd.DataFrame(columns).dropna().sort_index().rename_axis("unit")
 
 
 def plot_bms(result: BMSResult):

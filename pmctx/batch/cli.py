@@ -60,6 +60,9 @@ def add_parser(subparsers) -> None:
     batch.add_argument("--set", dest="settings", action="append", metavar="KEY=VALUE",
                        help="fit option, repeatable (e.g. --set draws=500)")  # fmt: skip
     batch.add_argument("--rerun-errors", action="store_true", help="retry failed units")
+    batch.add_argument("--all-groups", action="store_true",
+                       help="write every InferenceData group per unit (default: all but the "
+                       "posterior predictive draws)")  # fmt: skip
     batch.set_defaults(func=run)
     sbc = subparsers.add_parser(
         "sbc",
@@ -94,6 +97,7 @@ def _engine(args) -> dict:
 
 def _batch(args) -> int:
     from pmctx.batch import resolve_fit, run_batch
+    from pmctx.batch.engine import UNIT_GROUPS
     from pmctx.batch.population import gather
 
     if not args.data.exists():
@@ -105,6 +109,7 @@ def _batch(args) -> int:
         args.out,
         options=parse_options(args.settings),
         rerun_errors=args.rerun_errors,
+        groups=None if args.all_groups else UNIT_GROUPS,
         **_engine(args),
     )
     counts = table["status"].value_counts().to_dict()

@@ -1,10 +1,13 @@
 """Many independent fits on ``dask.distributed``: results on disk as they finish, resumable.
 
 Every unit runs as one task ``fit_unit(data, random_seed=..., **options)`` that returns an
-``arviz.InferenceData``. The task writes ``<out>/units/<unit>.nc`` and then a record
-``<out>/units/<unit>.json`` (status, seconds, seed, worker, error), each to a temporary file
-renamed into place, so a file that exists is complete. The client gathers records with
-``as_completed`` and rewrites ``<out>/summary.csv`` after each. Consequences:
+``arviz.InferenceData``. The task, on the worker, loads the unit's data (a file is read there,
+not shipped), writes ``<out>/units/<unit>.nc`` and then a record ``<out>/units/<unit>.json``
+(status, seconds, CPU seconds, seed, worker, error), each to a temporary file renamed into
+place, so a file that exists is complete; only the record travels back to the client. The
+client gathers records with ``as_completed`` and appends each as a row of
+``<out>/summary.csv`` (sorted and rewritten once at the end; the JSON records are the ground
+truth a rerun reads). Consequences:
 
 * a rerun skips units whose record says ``ok`` (and, with ``rerun_errors``, retries failed ones);
 * a unit that raises records the error and traceback; the batch goes on;
@@ -28,6 +31,7 @@ Examples
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import socket
@@ -37,15 +41,25 @@ import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from pmctx.batch.units import UnitSource, discover_units, unit_seed
 from pmctx.progress import progress
 from pmctx.validation import check_int
 
-__all__ = ["connect", "load_records", "run_batch", "run_unit", "write_atomic"]
+__all__ = ["UNIT_GROUPS", "connect", "load_records", "run_batch", "run_unit", "write_atomic",
+           "write_idata"]  # fmt: skip
 
-SUMMARY_COLUMNS = ["unit", "status", "seconds", "seed", "path", "worker", "run_id", "error"]
+SUMMARY_COLUMNS = ["unit", "status", "seconds", "cpu_seconds", "seed", "path", "worker", "run_id",
+                   "error"]  # fmt: skip
+
+#: InferenceData groups a unit's NetCDF keeps by default: everything the population view,
+#: model selection (log evidence in the posterior attributes, or LOO from ``log_likelihood``)
+#: and SBC read, and the data. Predictive draws are left out: they are often the largest
+#: group, writing them costs as much as a small fit, and they can be drawn again from the
+#: posterior. ``run_batch(..., groups=None)`` keeps every group.
+UNIT_GROUPS = ("posterior", "sample_stats", "log_likelihood", "observed_data", "constant_data")
 
 
 def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
@@ -63,6 +77,69 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
         if tmp.exists():
             tmp.unlink()
     return path
+
+
+def _netcdf4_module():
+    try:
+        import netCDF4
+    except ImportError:
+        return None
+    return netCDF4
+
+
+def _write_numeric_netcdf4(netCDF4, datasets: dict, path: Path) -> None:
+    # The netCDF4 library called directly: half the time of xarray's writer on top of it
+    # (which encodes each variable for the general case), for the numeric draws a fit returns.
+    with netCDF4.Dataset(str(path), "w", format="NETCDF4") as handle:
+        for group, ds in datasets.items():
+            node = handle.createGroup(group)
+            node.setncatts(dict(ds.attrs))
+            for dim, size in ds.sizes.items():
+                node.createDimension(dim, size)
+            for name, var in ds.variables.items():
+                out = node.createVariable(name, var.dtype, var.dims)
+                out.setncatts(dict(var.attrs))
+                if var.ndim:
+                    out[...] = var.values
+                else:
+                    out.assignValue(var.values)
+
+
+def _plain_attrs(attrs) -> bool:
+    return all(
+        isinstance(v, str | int | float | np.integer | np.floating) and not isinstance(v, bool)
+        for v in attrs.values()
+    )
+
+
+def write_idata(idata, path, *, groups=UNIT_GROUPS) -> Path:
+    """Write ``idata`` to the NetCDF file ``path`` atomically, uncompressed, keeping ``groups``
+    (all groups when ``None``); readable by :func:`pmctx.io.load_idata`.
+
+    Writing is a large share of a small fit's cost: numeric groups with plain attributes are
+    written with the netCDF4 library directly when it is installed; anything else (strings,
+    booleans, times) goes through xarray's encoders in one open file (``xarray.DataTree``),
+    with netCDF4 or else h5netcdf.
+    """
+    import xarray as xr
+
+    datasets = {g: idata[g] for g in idata.groups() if groups is None or g in groups}
+    netCDF4 = _netcdf4_module()
+    numeric = all(
+        _plain_attrs(ds.attrs)
+        and all(v.dtype.kind in "iuf" and _plain_attrs(v.attrs) for v in ds.variables.values())
+        for ds in datasets.values()
+    )
+    if netCDF4 is not None and numeric:
+        return write_atomic(path, lambda tmp: _write_numeric_netcdf4(netCDF4, datasets, tmp))
+    engine = "h5netcdf" if netCDF4 is None else "netcdf4"
+    if hasattr(xr, "DataTree"):
+        tree = xr.DataTree.from_dict(datasets)
+        return write_atomic(path, lambda tmp: tree.to_netcdf(tmp, engine=engine))
+    return write_atomic(  # xarray before 2024.10: one file opening per group
+        path,
+        lambda tmp: idata.to_netcdf(str(tmp), compress=False, groups=list(datasets), engine=engine),
+    )
 
 
 def _write_json(path: Path, record: dict) -> Path:
@@ -102,18 +179,21 @@ def run_unit(
     options: Mapping | None = None,
     summarize: Callable | None = None,
     run_id: str = "",
+    groups=UNIT_GROUPS,
 ) -> dict:
     """Fit one unit and write its NetCDF and record (the task each worker runs).
 
-    Returns the record. ``summarize(idata) -> dict`` adds scalar columns (e.g. an ELPD) to it.
-    A record already on disk with status ``ok`` is returned without refitting, which makes a
-    rescheduled task (its first worker died after writing) idempotent.
+    Returns the record (a small dict; the InferenceData stays on the worker's disk).
+    ``summarize(idata) -> dict`` adds scalar columns (e.g. an ELPD) to it; ``groups`` are the
+    InferenceData groups written (see :data:`UNIT_GROUPS`). A record already on disk with
+    status ``ok`` is returned without refitting, which makes a rescheduled task (its first
+    worker died after writing) idempotent.
     """
     nc, js = _unit_paths(out_dir, source.name)
     done = _finished(out_dir, source.name, rerun_errors=True)
     if done is not None and done.get("status") == "ok":
         return done
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     record = {
         "unit": source.name,
         "seed": seed,
@@ -126,7 +206,7 @@ def run_unit(
         data = source.load()
         idata = fit_unit(data, random_seed=seed, **dict(options or {}))
         extra = dict(summarize(idata)) if summarize is not None else {}
-        write_atomic(nc, lambda tmp: idata.to_netcdf(str(tmp)))
+        write_idata(idata, nc, groups=groups)
         record.update(extra, status="ok")
     except Exception as err:  # a failing unit must not stop the batch: record it instead
         record.update(
@@ -136,6 +216,7 @@ def run_unit(
             traceback=traceback.format_exc(),
         )
     record["seconds"] = time.perf_counter() - start
+    record["cpu_seconds"] = time.process_time() - cpu_start  # this process, all its threads
     _write_json(js, record)
     return record
 
@@ -158,15 +239,50 @@ def connect(*, workers: int | None = None, scheduler: str | None = None, **clust
     return Client(cluster)
 
 
-def _write_summary(out_dir: Path, records: list[dict]) -> Path:
+def _columns(keys) -> list[str]:
+    keys = [k for k in dict.fromkeys(keys) if k != "traceback"]
+    return [c for c in SUMMARY_COLUMNS if c in keys] + [c for c in keys if c not in SUMMARY_COLUMNS]
+
+
+def _write_summary(out_dir: Path, records: list[dict]) -> pd.DataFrame:
     frame = pd.DataFrame(records)
-    ordered = [c for c in SUMMARY_COLUMNS if c in frame] + [
-        c for c in frame.columns if c not in SUMMARY_COLUMNS and c != "traceback"
-    ]
-    frame = frame[ordered].sort_values("unit").reset_index(drop=True)
+    frame = frame[_columns(frame.columns)].sort_values("unit").reset_index(drop=True)
     path = Path(out_dir) / "summary.csv"
     write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
     return frame
+
+
+class _Summary:
+    """``summary.csv`` while a batch runs: one row appended per finished unit.
+
+    Rewriting the whole table after every unit costs O(units) each time; appending costs one
+    row. The table is rewritten (atomically, sorted by unit) at the start, when a record
+    brings a new column, and by :meth:`close`. A row cut short by a crash is harmless: the
+    per-unit JSON records are what a rerun reads, and it rewrites the table.
+    """
+
+    def __init__(self, out_dir: Path, records: list[dict]):
+        self.out_dir, self.records = Path(out_dir), list(records)
+        self.columns: list[str] = []
+        if self.records:
+            self._rewrite()
+
+    def _rewrite(self) -> None:
+        self.columns = list(_write_summary(self.out_dir, self.records).columns)
+
+    def add(self, record: dict) -> None:
+        self.records.append(record)
+        if not self.columns or set(record) - set(self.columns) - {"traceback"}:
+            self._rewrite()
+            return
+        with open(self.out_dir / "summary.csv", "a", newline="") as handle:
+            writer = csv.DictWriter(handle, self.columns, restval="", extrasaction="ignore")
+            writer.writerow(record)
+
+    def close(self) -> pd.DataFrame:
+        if not self.records:
+            return load_records(self.out_dir)
+        return _write_summary(self.out_dir, self.records)
 
 
 def load_records(out_dir) -> pd.DataFrame:
@@ -192,6 +308,7 @@ def run_batch(
     summarize: Callable | None = None,
     rerun_errors: bool = False,
     progressbar: bool | None = None,
+    groups=UNIT_GROUPS,
 ) -> pd.DataFrame:
     """Fit every unit (skipping finished ones) and return the summary table.
 
@@ -218,12 +335,16 @@ def run_batch(
         ``summarize(idata) -> dict`` of scalars added to each unit's row.
     rerun_errors : bool
         Also rerun units whose record is an error (default: keep them as finished).
+    groups : sequence of str or None
+        InferenceData groups written per unit (default :data:`UNIT_GROUPS`: all but the
+        predictive draws); ``None`` writes every group.
 
     Returns
     -------
     pandas.DataFrame
-        One row per unit: ``unit, status, seconds, seed, path, worker, run_id, error`` and the
-        ``summarize`` columns. ``status`` is ``ok`` or ``error``.
+        One row per unit: ``unit, status, seconds, cpu_seconds, seed, path, worker, run_id,
+        error`` and the ``summarize`` columns. ``status`` is ``ok`` or ``error``;
+        ``cpu_seconds`` is the CPU time of the process that ran the unit (fit and writing).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -240,20 +361,21 @@ def run_batch(
             records.append(done)
         else:
             todo.append(source)
-    kwargs = dict(options=dict(options or {}), summarize=summarize, run_id=run_id)
+    groups = None if groups is None else tuple(groups)
+    kwargs = dict(options=dict(options or {}), summarize=summarize, run_id=run_id, groups=groups)
     disable = None if progressbar is None else not progressbar
+    summary = _Summary(out_dir, records)
     if local or not todo:
         for source in progress(todo, total=len(todo), description="units", disable=disable):
-            records.append(run_unit(fit_unit, source, out_dir, seed=unit_seed(seed, source.name),
-                                    **kwargs))  # fmt: skip
-            _write_summary(out_dir, records)
-        return _write_summary(out_dir, records) if records else load_records(out_dir)
-    return _run_distributed(
-        fit_unit, todo, out_dir, records, seed, kwargs, client, workers, scheduler, disable
-    )
+            summary.add(run_unit(fit_unit, source, out_dir, seed=unit_seed(seed, source.name),
+                                 **kwargs))  # fmt: skip
+        return summary.close()
+    _run_distributed(fit_unit, todo, out_dir, summary, seed, kwargs, client, workers, scheduler,
+                     disable)  # fmt: skip
+    return summary.close()
 
 
-def _run_distributed(fit_unit, todo, out_dir, records, seed, kwargs, client, workers,
+def _run_distributed(fit_unit, todo, out_dir, summary, seed, kwargs, client, workers,
                      scheduler, disable):  # fmt: skip
     from distributed import as_completed
 
@@ -292,8 +414,7 @@ def _run_distributed(fit_unit, todo, out_dir, records, seed, kwargs, client, wor
                     "error": f"{type(err).__name__}: {err}",
                 }
                 _write_json(_unit_paths(out_dir, source.name)[1], record)
-            records.append(record)
-            _write_summary(out_dir, records)
+            summary.add(record)
             future.release()
     finally:
         if own:
@@ -301,4 +422,3 @@ def _run_distributed(fit_unit, todo, out_dir, records, seed, kwargs, client, wor
             client.close()
             if cluster is not None:
                 cluster.close()
-    return _write_summary(out_dir, records)

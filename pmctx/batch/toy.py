@@ -47,9 +47,16 @@ def normal_mean_fit(
 
     ``bias`` shifts the draws (a deliberately wrong sampler, for SBC tests); ``delay`` sleeps
     that many seconds (to imitate a slow fit); ``fail_on``/``crash_on`` raise or kill the
-    worker process when ``data["name"]`` equals them (for failure tests).
+    worker process when ``data["name"]`` equals them (for failure tests). A unit whose data
+    hold a file path under ``"hold"`` waits (at most two minutes) until that file exists, so
+    that a test can pause units while it kills and replaces a worker.
     """
     name = str(data.get("name", ""))
+    hold = data.get("hold")
+    if hold:
+        deadline = time.monotonic() + 120.0
+        while not os.path.exists(str(hold)) and time.monotonic() < deadline:
+            time.sleep(0.05)
     if fail_on is not None and name == fail_on:
         raise RuntimeError(f"unit {name} fails on purpose")
     if crash_on is not None and name == crash_on:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pmctx.batch.bms import plot_bms, random_effects_bms
+from pmctx.batch import run_batch
+from pmctx.batch.bms import evidence_table, plot_bms, random_effects_bms
+from pmctx.batch.toy import normal_mean_fit
+from pmctx.io import load_idata
 
 
 def _normal_evidences(model, rng, n_obs=100, tau=2.0):
@@ -75,3 +78,63 @@ def test_bad_input():
         random_effects_bms(np.array([[0.0, np.nan]]))
     with pytest.raises(ValueError, match="prior"):
         random_effects_bms(np.zeros((3, 2)), prior=-1.0)
+
+
+def _fit_with_evidence(data, *, random_seed=None, prior_sd=1.0, **options):
+    """The toy fit plus its exact log evidence: y ~ N(0, I + prior_sd^2 11^T)."""
+    from scipy.stats import multivariate_normal
+
+    idata = normal_mean_fit(data, random_seed=random_seed, prior_sd=prior_sd, **options)
+    y = np.asarray(data["y"], float)
+    cov = np.eye(y.size) + prior_sd**2
+    idata.posterior.attrs["log_evidence"] = float(
+        multivariate_normal(np.zeros(y.size), cov).logpdf(y)
+    )
+    return idata
+
+
+def test_evidence_table_from_batch_folders(tmp_path):
+    import arviz as az
+
+    rng = np.random.default_rng(3)
+    units = {f"s{i}": {"y": rng.normal(0.5 * i, 1.0, 6), "name": f"s{i}"} for i in range(4)}
+    wide = tmp_path / "wide"  # prior sd 3; s2 fails under this model and must be dropped
+    run_batch(
+        _fit_with_evidence, units, wide, local=True, options={"prior_sd": 3.0, "fail_on": "s2"}
+    )
+    narrow = tmp_path / "narrow"
+    run_batch(_fit_with_evidence, units, narrow, local=True, options={"prior_sd": 0.3})
+    fits = {"wide": wide, "narrow": narrow}
+
+    table = evidence_table(fits)  # every fit has a log evidence: that is what auto takes
+    assert list(table.columns) == ["wide", "narrow"] and list(table.index) == ["s0", "s1", "s3"]
+    for model, folder in fits.items():
+        for unit in table.index:
+            idata = load_idata(folder / "units" / f"{unit}.nc")
+            assert table.loc[unit, model] == idata.posterior.attrs["log_evidence"]
+            expected = _fit_with_evidence(
+                dict(units[unit]), prior_sd=3.0 if model == "wide" else 0.3
+            )
+            np.testing.assert_allclose(
+                table.loc[unit, model], expected.posterior.attrs["log_evidence"]
+            )
+    # Units near 0 favour the narrow prior, s3 (mean 1.5) the wide one.
+    assert table.loc["s0", "narrow"] > table.loc["s0", "wide"]
+    assert table.loc["s3", "wide"] > table.loc["s3", "narrow"]
+
+    loo = evidence_table(fits, criterion="loo")
+    idata = load_idata(narrow / "units" / "s1.nc")
+    assert loo.loc["s1", "narrow"] == pytest.approx(float(az.loo(idata).elpd_loo))
+
+    plain = tmp_path / "plain"  # a model without log evidence: auto falls back to LOO for all
+    run_batch(normal_mean_fit, units, plain, local=True)
+    mixed = evidence_table({"narrow": narrow, "plain": plain})
+    assert list(mixed.index) == ["s0", "s1", "s2", "s3"]  # s2 finished under both
+    np.testing.assert_allclose(mixed.loc[loo.index, "narrow"], loo["narrow"])
+    with pytest.raises(ValueError, match="no log_evidence"):
+        evidence_table({"narrow": narrow, "plain": plain}, criterion="log_evidence")
+    with pytest.raises(ValueError, match="criterion"):
+        evidence_table(fits, criterion="bic")
+    result = random_effects_bms(table)
+    assert list(result.table.index) == ["wide", "narrow"]
+    assert list(result.unit_probabilities.index) == ["s0", "s1", "s3"]
