@@ -88,3 +88,17 @@ def test_cli_fit(tmp_path, capsys):
     header.write_text("angle\n0.1\n")
     with pytest.raises(ValueError, match="header"):
         get_spec("vonmises-chain").schema(header)
+
+
+def test_map_posterior_predictive_with_learned_kappa_obs():
+    """reconstruct(kappa_obs="prior") draws replicated data with each draw's kappa_obs."""
+    from pmctx.models.vonmises_map import predict, reconstruct
+
+    theta = np.full((4, 4), 0.5)
+    theta[0, 0] = np.nan
+    idata = reconstruct(
+        theta, kappa=2.0, kappa_obs="prior", rank=3, draws=15, tune=5, chains=1,
+        random_seed=0, check_convergence=False,
+    )  # fmt: skip
+    assert idata.posterior_predictive["z"].shape == (1, 15, 15)
+    assert predict(idata, random_seed=1)["theta_pred"].shape == (1, 15, 1)
