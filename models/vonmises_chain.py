@@ -189,6 +189,7 @@ def smooth(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
     check_convergence: bool = True,
 ):
     """Posterior of a smooth angular time series (hyperparameters learned by default).
@@ -198,7 +199,7 @@ def smooth(
     y, mask, kappa, kappa_obs, rank, signal
         As in :func:`build_model`.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in ``pm.sample``, with its defaults.
+        As in ``pm.sample``, with its defaults (``seed``: deprecated alias).
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` when ``x`` (circular), ``smoothness`` or a
         learned concentration has not converged.
@@ -217,6 +218,7 @@ def smooth(
     >>> sorted(idata.posterior.data_vars)
     ['kappa', 'kappa_obs', 'x']
     """
+    random_seed = resolve_seed(random_seed, seed)
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
     model = build_model(y, mask=mask, kappa=kappa, kappa_obs=kappa_obs, rank=rank, signal=signal)
     with model:
@@ -405,6 +407,7 @@ def fit(
     cores: int | None = SAMPLE_DEFAULTS["cores"],
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
     seed=None,
     out_dir="pmctx-fit",
     **options,
@@ -427,6 +430,7 @@ def fit(
         cores=cores,
         random_seed=resolve_seed(random_seed, seed),
         progressbar=progressbar,
+        idata_kwargs=idata_kwargs,
         **options,
     )
     return write_outputs(idata, out_dir, y=data["y"])
