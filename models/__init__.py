@@ -9,5 +9,6 @@ MODEL_MODULES = {
     "ibp": "ibp",
     "crp": "crp_conditioning",
     "vonmises": "vonmises_map",
+    "vonmises-chain": "vonmises_chain",
     "gum": "gum",
 }

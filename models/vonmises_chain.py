@@ -27,7 +27,11 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions import transforms
 
-from pmctx.steps.vonmises import ChainFFBSVonMises, ChainKappaSlice, KappaObsSlice
+from pmctx.convergence import report_after_fit
+from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
+from pmctx.steps.registration import tag_block
+from pmctx.steps.vonmises import KappaObsSlice
+from pmctx.steps.vonmises_chain import ChainFFBSStep, ChainKappaStep
 from pmctx.validation import as_angle_array, as_rng, check_int, check_positive
 from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR, chain_marginals, sample_chain
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR
@@ -37,10 +41,16 @@ from pmctx.vonmises.potentials import natural_field, wrap_angle
 __all__ = [
     "build_model",
     "default_steps",
+    "demo",
+    "fit",
+    "fit_data",
+    "invariants",
     "posterior_marginals",
     "simulate",
+    "simulate_data",
     "smooth",
     "smoothing_marginals",
+    "write_outputs",
 ]
 
 
@@ -143,15 +153,22 @@ def build_model(
             pm.VonMises(
                 "y", mu=x[obs], kappa=k_obs * signal_d[obs], observed=z_filled[obs], dims="obs"
             )
+    # Plain pm.sample() gives x to the exact FFBS step and learned concentrations to their
+    # exact slice updates (whose Gamma priors are the ones declared here), not to NUTS.
+    tag_block(ChainFFBSStep.owns_block, x=x)
+    if kappa == "prior":
+        tag_block(ChainKappaStep.owns_block, kappa=k)
+    if kappa_obs == "prior":
+        tag_block(KappaObsSlice.owns_block, kappa_obs=k_obs)
     return model
 
 
 def default_steps(model) -> list:
     """Exact steps for a :func:`build_model` model: FFBS for ``x``, slice updates for the
     concentrations that have priors. Call inside the model context."""
-    steps = [ChainFFBSVonMises()]
+    steps = [ChainFFBSStep()]
     if model["kappa"] in model.free_RVs:
-        steps.append(ChainKappaSlice())
+        steps.append(ChainKappaStep())
     if model["kappa_obs"] in model.free_RVs:
         steps.append(KappaObsSlice(angles="x"))
     return steps
@@ -165,39 +182,60 @@ def smooth(
     kappa_obs="prior",
     rank: int = 5,
     signal=None,
-    draws: int = 1000,
-    tune: int = 200,
-    chains: int = 4,
-    cores: int = 1,
-    random_seed=0,
-    progressbar: bool = False,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
+    check_convergence: bool = True,
 ):
     """Posterior of a smooth angular time series (hyperparameters learned by default).
 
-    Returns ``arviz.InferenceData`` with posterior ``x`` (and ``kappa``, ``kappa_obs`` when
-    learned), ``log_likelihood`` of ``y`` and the steps' stats. Each draw of ``x`` is an exact
-    joint draw given the concentrations, so chains mix in a few iterations.
+    Parameters
+    ----------
+    y, mask, kappa, kappa_obs, rank, signal
+        As in :func:`build_model`.
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in ``pm.sample``, with its defaults (``seed``: deprecated alias).
+    check_convergence : bool, default True
+        Warn :class:`pmctx.ConvergenceWarning` when ``x`` (circular), ``smoothness`` or a
+        learned concentration has not converged.
+
+    Returns
+    -------
+    arviz.InferenceData
+        Posterior ``x`` (and ``kappa``, ``kappa_obs`` when learned), ``log_likelihood`` of
+        ``y`` and the steps' stats. Each draw of ``x`` is an exact joint draw given the
+        concentrations, so chains mix in a few iterations.
 
     Examples
     --------
     >>> x, y = simulate(30, kappa=4.0, kappa_obs=3.0, rank=5, seed=1)
-    >>> idata = smooth(y, rank=5, draws=30, tune=10, chains=1)
+    >>> idata = smooth(y, rank=5, draws=30, tune=10, chains=1, check_convergence=False)
     >>> sorted(idata.posterior.data_vars)
     ['kappa', 'kappa_obs', 'x']
     """
+    random_seed = resolve_seed(random_seed, seed)
+    check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
     model = build_model(y, mask=mask, kappa=kappa, kappa_obs=kappa_obs, rank=rank, signal=signal)
     with model:
-        return pm.sample(
-            draws=check_int(draws, "draws", minimum=1),
-            tune=check_int(tune, "tune", minimum=0),
-            chains=check_int(chains, "chains", minimum=1),
-            cores=cores,
-            step=default_steps(model),
-            random_seed=random_seed,
-            progressbar=progressbar,
-            compute_convergence_checks=False,
-            idata_kwargs={"log_likelihood": "y" in model.named_vars},
-        )
+        steps = default_steps(model)
+    idata = run_sampler(
+        model,
+        step=steps,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=random_seed,
+        progressbar=progressbar,
+        idata_kwargs={"log_likelihood": "y" in model.named_vars, **(idata_kwargs or {})},
+    )
+    report_after_fit(idata, "vonmises-chain", check=check_convergence)
+    return idata
 
 
 def smoothing_marginals(
@@ -253,3 +291,146 @@ def simulate(length: int, *, kappa: float, kappa_obs: float, rank: int, missing=
     y = wrap_angle(rng.vonmises(x, check_positive(kappa_obs, "kappa_obs")))
     y[rng.random(length) < missing] = np.nan
     return x, y
+
+
+def simulate_data(rng, *, length: int = 100, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.2):
+    """A prior draw and its data for the registry (SBC, posterior predictive checks).
+
+    Returns ``(data, truth)``: ``data`` holds ``y`` (NaN where missing) and the options
+    ``kappa``, ``kappa_obs``, ``rank``; ``truth`` the angles ``x`` and their ``smoothness``
+    (mean cosine of successive differences).
+    """
+    x, y = simulate(length, kappa=kappa, kappa_obs=kappa_obs, rank=rank, missing=missing, seed=rng)
+    data = {"y": y, "kappa": kappa, "kappa_obs": kappa_obs, "rank": rank}
+    return data, {"x": x, "smoothness": float(np.mean(np.cos(np.diff(x))))}
+
+
+def invariants(idata):
+    """Circular ``x`` (period 2 pi), ``smoothness`` and the learned concentrations per draw."""
+    import xarray as xr
+
+    post = idata.posterior
+    x = post["x"]
+    out = xr.Dataset(
+        {
+            "x": x.assign_attrs(period=2.0 * np.pi),
+            "smoothness": (("chain", "draw"), np.cos(np.diff(x.values, axis=-1)).mean(-1)),
+        }
+    )
+    for name in ("kappa", "kappa_obs"):
+        if name in post:
+            out[name] = post[name]
+    return out
+
+
+def fit_data(
+    data: dict,
+    *,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
+    **options,
+):
+    """:func:`smooth` on ``{"y": ..., "mask": ..., "signal": ...}`` (mask, signal optional)."""
+    return smooth(
+        data["y"],
+        mask=data.get("mask"),
+        signal=data.get("signal"),
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=resolve_seed(random_seed, seed),
+        progressbar=progressbar,
+        idata_kwargs=idata_kwargs,
+        **options,
+    )
+
+
+def write_outputs(idata, out_dir, prefix: str = "vonmises-chain", *, y=None, truth=None):
+    """Standard outputs (posterior, circular summary, diagnostics) and a smoothing figure:
+    posterior circular mean of ``x`` with a 90% band, the observations and (if given) the
+    true angles."""
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    from pmctx.io import save_figure, write_standard_outputs
+
+    out_dir = Path(out_dir)
+    paths = write_standard_outputs(idata, out_dir, prefix)
+    x = idata.posterior["x"].values.reshape(-1, idata.posterior["x"].shape[-1])
+    mean = np.angle(np.mean(np.exp(1j * x), axis=0))
+    half = np.quantile(np.abs(wrap_angle(x - mean)), 0.9, axis=0)
+    t = np.arange(x.shape[1])
+    fig, ax = plt.subplots(figsize=(8, 3))
+    ax.fill_between(t, mean - half, mean + half, alpha=0.3, label="90% band")
+    ax.plot(t, mean, lw=1, label="posterior circular mean")
+    if y is not None:
+        ax.plot(t, y, ".", ms=3, color="k", label="observed")
+    if truth is not None:
+        ax.plot(t, truth, "x", ms=3, color="C3", label="truth")
+    ax.set(xlabel="time step", ylabel="angle (rad)", ylim=(-np.pi - 1, np.pi + 1))
+    ax.legend(loc="upper right", fontsize=7)
+    paths.append(save_figure(fig, out_dir / f"{prefix}_smoothing.png"))
+    return paths
+
+
+def demo(out_dir, *, quick: bool = False, random_seed: int = 0, seed=None, cores=None):
+    """Smooth a simulated head-direction trace with 30% missing samples (``quick``: short)."""
+    seed = resolve_seed(random_seed, seed)
+    length = 60 if quick else 300
+    x, y = simulate(length, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.3, seed=seed)
+    idata = smooth(
+        y,
+        draws=100 if quick else 1000,
+        tune=20 if quick else 200,
+        chains=2 if quick else 4,
+        cores=cores,
+        random_seed=seed,
+        check_convergence=not quick,
+    )
+    return write_outputs(idata, out_dir, y=y, truth=x)
+
+
+def fit(
+    data_path,
+    *,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    seed=None,
+    out_dir="pmctx-fit",
+    **options,
+):
+    """Smooth an angular time series from a file and write the outputs.
+
+    The file is ``.npz`` with ``y`` (angles in radians, NaN where missing), optional ``mask``
+    and ``signal`` and optional scalars ``kappa``, ``kappa_obs`` (numbers; learned when
+    absent) and ``rank``; or a one-column ``.csv`` of angles without a header.
+    """
+    from pmctx.schema import load_vonmises_chain
+
+    data = load_vonmises_chain(data_path, options)
+    options = {**data.pop("options"), **options}
+    idata = fit_data(
+        data,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=resolve_seed(random_seed, seed),
+        progressbar=progressbar,
+        idata_kwargs=idata_kwargs,
+        **options,
+    )
+    return write_outputs(idata, out_dir, y=data["y"])

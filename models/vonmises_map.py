@@ -380,7 +380,7 @@ def _add_posterior_predictive(idata, random_seed) -> None:
     """
     mask = idata.constant_data["obs_mask"].values == 1
     o = idata.posterior["o"].values[:, :, mask]  # row-major order, as build_model's obs
-    z = as_rng(random_seed).vonmises(o, float(idata.constant_data["kappa_obs"].values))
+    z = as_rng(random_seed).vonmises(o, _kappa_obs_draws(idata))
     import xarray as xr
 
     post = idata.posterior
@@ -389,6 +389,13 @@ def _add_posterior_predictive(idata, random_seed) -> None:
     idata.add_groups(
         posterior_predictive=xr.Dataset({"z": (("chain", "draw", "obs"), z)}, coords=coords)
     )
+
+
+def _kappa_obs_draws(idata):
+    """``kappa_obs`` per draw ``(chain, draw, 1)``: learned (posterior) or fixed (data)."""
+    if "kappa_obs" in idata.posterior:
+        return idata.posterior["kappa_obs"].values[..., None]
+    return float(idata.constant_data["kappa_obs"].values)
 
 
 def predict(idata, *, sites=None, random_seed=None):
@@ -417,9 +424,8 @@ def predict(idata, *, sites=None, random_seed=None):
         sites = idata.constant_data["obs_mask"].values == 0
     sites = as_binary_array(sites, "sites", ndim=2, shape=o.shape[2:]).astype(bool)
     rows, cols = np.nonzero(sites)
-    kappa_obs = float(idata.constant_data["kappa_obs"].values)
     rng = as_rng(random_seed)
-    z = rng.vonmises(o[:, :, rows, cols], kappa_obs)
+    z = rng.vonmises(o[:, :, rows, cols], _kappa_obs_draws(idata))
     theta = o_to_theta(z)
     return xr.Dataset(
         {"theta_pred": (("chain", "draw", "site"), theta, {"period": np.pi})},

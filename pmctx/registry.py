@@ -9,7 +9,7 @@ Examples
 --------
 >>> from pmctx.registry import get_spec, list_specs
 >>> [spec.name for spec in list_specs()]
-['ibp', 'crp', 'vonmises', 'gum']
+['ibp', 'crp', 'vonmises', 'gum', 'vonmises-chain']
 >>> spec = get_spec("ibp")
 >>> spec.module
 'pmctx.models.ibp'
@@ -218,5 +218,24 @@ register(
         "Run longer (draws=2000, tune=2000); divergences point to a product of functions "
         "with secondary modes: compare with g.laplace()",
         predict=_Lazy("pmctx.models.gum", "predict"),
+    )
+)
+register(
+    ModelSpec(
+        name="vonmises-chain",
+        module="pmctx.models.vonmises_chain",
+        schema=_Lazy("pmctx.schema", "load_vonmises_chain"),
+        fit=_Lazy("pmctx.models.vonmises_chain", "fit_data"),
+        invariants=_Lazy("pmctx.models.vonmises_chain", "invariants"),
+        write_outputs=_Lazy("pmctx.models.vonmises_chain", "write_outputs"),
+        demo=_Lazy("pmctx.models.vonmises_chain", "demo"),
+        simulate=_Lazy("pmctx.models.vonmises_chain", "simulate_data"),
+        options={
+            "kappa": "smoothing concentration (number or 'prior', default 'prior')",
+            "kappa_obs": "observation concentration (number or 'prior', default 'prior')",
+            "rank": "rank R of the transition potential (default 5)",
+        },
+        advice="Run longer (draws=2000, tune=1000); x is drawn exactly given the "
+        "concentrations, so slow mixing points to kappa and kappa_obs trading off: fix one",
     )
 )

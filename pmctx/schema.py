@@ -56,7 +56,15 @@ import numpy as np
 
 from pmctx.validation import as_angle_array, as_binary_array, as_float_array
 
-__all__ = ["SCHEMAS", "DataSchema", "load_crp", "load_gum", "load_ibp", "load_vonmises"]
+__all__ = [
+    "SCHEMAS",
+    "DataSchema",
+    "load_crp",
+    "load_gum",
+    "load_ibp",
+    "load_vonmises",
+    "load_vonmises_chain",
+]
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,14 @@ SCHEMAS = {
         ("theta",),
         ("kappa", "kappa_obs", "rank"),
         "a plain matrix of orientations in [0, pi] without a header, empty cells missing",
+    ),
+    "vonmises-chain": DataSchema(
+        "vonmises-chain",
+        (".npz", ".csv"),
+        {"y": "angles in radians, NaN missing", "mask": "1 = observed", "signal": "> 0"},
+        ("y",),
+        ("kappa", "kappa_obs", "rank"),
+        "one column of angles in radians without a header, empty cells missing",
     ),
     "gum": DataSchema(
         "gum",
@@ -446,6 +462,60 @@ def load_vonmises(path, options=None) -> dict:
             "at least one observed orientation."
         )
     return {"theta": theta, "mask": mask, "options": file_options}
+
+
+def _read_series(path: Path) -> np.ndarray:
+    """One angle per line; an empty line (or ``nan``) is a missing sample, kept in place."""
+    values = []
+    try:
+        lines = path.read_text().splitlines()
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path.name} is not a text CSV file ({err}).") from err
+    for line_no, line in enumerate(lines, start=1):
+        cells = line.split(",")
+        if len(cells) != 1:
+            raise ValueError(
+                f"{path.name} line {line_no} has {len(cells)} columns; vonmises-chain expects "
+                "one column of angles in radians (one time step per line, empty = missing)."
+            )
+        cell = cells[0].strip()
+        try:
+            values.append(np.nan if cell.lower() in ("", "nan") else float(cell))
+        except ValueError:
+            what = "a header row" if line_no == 1 else "text"
+            raise ValueError(
+                f"{path.name} line {line_no} holds {what} ({cell[:20]!r}); vonmises-chain "
+                "expects one angle in radians per line without a header. Remove it."
+            ) from None
+    return np.array(values, dtype=float)
+
+
+def load_vonmises_chain(path, options=None) -> dict:
+    """An angular time series; ``{"y", "mask", "signal", "options"}``."""
+    schema = SCHEMAS["vonmises-chain"]
+    path = _check_file(path, schema)
+    file_options, extra = {}, {"mask": None, "signal": None}
+    if path.suffix == ".npz":
+        arrays = _read_npz(path)
+        file_options = _scalar_options(arrays, schema.scalars, path.name)
+        _check_keys(arrays, ("y", "mask", "signal"), path.name, schema)
+        if "y" not in arrays:
+            raise ValueError(f"{path.name} has no 'y' array; {schema.expected()}.")
+        y = arrays["y"]
+        _check_array_dtype(y, "y", path.name)
+        if "mask" in arrays:
+            extra["mask"] = as_binary_array(arrays["mask"], f"{path.name}: mask", ndim=1)
+        if "signal" in arrays:
+            extra["signal"] = np.asarray(arrays["signal"], dtype=np.float64)
+    else:
+        y = _read_series(path)
+    y = as_angle_array(y, f"{path.name}: y", low=-2 * np.pi, high=2 * np.pi, ndim=1, allow_nan=True)
+    if y.size < 2 or np.all(np.isnan(y)):
+        raise ValueError(
+            f"{path.name}: the series has {y.size} samples, {int(np.sum(~np.isnan(y)))} observed;"
+            " vonmises-chain needs at least 2 samples and one observed angle."
+        )
+    return {"y": y, **extra, "options": file_options}
 
 
 # ---------------------------------------------------------------- gum

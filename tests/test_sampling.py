@@ -5,7 +5,7 @@ import inspect
 import numpy as np
 import pymc as pm
 import pytest
-from pmctx.models import crp_conditioning, gum, ibp, vonmises_map
+from pmctx.models import crp_conditioning, gum, ibp, vonmises_chain, vonmises_map
 
 from pmctx.gum.api import GumModel
 from pmctx.sampling import SAMPLE_DEFAULTS, SAMPLE_KWARGS, resolve_seed, run_sampler
@@ -20,6 +20,9 @@ ENTRY_POINTS = {
     "vonmises.reconstruct": vonmises_map.reconstruct,
     "vonmises.fit_data": vonmises_map.fit_data,
     "vonmises.fit": vonmises_map.fit,
+    "vonmises-chain.smooth": vonmises_chain.smooth,
+    "vonmises-chain.fit_data": vonmises_chain.fit_data,
+    "vonmises-chain.fit": vonmises_chain.fit,
     "gum.GumModel.sample": GumModel.sample,
     "gum.fit_data": gum.fit_data,
     "gum.fit": gum.fit,

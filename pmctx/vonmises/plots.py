@@ -16,6 +16,7 @@ import numpy as np
 from pmctx.vonmises.maps import pinwheel_charges
 
 __all__ = [
+    "orientation_colorbar",
     "plot_orientation_map",
     "plot_reconstruction",
     "plot_smoothness_trace",
@@ -46,6 +47,18 @@ def plot_orientation_map(ax, theta, *, mark_pinwheels: bool = True, title: str |
     return image
 
 
+def orientation_colorbar(fig, image, ax, *, label: str = "orientation (deg)"):
+    """Colour key of an orientation map from :func:`plot_orientation_map`, in degrees.
+
+    Ticks at 0, 45, 90, 135 and 180 degrees (the colour map is cyclic: 0 and 180 are the
+    same orientation and the same colour). Returns the colour bar.
+    """
+    bar = fig.colorbar(image, ax=ax, fraction=0.046, ticks=np.linspace(0.0, np.pi, 5))
+    bar.ax.set_yticklabels(["0", "45", "90", "135", "180"])
+    bar.set_label(label, fontsize=8)
+    return bar
+
+
 def plot_uncertainty_map(ax, circular_sd, *, title: str | None = None):
     """Show a map of posterior circular standard deviations (radians of orientation)."""
     image = ax.imshow(np.asarray(circular_sd), cmap="magma", interpolation="nearest")
@@ -66,9 +79,12 @@ def plot_reconstruction(theta_obs, mean, circular_sd, *, truth=None):
     fig, axes = plt.subplots(1, len(panels) + 1, figsize=(3.2 * (len(panels) + 1), 3.4))
     for ax, (title, values) in zip(axes, panels):
         values = np.asarray(values, dtype=np.float64)
-        plot_orientation_map(ax, values, mark_pinwheels=not np.isnan(values).any(), title=title)
+        image = plot_orientation_map(
+            ax, values, mark_pinwheels=not np.isnan(values).any(), title=title
+        )
+    orientation_colorbar(fig, image, axes[-2])
     image = plot_uncertainty_map(axes[-1], circular_sd, title="posterior circular sd")
-    fig.colorbar(image, ax=axes[-1], fraction=0.046)
+    fig.colorbar(image, ax=axes[-1], fraction=0.046).set_label("rad", fontsize=8)
     return fig
 
 

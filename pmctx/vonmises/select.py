@@ -37,6 +37,7 @@ from pmctx.validation import as_rng
 from pmctx.vonmises.augmented import augmented_sweep
 from pmctx.vonmises.hyper import kappa_obs_statistics, log_i0, sample_kappa_obs
 from pmctx.vonmises.potentials import LOG_2PI, natural_field
+from pmctx.vonmises.start import smoothed_start
 
 __all__ = ["CrossValidation", "cross_validate", "heldout_log_predictive"]
 
@@ -71,7 +72,8 @@ def heldout_log_predictive(z, o_draws, kappa_obs_draws, signal=None):
 def _fit_fold(z, train, test, kappa, rank, kappa_obs, signal, n_sweeps, burn, rng):
     learn = kappa_obs is None
     k_obs = 2.0 if learn else float(kappa_obs)
-    o = np.where(train, z, rng.uniform(-np.pi, np.pi, size=z.shape))
+    # Smoothed training data, not random angles: see pmctx.vonmises.start for why.
+    o = smoothed_start(z, train)
     o_draws, k_draws = [], []
     for sweep in range(n_sweeps):
         field = natural_field(z, train, k_obs, signal=signal)

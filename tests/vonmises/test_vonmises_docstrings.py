@@ -19,6 +19,8 @@ MODULES = [
     "pmctx.vonmises.chain",
     "pmctx.vonmises.select",
     "pmctx.models.vonmises_chain",
+    "pmctx.steps.vonmises_chain",
+    "pmctx.vonmises.start",
 ]
 
 
