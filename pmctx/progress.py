@@ -14,7 +14,25 @@ __all__ = ["progress", "progress_enabled"]
 
 
 def progress_enabled(disable: bool | None = None) -> bool:
-    """Whether a progress bar should be shown (``disable`` overrides the automatic choice)."""
+    """Whether a progress bar should be shown (``disable`` overrides the automatic choice).
+
+    Parameters
+    ----------
+    disable : bool, optional
+        ``True``/``False`` force the bar off/on; ``None`` (default) shows it only when
+        standard error is a terminal and neither ``PMCTX_QUICK`` nor ``PMCTX_NO_PROGRESS``
+        is set.
+
+    Returns
+    -------
+    bool
+        Whether to show a bar.
+
+    Examples
+    --------
+    >>> progress_enabled(disable=True), progress_enabled(disable=False)
+    (False, True)
+    """
     if disable is not None:
         return not disable
     if os.environ.get("PMCTX_QUICK") or os.environ.get("PMCTX_NO_PROGRESS"):
@@ -30,6 +48,22 @@ def progress(
     disable: bool | None = None,
 ) -> Iterator:
     """Iterate over ``iterable`` with a progress bar when one is wanted.
+
+    Parameters
+    ----------
+    iterable : iterable
+        What to loop over.
+    total : int, optional
+        Number of items, for iterables without ``len`` (such as ``as_completed``).
+    description : str, default ""
+        Label shown next to the bar.
+    disable : bool, optional
+        As in :func:`progress_enabled`.
+
+    Yields
+    ------
+    object
+        The items of ``iterable``, unchanged.
 
     Examples
     --------

@@ -77,7 +77,6 @@ def _public_objects(module_name):
 
 
 def _resolve(qualname):
-    module_name, _, rest = qualname.partition(".")
     parts = qualname.split(".")
     for cut in range(len(parts), 0, -1):
         try:
