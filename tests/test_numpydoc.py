@@ -29,10 +29,12 @@ CHECKS = {"GL08", "PR01", "PR02", "RT01"}
 VALIDATED = [
     "pmctx",
     "pmctx.compare",
+    "pmctx.convergence",
     "pmctx.progress",
     "pmctx.registry",
     "pmctx.sampling",
     "pmctx.summarize",
+    "pmctx.validation",
 ]
 
 EXAMPLES_REQUIRED = {
@@ -42,6 +44,7 @@ EXAMPLES_REQUIRED = {
     "pmctx.registry",
     "pmctx.sampling",
     "pmctx.summarize",
+    "pmctx.validation",
 }
 
 # (qualified name, check): reason
