@@ -28,17 +28,20 @@ CHECKS = {"GL08", "PR01", "PR02", "RT01"}
 
 VALIDATED = [
     "pmctx",
+    "pmctx.cli",
     "pmctx.compare",
     "pmctx.convergence",
     "pmctx.progress",
     "pmctx.registry",
     "pmctx.sampling",
+    "pmctx.schema",
     "pmctx.summarize",
     "pmctx.validation",
 ]
 
 EXAMPLES_REQUIRED = {
     "pmctx",
+    "pmctx.cli",
     "pmctx.compare",
     "pmctx.progress",
     "pmctx.registry",
