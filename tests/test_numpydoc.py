@@ -31,11 +31,14 @@ VALIDATED = [
     "pmctx.cli",
     "pmctx.compare",
     "pmctx.convergence",
+    "pmctx.io",
+    "pmctx.kfold",
     "pmctx.progress",
     "pmctx.registry",
     "pmctx.sampling",
     "pmctx.schema",
     "pmctx.summarize",
+    "pmctx.testing",
     "pmctx.validation",
 ]
 
