@@ -174,6 +174,33 @@ def sample_posterior(
     ``check_convergence`` warns :class:`pmctx.ConvergenceWarning` on unconverged invariants;
     ``posterior_predictive`` adds the ``posterior_predictive`` group (observed entries
     redrawn per draw) for ``az.plot_ppc``. Predictions for a new design: :func:`predict`.
+
+    Parameters
+    ----------
+    features : Design, xarray.DataArray or array_like (trial, feature)
+        The experiment: 0/1 features with the US first (or named ``US``), NaN where a US is
+        not observed.
+    alpha : float, default 1.0
+        CRP concentration (the finite-K Dirichlet weight is ``alpha / max_causes``).
+    max_causes : int, default 10
+        Truncation: the number of latent causes.
+    concentration : float, default 1.0
+        Beta(eta, eta) prior of the feature probabilities.
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in :func:`pymc.sample` (same defaults).
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    posterior_predictive : bool, default True
+        Add the ``posterior_predictive`` group.
+    check_convergence : bool, default True
+        Warn :class:`pmctx.ConvergenceWarning` on unconverged invariants.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior`` (``z``, ``weights``, ``theta``), ``sample_stats`` (with
+        ``n_occupied``), ``log_likelihood`` (``features``, ``trial_features``),
+        ``posterior_predictive`` and ``observed_data``.
     """
     random_seed = resolve_seed(random_seed, seed)
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
@@ -248,6 +275,17 @@ def invariants(idata):
     trials share a cause (all pairs up to ``COASSIGNMENT_ALL_PAIRS`` trials, trials one to
     three apart beyond); ``V`` is each trial's predicted US probability
     ``theta[z_t, US]`` (US = first feature).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of :func:`sample_posterior`.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``n_occupied`` (chain, draw), ``coassigned`` (chain, draw, pair) and ``V``
+        (chain, draw, trial).
     """
     import xarray as xr
 
@@ -285,7 +323,18 @@ def invariants(idata):
 
 
 def coassignment(idata) -> np.ndarray:
-    """Posterior probability that two trials share a cause (label-free), (trial, trial)."""
+    """Posterior probability that two trials share a cause (label-free), (trial, trial).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of :func:`sample_posterior`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Symmetric (trial, trial) matrix of probabilities, ones on the diagonal.
+    """
     z = idata.posterior["z"].values.reshape(-1, idata.posterior["z"].shape[-1])
     return (z[:, :, None] == z[:, None, :]).mean(axis=0)
 

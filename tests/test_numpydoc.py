@@ -31,6 +31,7 @@ VALIDATED = [
     "pmctx.cli",
     "pmctx.compare",
     "pmctx.convergence",
+    "pmctx.gum.hyper",
     "pmctx.io",
     "pmctx.kfold",
     "pmctx.progress",
@@ -44,6 +45,15 @@ VALIDATED = [
     "pmctx.summarize",
     "pmctx.testing",
     "pmctx.validation",
+]
+
+# Single objects checked in modules not yet complete (the entry points users call first).
+VALIDATED_OBJECTS = [
+    "pmctx.gum.api.GumModel.sample",
+    "pmctx.gum.api.GumModel.laplace",
+    "pmctx.models.crp_conditioning.sample_posterior",
+    "pmctx.models.crp_conditioning.invariants",
+    "pmctx.models.crp_conditioning.coassignment",
 ]
 
 EXAMPLES_REQUIRED = {
@@ -116,10 +126,10 @@ def _dataclass_fields_documented(obj, doc: str) -> bool:
                for field in dataclasses.fields(obj) if field.init)  # fmt: skip
 
 
-def problems(module_name):
+def problems(module_name, qualnames=None):
     """``qualname: code message`` for every failed check of a module's public objects."""
     found = []
-    for qualname in _public_objects(module_name):
+    for qualname in qualnames or _public_objects(module_name):
         checks = CHECKS | ({"EX01"} if module_name in EXAMPLES_REQUIRED else set())
         result = validate.validate(qualname)
         for code, message in result["errors"]:
@@ -136,6 +146,12 @@ def problems(module_name):
 @pytest.mark.parametrize("module_name", VALIDATED)
 def test_public_docstrings_pass_numpydoc_validation(module_name):
     found = problems(module_name)
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("qualname", VALIDATED_OBJECTS)
+def test_entry_point_docstrings_pass_numpydoc_validation(qualname):
+    found = problems(qualname.rsplit(".", 1)[0], [qualname])
     assert not found, "\n".join(found)
 
 
