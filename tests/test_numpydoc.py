@@ -34,6 +34,9 @@ VALIDATED = [
     "pmctx.gum.hyper",
     "pmctx.io",
     "pmctx.kfold",
+    "pmctx.models.crp_conditioning",
+    "pmctx.models.gum",
+    "pmctx.models.ibp",
     "pmctx.progress",
     "pmctx.registry",
     "pmctx.sampling",
@@ -51,9 +54,6 @@ VALIDATED = [
 VALIDATED_OBJECTS = [
     "pmctx.gum.api.GumModel.sample",
     "pmctx.gum.api.GumModel.laplace",
-    "pmctx.models.crp_conditioning.sample_posterior",
-    "pmctx.models.crp_conditioning.invariants",
-    "pmctx.models.crp_conditioning.coassignment",
 ]
 
 EXAMPLES_REQUIRED = {
