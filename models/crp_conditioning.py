@@ -125,6 +125,24 @@ def build_model(features, *, alpha=1.0, max_causes=10, concentration=1.0) -> pm.
 def log_marginal_assignments(z, features, *, alpha, max_causes, concentration=1.0) -> float:
     """log P(z) + log P(F | z) with weights and theta integrated out (exact, for checks).
 
+    Parameters
+    ----------
+    z : array_like of int
+        Cause of every trial.
+    features : array_like (trial, feature)
+        0/1 features, NaN where unobserved.
+    alpha : float
+        CRP concentration.
+    max_causes : int
+        Truncation.
+    concentration : float, default 1.0
+        Beta(eta, eta) prior of the feature probabilities.
+
+    Returns
+    -------
+    float
+        The log probability.
+
     Examples
     --------
     >>> round(log_marginal_assignments([0, 0], [[1, 1], [1, 1]], alpha=1.0, max_causes=2), 4)
@@ -174,6 +192,33 @@ def sample_posterior(
     ``check_convergence`` warns :class:`pmctx.ConvergenceWarning` on unconverged invariants;
     ``posterior_predictive`` adds the ``posterior_predictive`` group (observed entries
     redrawn per draw) for ``az.plot_ppc``. Predictions for a new design: :func:`predict`.
+
+    Parameters
+    ----------
+    features : Design, xarray.DataArray or array_like (trial, feature)
+        The experiment: 0/1 features with the US first (or named ``US``), NaN where a US is
+        not observed.
+    alpha : float, default 1.0
+        CRP concentration (the finite-K Dirichlet weight is ``alpha / max_causes``).
+    max_causes : int, default 10
+        Truncation: the number of latent causes.
+    concentration : float, default 1.0
+        Beta(eta, eta) prior of the feature probabilities.
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in :func:`pymc.sample` (same defaults).
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    posterior_predictive : bool, default True
+        Add the ``posterior_predictive`` group.
+    check_convergence : bool, default True
+        Warn :class:`pmctx.ConvergenceWarning` on unconverged invariants.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior`` (``z``, ``weights``, ``theta``), ``sample_stats`` (with
+        ``n_occupied``), ``log_likelihood`` (``features``, ``trial_features``),
+        ``posterior_predictive`` and ``observed_data``.
     """
     random_seed = resolve_seed(random_seed, seed)
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
@@ -215,6 +260,21 @@ def predict(idata=None, design=None, *, alpha=None, n_particles=1000, slope=8.0,
     :func:`pmctx.conditioning.behaviour.simulate_responses`
     (``1 / (1 + exp(-(slope (V - 0.5) + bias)))``).
 
+    Parameters
+    ----------
+    idata : arviz.InferenceData, optional
+        A fit whose ``posterior.attrs["alpha"]`` gives the concentration.
+    design : Design or array_like
+        The new experiment.
+    alpha : float, optional
+        The concentration, instead of the fit's.
+    n_particles : int, default 1000
+        Particles of the filter.
+    slope, bias : float, default 8.0, 0.0
+        The logistic response link.
+    random_seed : int, optional
+        Seed of the filter.
+
     Returns
     -------
     xarray.Dataset
@@ -248,6 +308,17 @@ def invariants(idata):
     trials share a cause (all pairs up to ``COASSIGNMENT_ALL_PAIRS`` trials, trials one to
     three apart beyond); ``V`` is each trial's predicted US probability
     ``theta[z_t, US]`` (US = first feature).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of :func:`sample_posterior`.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``n_occupied`` (chain, draw), ``coassigned`` (chain, draw, pair) and ``V``
+        (chain, draw, trial).
     """
     import xarray as xr
 
@@ -285,7 +356,18 @@ def invariants(idata):
 
 
 def coassignment(idata) -> np.ndarray:
-    """Posterior probability that two trials share a cause (label-free), (trial, trial)."""
+    """Posterior probability that two trials share a cause (label-free), (trial, trial).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of :func:`sample_posterior`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Symmetric (trial, trial) matrix of probabilities, ones on the diagonal.
+    """
     z = idata.posterior["z"].values.reshape(-1, idata.posterior["z"].shape[-1])
     return (z[:, :, None] == z[:, None, :]).mean(axis=0)
 
@@ -296,7 +378,24 @@ RENEWAL_DESIGNS = ("renewal_aba", "renewal_abc", "renewal_aab")
 def phenomena_table(*, alpha=0.1, n_particles=500, n_seeds=5, seed=0, **sizes):
     """V at the end of extinction and at test on every renewal/extinction design.
 
-    Returns a ``pandas.DataFrame`` indexed by design, averaged over ``n_seeds`` filter runs.
+    Parameters
+    ----------
+    alpha : float, default 0.1
+        CRP concentration of the particle filter.
+    n_particles : int, default 500
+        Particles per run.
+    n_seeds : int, default 5
+        Filter runs averaged per design.
+    seed : int, default 0
+        Seed of the first run.
+    **sizes
+        Phase lengths passed to :func:`pmctx.conditioning.shipped_design`
+        (``n_acquisition``, ``n_extinction``, ``n_test``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by design, averaged over ``n_seeds`` filter runs.
     """
     import pandas as pd
 
@@ -323,7 +422,26 @@ def phenomena_table(*, alpha=0.1, n_particles=500, n_seeds=5, seed=0, **sizes):
 
 def write_outputs(idata, out_dir, prefix="crp", *, design=None, results=None) -> list[Path]:
     """Standard outputs (posterior, summary, diagnostics) plus the particle filter's V and
-    cause-posterior plots (``results``: name -> particle-filter result)."""
+    cause-posterior plots (``results``: name -> particle-filter result).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of :func:`sample_posterior`.
+    out_dir : path-like
+        Output folder.
+    prefix : str, default "crp"
+        File name prefix.
+    design : Design, optional
+        The experiment, for the phase labels of the plots.
+    results : dict, optional
+        Name -> particle-filter result, for the V and cause-posterior plots.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+    """
     from pmctx.conditioning.plots import plot_cause_posterior, plot_V
     from pmctx.io import save_figure, save_idata, write_standard_outputs
 
@@ -349,6 +467,24 @@ def demo(
     Writes ``crp_V.png`` (V_t per design), ``crp_causes.png`` (ABA cause posterior),
     ``crp_filter.nc``, ``crp_posterior.nc`` (collapsed Gibbs, with ``log_likelihood``),
     ``crp_summary.csv``, ``crp_diagnostics.csv`` and ``phenomena.csv``.
+
+    Parameters
+    ----------
+    out_dir : path-like
+        Output folder.
+    quick : bool, default False
+        Small sizes (seconds to a minute), for a first look and the tests.
+    random_seed : int, default 0
+        Seed of the data and the sampler.
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    cores : int, optional
+        Parallel chains, as in :func:`pymc.sample`.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
     """
     from pmctx.conditioning import particle_filter, shipped_design
 
@@ -394,7 +530,24 @@ def fit_data(
     seed=None,
     **options,
 ):
-    """:func:`sample_posterior` on ``{"features": ...}`` (options: alpha, max_causes, ...)."""
+    """:func:`sample_posterior` on ``{"features": ...}`` (options: alpha, max_causes, ...).
+
+    Parameters
+    ----------
+    data : dict
+        Validated data as :mod:`pmctx.schema` loads it, ``{"features": ...}``.
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in :func:`pymc.sample` (same defaults).
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    **options
+        Model options (see ``pmctx.registry.get_spec("crp").options``).
+
+    Returns
+    -------
+    arviz.InferenceData
+        The fit, as :func:`sample_posterior` returns it.
+    """
     return sample_posterior(
         data["features"],
         draws=draws,
@@ -432,6 +585,24 @@ def fit(
     the batch posterior (``crp_posterior.nc`` with ``log_likelihood``, ``crp_summary.csv``,
     ``crp_diagnostics.csv``) and the particle filter's result (``crp_filter.nc``,
     ``crp_V.png``, ``crp_causes.png``) into ``out_dir``.
+
+    Parameters
+    ----------
+    data_path : str or path-like
+        The data file (layout in :mod:`pmctx.schema` and the "Fitting your own data" guide).
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in :func:`pymc.sample` (same defaults).
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    out_dir : path-like, default "pmctx-fit"
+        Output folder for the files.
+    **options
+        Model options; they override scalars stored in the file.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written: posterior, summary, diagnostics and the model's figures.
     """
     from pmctx.conditioning import particle_filter
 

@@ -49,7 +49,24 @@ __all__ = [
 
 
 def plot_functions(gum_model: GumModel, idata, *, truth: dict | None = None, title: str = ""):
-    """One panel per function: posterior mean and 94% band, optionally against the truth."""
+    """One panel per function: posterior mean and 94% band, optionally against the truth.
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        The model (its function grids and names).
+    idata : arviz.InferenceData
+        A fit of it (NUTS or Laplace).
+    truth : dict, optional
+        Function name -> true values on the grid, drawn dashed.
+    title : str, default ""
+        Appended to every panel's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One panel per function.
+    """
     import matplotlib.pyplot as plt
 
     names = gum_model.function_names
@@ -73,6 +90,16 @@ def invariants(idata):
 
     Every posterior variable except the non-centred coordinates (``*_z``), which are an
     internal parametrisation.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A GUM fit (NUTS or Laplace).
+
+    Returns
+    -------
+    xarray.Dataset
+        Function values on their grids, offsets, intercept and hyperparameters.
     """
     names = [v for v in idata.posterior.data_vars if not str(v).endswith("_z")]
     return idata.posterior[names]
@@ -83,6 +110,25 @@ def predict(idata, new_data, *, gum_model, kind: str = "mean", **kwargs):
 
     The GP conditional at new x (seed 002 eq. 14) lives in :mod:`pmctx.gum`; this is the
     registry's entry point to it.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of ``gum_model``.
+    new_data : dict or pandas.DataFrame
+        The new inputs, with the columns the formula names.
+    gum_model : GumModel
+        The fitted model.
+    kind : str, default "mean"
+        What to predict, as ``GumModel.predict`` takes it (``"rho"``, the predictor;
+        ``"mean"``; ``"response"`` draws).
+    **kwargs
+        Passed to ``GumModel.predict``.
+
+    Returns
+    -------
+    xarray.DataArray or xarray.Dataset
+        Draws of the prediction at the new inputs, as ``GumModel.predict`` returns them.
     """
     if not hasattr(gum_model, "predict"):
         raise NotImplementedError(
@@ -94,7 +140,28 @@ def predict(idata, new_data, *, gum_model, kind: str = "mean", **kwargs):
 def write_outputs(idata, out_dir: Path, prefix: str = "gum", *, gum_model=None, truth=None,
                   extra=None) -> list[Path]:  # fmt: skip
     """Standard outputs (posterior, summary, diagnostics), the function plot when
-    ``gum_model`` is given, and ``<prefix>_info.json`` from ``extra``."""
+    ``gum_model`` is given, and ``<prefix>_info.json`` from ``extra``.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A GUM fit.
+    out_dir : path-like
+        Output folder.
+    prefix : str, default "gum"
+        File name prefix.
+    gum_model : GumModel, optional
+        The model, for the function plot.
+    truth : dict, optional
+        True function values by name, drawn in the plot.
+    extra : dict, optional
+        Written as ``<prefix>_info.json``.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+    """
     from pmctx.io import write_standard_outputs
 
     out_dir = Path(out_dir)
@@ -118,6 +185,24 @@ def demo(
     Writes ``gum_laplace_*`` (posterior, summary, diagnostics, functions, info) and, unless
     ``quick``, ``gum_posterior.nc``, ``gum_summary.csv``, ``gum_diagnostics.csv`` (NUTS),
     ``gum_functions.png`` and ``gum_loo.csv``.
+
+    Parameters
+    ----------
+    out_dir : path-like
+        Output folder.
+    quick : bool, default False
+        Small sizes (seconds to a minute), for a first look and the tests.
+    random_seed : int, default 0
+        Seed of the data and the sampler.
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    cores : int, optional
+        Parallel chains, as in :func:`pymc.sample`.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
     """
     seed = resolve_seed(random_seed, seed)
     n = 200 if quick else 500
@@ -164,7 +249,28 @@ def fit_data(
     family: str = "gaussian",
     **options,
 ):
-    """Declare ``gum(formula, data["columns"], family=family, **options)`` and run NUTS."""
+    """Declare ``gum(formula, data["columns"], family=family, **options)`` and run NUTS.
+
+    Parameters
+    ----------
+    data : dict
+        Validated data as :mod:`pmctx.schema` loads it, ``{"columns": ..., "options": ...}``.
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in :func:`pymc.sample` (same defaults).
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    formula : str, optional
+        The model formula, when not stored in the data.
+    family : str, default "gaussian"
+        Response family (``gaussian``, ``bernoulli``, ``poisson``, ``negative_binomial``).
+    **options
+        Model options (see ``pmctx.registry.get_spec("gum").options``).
+
+    Returns
+    -------
+    arviz.InferenceData
+        The fit, as ``GumModel.sample`` returns it.
+    """
     if not formula:
         raise ValueError(
             "The GUM needs a formula, e.g. 'y ~ f(x)': save one in the .npz "
@@ -207,6 +313,24 @@ def fit(
     family). ``options`` (``formula``, ``family``, ``noise_sd``, ...) override the file's.
     2-D regressors (trials x positions) are supported in ``.npz`` only. Writes
     ``gum_posterior.nc``, ``gum_summary.csv``, ``gum_diagnostics.csv`` into ``out_dir``.
+
+    Parameters
+    ----------
+    data_path : str or path-like
+        The data file (layout in :mod:`pmctx.schema` and the "Fitting your own data" guide).
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in :func:`pymc.sample` (same defaults).
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    out_dir : path-like, default "pmctx-fit"
+        Output folder for the files.
+    **options
+        Model options; they override scalars stored in the file.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written: posterior, summary, diagnostics and the model's figures.
     """
     from pmctx.schema import load_gum
 

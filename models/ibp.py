@@ -98,7 +98,24 @@ def _hyper_variable(name, value):
 
 
 def validate_inputs(F, X, K_max, hyper):
-    """Check data and hyperparameters at the public boundary; returns cleaned copies."""
+    """Check data and hyperparameters at the public boundary; returns cleaned copies.
+
+    Parameters
+    ----------
+    F : array_like or None
+        Forces (trial, force_dim).
+    X : array_like or None
+        Binary cues (trial, pixel).
+    K_max : int
+        Truncation level.
+    hyper : dict
+        Hyperparameters by name (numbers, or ``"prior"`` to learn one).
+
+    Returns
+    -------
+    tuple
+        ``(F, X, K_max, hyper)`` validated: float64/int64 arrays, an int, checked numbers.
+    """
     if F is None and X is None:
         raise ValueError("Pass forces F, visual cues X, or both; got neither.")
     F = None if F is None else as_float_array(F, "F", ndim=2)
@@ -328,6 +345,22 @@ def predict(idata, *, X=None, F=None, max_draws: int = 500):
     """Forces of new trials from their cues ``X`` and/or cues from forces ``F``.
 
     See :func:`pmctx.ibp.predict.predict` (exact enumeration of each new trial's features).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of :func:`sample`.
+    X : array_like, optional
+        Cues of new trials (trial, pixel), to predict their forces.
+    F : array_like, optional
+        Forces of new trials (trial, force_dim), to predict their cues.
+    max_draws : int, default 500
+        Posterior draws used (thinned evenly).
+
+    Returns
+    -------
+    xarray.Dataset
+        Predictions per new trial (see :func:`pmctx.ibp.predict.predict`).
     """
     from pmctx.ibp.predict import predict as _predict
 
@@ -339,6 +372,16 @@ def invariants(idata):
 
     Feature labels switch between chains, so ``Z``, ``A``, ``Y`` and ``pi`` are left out;
     ``F_hat = Z A`` and ``X_prob`` do not depend on the labels.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of :func:`sample`.
+
+    Returns
+    -------
+    xarray.Dataset
+        The quantities present among ``n_active``, ``loglik``, ``F_hat``, ``X_prob``.
     """
     names = [v for v in ("n_active", "loglik", "F_hat", "X_prob") if v in idata.posterior]
     return idata.posterior[names]
@@ -348,7 +391,25 @@ def invariants(idata):
 
 
 def plot_bases(Y, A=None, *, side=None, titles=None):
-    """Images of visual basis rows (and force vectors) side by side; returns the figure."""
+    """Images of visual basis rows (and force vectors) side by side; returns the figure.
+
+    Parameters
+    ----------
+    Y : array_like
+        Visual bases (feature, pixel), drawn as square images when the pixel count is a square
+        (else as bars).
+    A : array_like, optional
+        Force vectors (feature, force_dim), drawn as arrows under the images.
+    side : int, optional
+        Image side; default: the square root of the pixel count.
+    titles : list of str, optional
+        One title per feature.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One column per feature.
+    """
     import matplotlib.pyplot as plt
 
     Y = np.asarray(Y, dtype=float)
@@ -382,6 +443,24 @@ def write_outputs(idata, out_dir, prefix="ibp", *, reference=None, side=None) ->
     ``<prefix>_posterior.nc``, ``<prefix>_summary.csv`` (label-invariant quantities),
     ``<prefix>_diagnostics.csv`` (convergence report), ``<prefix>_trace.png``,
     ``<prefix>_n_active.png`` and ``<prefix>_bases.png`` (aligned to ``reference`` if given).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of :func:`sample`.
+    out_dir : path-like
+        Output folder.
+    prefix : str, default "ibp"
+        File name prefix.
+    reference : array_like, optional
+        A true ``Z`` to align the plotted features to (Hungarian matching).
+    side : int, optional
+        Image side of the bases.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
     """
     import matplotlib.pyplot as plt
 
@@ -414,6 +493,24 @@ def demo(
     Writes ``ibp_posterior.nc`` (with ``log_likelihood``), ``ibp_summary.csv`` (label-
     invariant quantities), ``ibp_diagnostics.csv``, ``ibp_trace.png``, ``ibp_n_active.png``
     and ``ibp_bases.png`` (posterior Y images and A vectors aligned to the true features).
+
+    Parameters
+    ----------
+    out_dir : path-like
+        Output folder.
+    quick : bool, default False
+        Small sizes (seconds to a minute), for a first look and the tests.
+    random_seed : int, default 0
+        Seed of the data and the sampler.
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    cores : int, optional
+        Parallel chains, as in :func:`pymc.sample`.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
     """
     from pmctx.ibp.data import visuomotor_data
 
@@ -447,7 +544,24 @@ def fit_data(
     seed=None,
     **options,
 ):
-    """:func:`sample` on a data dict ``{"F": ..., "X": ...}`` (either may be absent)."""
+    """:func:`sample` on a data dict ``{"F": ..., "X": ...}`` (either may be absent).
+
+    Parameters
+    ----------
+    data : dict
+        Validated data as :mod:`pmctx.schema` loads it, ``{"F": ..., "X": ...}``.
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in :func:`pymc.sample` (same defaults).
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    **options
+        Model options (see ``pmctx.registry.get_spec("ibp").options``).
+
+    Returns
+    -------
+    arviz.InferenceData
+        The fit, as :func:`sample` returns it.
+    """
     return sample(
         data.get("F"),
         data.get("X"),
@@ -484,6 +598,24 @@ def fit(
     with one row per trial, force columns ``F0, F1, ...`` and cue columns ``X0, X1, ...``;
     or an ``.nc`` InferenceData whose ``observed_data`` holds ``F``/``X``.
     ``options`` (e.g. ``K_max=20``) override the file's scalars.
+
+    Parameters
+    ----------
+    data_path : str or path-like
+        The data file (layout in :mod:`pmctx.schema` and the "Fitting your own data" guide).
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in :func:`pymc.sample` (same defaults).
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    out_dir : path-like, default "pmctx-fit"
+        Output folder for the files.
+    **options
+        Model options; they override scalars stored in the file.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written: posterior, summary, diagnostics and the model's figures.
     """
     from pmctx.schema import load_ibp
 

@@ -28,6 +28,31 @@ def summary(idata, var_names=None, **kwargs):
     """Posterior summary of a fit's label-invariant quantities (see :mod:`pmctx.summarize`).
 
     Circular quantities get circular mean/sd and R-hat/ESS on (cos, sin).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData or xarray.Dataset
+        A pmctx fit (its model's label-invariant quantities are summarised) or a dataset
+        with ``chain`` and ``draw`` dims.
+    var_names : list of str, optional
+        Quantities to include; default: all of them.
+    **kwargs
+        Passed to :func:`pmctx.summarize.summary` (``prob``, the interval's mass).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per quantity element; columns ``kind, mean, sd, lower, upper, r_hat,
+        ess_bulk, ess_tail``.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> import pmctx
+    >>> draws = np.random.default_rng(1).normal(3.0, 0.5, size=(2, 400))
+    >>> table = pmctx.summary(xr.Dataset({"n_active": (("chain", "draw"), draws)}))
+    >>> list(table.columns)
+    ['kind', 'mean', 'sd', 'lower', 'upper', 'r_hat', 'ess_bulk', 'ess_tail']
     """
     from pmctx.summarize import summary as _summary
 

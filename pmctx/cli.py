@@ -40,7 +40,18 @@ def _load(name: str):
 
 
 def available_models() -> dict[str, dict[str, bool]]:
-    """Which models exist, and whether each offers ``demo`` and ``fit``."""
+    """Which models exist, and whether each offers ``demo`` and ``fit``.
+
+    Returns
+    -------
+    dict of str to dict
+        CLI name -> ``{"demo": bool, "fit": bool}``.
+
+    Examples
+    --------
+    >>> available_models()["ibp"]
+    {'demo': True, 'fit': True}
+    """
     status = {}
     for name in MODEL_MODULES:
         module = _load(name)
@@ -70,6 +81,26 @@ def _parse_value(text: str):
 
 def parse_options(pairs, config=None) -> dict:
     """Model options from ``--config FILE.toml`` then ``--set key=value`` (later wins).
+
+    Parameters
+    ----------
+    pairs : list of str or None
+        The ``--set`` values, each ``key=value``; values are parsed as TOML (``20``, ``0.3``,
+        ``"prior"``, ``true``), else kept as text.
+    config : str or path-like, optional
+        A TOML file of options, read first.
+
+    Returns
+    -------
+    dict
+        Option name -> value.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``config`` does not exist.
+    ValueError
+        When ``config`` is not valid TOML or a pair has no ``=``.
 
     Examples
     --------
@@ -355,7 +386,24 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Entry point of the ``pmctx`` command."""
+    """Entry point of the ``pmctx`` command.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after ``pmctx``; default: ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 2 on bad input (one line on standard error, no
+        traceback).
+
+    Examples
+    --------
+    >>> main(["fit", "ibp", "--data", "no_such_file.csv"])
+    2
+    """
     args = _build_parser().parse_args(argv)
     try:
         return args.func(args)

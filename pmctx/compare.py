@@ -68,7 +68,31 @@ def _default_var_name(idata) -> str | None:
 
 
 def pareto_k_share(loo, threshold: float = K_THRESHOLD) -> float:
-    """Share of observations whose Pareto k exceeds ``threshold`` in an ``az.loo`` result."""
+    """Share of observations whose Pareto k exceeds ``threshold`` in an ``az.loo`` result.
+
+    Parameters
+    ----------
+    loo : arviz.ELPDData
+        A pointwise ``az.loo`` result (it has a ``pareto_k`` array).
+    threshold : float, default 0.7
+        Pareto k above which PSIS is unreliable for an observation.
+
+    Returns
+    -------
+    float
+        The share in [0, 1].
+
+    Examples
+    --------
+    >>> import arviz as az, numpy as np
+    >>> rng = np.random.default_rng(1)
+    >>> y = rng.normal(size=20)
+    >>> mu = rng.normal(y.mean(), 0.2, size=(2, 300))
+    >>> ll = -0.5 * np.log(2 * np.pi) - 0.5 * (y - mu[..., None]) ** 2
+    >>> loo = az.loo(az.from_dict(posterior={"mu": mu}, log_likelihood={"y": ll}), pointwise=True)
+    >>> pareto_k_share(loo)
+    0.0
+    """
     return float(np.mean(np.asarray(loo.pareto_k) > threshold))
 
 
@@ -100,6 +124,24 @@ def compare(
     pandas.DataFrame
         ``az.compare``'s table plus ``k_share`` (share of k > threshold), ``n_high_k`` and
         ``reliable``; ``table.attrs["loo"]`` holds the pointwise ``az.loo`` results.
+
+    Examples
+    --------
+    Two fits of a normal mean, one centred on the data and one off; the ranking comes with
+    the share of Pareto k above 0.7 per model (here 0, so no warning):
+
+    >>> import arviz as az, numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=30)
+    >>> def fit(center):
+    ...     mu = rng.normal(center, 0.2, size=(2, 200))
+    ...     ll = -0.5 * np.log(2 * np.pi) - 0.5 * (y - mu[..., None]) ** 2
+    ...     return az.from_dict(posterior={"mu": mu}, log_likelihood={"y": ll})
+    >>> table = compare({"good": fit(y.mean()), "off": fit(1.0)})
+    >>> table[["rank", "k_share", "reliable"]]
+          rank  k_share  reliable
+    good     0      0.0      True
+    off      1      0.0      True
     """
     import arviz as az
 
@@ -147,7 +189,28 @@ def compare(
 
 
 def format_table(table) -> str:
-    """The comparison as text, with the reliability columns first."""
+    """The comparison as text, with the reliability columns first.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A table returned by :func:`compare`.
+
+    Returns
+    -------
+    str
+        The columns ``rank, elpd_loo, se, elpd_diff, dse, p_loo, k_share, n_high_k,
+        reliable`` (those present), two decimals.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"rank": [0], "elpd_loo": [-41.234], "k_share": [0.0],
+    ...                       "reliable": [True]}, index=["m"])
+    >>> print(format_table(table))
+       rank  elpd_loo  k_share  reliable
+    m     0    -41.23     0.00      True
+    """
     cols = ["rank", "elpd_loo", "se", "elpd_diff", "dse", "p_loo", "k_share", "n_high_k"]
     cols = [c for c in cols if c in table.columns] + ["reliable"]
     return table[cols].to_string(float_format=lambda v: f"{v:.2f}")
@@ -157,7 +220,27 @@ def format_table(table) -> str:
 
 
 def add_parser(subparsers):
-    """Register ``pmctx compare`` on an ``argparse`` subparsers object."""
+    """Register ``pmctx compare`` on an ``argparse`` subparsers object.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The object returned by ``ArgumentParser.add_subparsers()``.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The ``compare`` parser; its ``func`` default is :func:`run`.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pmctx")
+    >>> _ = add_parser(parser.add_subparsers())
+    >>> args = parser.parse_args(["compare", "a.nc", "b.nc", "--threshold", "0.5"])
+    >>> [str(f) for f in args.files], args.threshold, args.func is run
+    (['a.nc', 'b.nc'], 0.5, True)
+    """
     parser = subparsers.add_parser(
         "compare",
         help="rank fitted models by PSIS-LOO with Pareto-k reporting",
@@ -175,7 +258,27 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    """Run ``pmctx compare``; returns the exit status (2 on bad input)."""
+    """Run ``pmctx compare``: print the ranking, with a warning line when PSIS is unreliable.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments of the parser :func:`add_parser` registers (``files``, ``names``,
+        ``var_name``, ``threshold``, ``max_bad_share``).
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 2 on bad input (message on standard error).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pmctx")
+    >>> _ = add_parser(parser.add_subparsers())
+    >>> run(parser.parse_args(["compare", "missing_a.nc", "missing_b.nc"]))
+    2
+    """
     import sys
 
     names = args.names or [p.stem for p in args.files]

@@ -50,7 +50,18 @@ MAX_ELEMENTS = 1000
 
 
 def flatten_elements(values) -> np.ndarray:
-    """(chain, draw, ...) -> (chain, draw, element) float64."""
+    """(chain, draw, ...) -> (chain, draw, element) float64.
+
+    Parameters
+    ----------
+    values : array_like
+        Draws with dims (chain, draw, ...).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 array of shape (chain, draw, element), the trailing dims flattened.
+    """
     values = np.asarray(values, dtype=np.float64)
     return values.reshape(values.shape[0], values.shape[1], -1)
 
@@ -141,19 +152,52 @@ def _too_short(x: np.ndarray) -> bool:
 
 
 def rhat(values) -> np.ndarray:
-    """Rank-normalised split R-hat per element of ``values`` (chain, draw, ...)."""
+    """Rank-normalised split R-hat per element of ``values`` (chain, draw, ...).
+
+    Parameters
+    ----------
+    values : array_like
+        Draws with dims (chain, draw, ...).
+
+    Returns
+    -------
+    numpy.ndarray
+        One R-hat per element (NaN when the chains have fewer than 4 draws).
+    """
     x = flatten_elements(values)
     return np.full(x.shape[2], np.nan) if _too_short(x) else _diagnose(x)[0]
 
 
 def ess_bulk(values) -> np.ndarray:
-    """Bulk ESS (rank-normalised split chains) per element."""
+    """Bulk ESS (rank-normalised split chains) per element.
+
+    Parameters
+    ----------
+    values : array_like
+        Draws with dims (chain, draw, ...).
+
+    Returns
+    -------
+    numpy.ndarray
+        One effective sample size per element (NaN when the chains have fewer than 4 draws).
+    """
     x = flatten_elements(values)
     return np.full(x.shape[2], np.nan) if _too_short(x) else _ess(_rank_normalise(_split(x)))
 
 
 def ess_tail(values) -> np.ndarray:
-    """Tail ESS: the smaller ESS of the 5 % and 95 % quantile indicators, per element."""
+    """Tail ESS: the smaller ESS of the 5 % and 95 % quantile indicators, per element.
+
+    Parameters
+    ----------
+    values : array_like
+        Draws with dims (chain, draw, ...).
+
+    Returns
+    -------
+    numpy.ndarray
+        One effective sample size per element (NaN when the chains have fewer than 4 draws).
+    """
     x = flatten_elements(values)
     return np.full(x.shape[2], np.nan) if _too_short(x) else _diagnose(x)[2]
 
@@ -175,6 +219,20 @@ def element_diagnostics(values, period=None) -> dict[str, np.ndarray]:
     """R-hat, bulk and tail ESS per element; circular values use the worse of cos and sin.
 
     Constant elements get R-hat 1 and ESS equal to the number of draws (they are exact).
+
+    Parameters
+    ----------
+    values : array_like
+        Draws with dims (chain, draw, ...).
+    period : float, optional
+        The period of a circular quantity (``2 pi`` for angles, ``pi`` for orientations);
+        ``None`` for a linear one.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``r_hat``, ``ess_bulk``, ``ess_tail`` (float, one per element) and ``constant``
+        (bool, elements that never move).
     """
     x = flatten_elements(values)
     parts = [flatten_elements(c) for c in _components(x, period)]
@@ -272,7 +330,24 @@ def _as_quantities(obj) -> xr.Dataset:
 
 
 def format_problem(name: str, row, *, advice: str = "") -> str:
-    """One sentence naming the quantity, the figure and what to do."""
+    """One sentence naming the quantity and the figures that fail.
+
+    Parameters
+    ----------
+    name : str
+        The quantity's name.
+    row : pandas.Series
+        Its row of :func:`convergence_report` (``r_hat``, ``ess_bulk``, ``ess_tail``,
+        ``ess_min``, ``worst_element``).
+    advice : str, default ""
+        Accepted for symmetry with :func:`check_convergence`, which appends the advice once
+        after all problems.
+
+    Returns
+    -------
+    str
+        Such as ``"loglik: R-hat 1.09 > 1.01, bulk ESS 21 < 200"``.
+    """
     problems = []
     if row["r_hat"] > R_HAT_MAX:
         problems.append(f"R-hat {row['r_hat']:.3g} > {R_HAT_MAX}")
@@ -289,6 +364,23 @@ def check_convergence(idata_or_quantities, quantities=None, *, advice: str = "",
 
     The message names each failing quantity with its figure (R-hat, bulk/tail ESS against
     100 per chain) and says what to do.
+
+    Parameters
+    ----------
+    idata_or_quantities : arviz.InferenceData or xarray.Dataset
+        A fit (its model's label-invariant quantities are checked) or the quantities.
+    quantities : list of str, optional
+        Names to check; default: all.
+    advice : str, default ""
+        What to do, appended to the warning (each model's spec has its own); default: run
+        longer or with more chains.
+    stacklevel : int, default 2
+        Stack level of the warning.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The :func:`convergence_report`.
     """
     report = convergence_report(idata_or_quantities, quantities)
     failed = report[~report["converged"]]
@@ -310,7 +402,22 @@ def report_after_fit(idata, model: str, *, check: bool = True, stacklevel: int =
     """Tag ``idata`` with its model name and warn if its invariants have not converged.
 
     Every model's ``sample``/``fit`` ends with this call, so no fit is silently unconverged.
-    Returns the convergence report (``None`` when ``check`` is False).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        The fit; every group gets ``attrs["pmctx_model"] = model``.
+    model : str
+        The registered model name (its spec supplies the invariants and the advice).
+    check : bool, default True
+        Run :func:`check_convergence`.
+    stacklevel : int, default 3
+        Stack level of the warning, so that it points at the user's call.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        The convergence report, ``None`` when ``check`` is False.
     """
     from pmctx.registry import get_spec
 

@@ -112,6 +112,20 @@ def add_log_likelihood(idata: az.InferenceData, model=None, var_names=None) -> a
     A thin wrapper around :func:`pymc.compute_log_likelihood` that does nothing when the
     group already holds every requested variable.
 
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of ``model``; extended in place.
+    model : pm.Model, optional
+        The model; default: the one of the enclosing ``with`` block.
+    var_names : list of str, optional
+        Observed variables to score; default: all of them.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``idata`` with a ``log_likelihood`` group holding ``var_names``.
+
     Examples
     --------
     >>> import pymc as pm
@@ -132,7 +146,29 @@ def add_log_likelihood(idata: az.InferenceData, model=None, var_names=None) -> a
 
 
 def save_idata(idata: az.InferenceData, path) -> Path:
-    """Write ``idata`` to a NetCDF file and return its path (parent folders are created)."""
+    """Write ``idata`` to a NetCDF file and return its path (parent folders are created).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        The fit to write.
+    path : str or path-like
+        The ``.nc`` file.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Examples
+    --------
+    >>> import tempfile, arviz as az, numpy as np
+    >>> idata = az.from_dict(posterior={"mu": np.zeros((1, 3))})
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = save_idata(idata, f"{folder}/fits/mu.nc")
+    ...     load_idata(path).posterior["mu"].shape
+    (1, 3)
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     idata.to_netcdf(str(path))
@@ -140,7 +176,25 @@ def save_idata(idata: az.InferenceData, path) -> Path:
 
 
 def load_idata(path) -> az.InferenceData:
-    """Read an ``InferenceData`` NetCDF file written by :func:`save_idata`."""
+    """Read an ``InferenceData`` NetCDF file written by :func:`save_idata`.
+
+    The groups are loaded into memory, so the file can be moved or deleted afterwards.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The ``.nc`` file.
+
+    Returns
+    -------
+    arviz.InferenceData
+        The fit.
+
+    Raises
+    ------
+    FileNotFoundError
+        When there is no file at ``path``.
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No InferenceData file at {path}.")
@@ -152,7 +206,24 @@ def load_idata(path) -> az.InferenceData:
 
 
 def write_summary(idata: az.InferenceData, path, *, var_names=None, **kwargs) -> Path:
-    """Write ``az.summary`` of ``idata`` as CSV and return the path."""
+    """Write ``az.summary`` of ``idata`` as CSV and return the path.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        The fit.
+    path : str or path-like
+        The ``.csv`` file (parent folders are created).
+    var_names : list of str, optional
+        Variables to summarise; default: all.
+    **kwargs
+        Passed to ``az.summary``.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     az.summary(idata, var_names=var_names, **kwargs).to_csv(path)
@@ -160,7 +231,22 @@ def write_summary(idata: az.InferenceData, path, *, var_names=None, **kwargs) ->
 
 
 def save_figure(fig, path, *, dpi: int = 110) -> Path:
-    """Save a matplotlib figure (or an array of axes, as ArviZ returns) as PNG and close it."""
+    """Save a matplotlib figure (or an array of axes, as ArviZ returns) as PNG and close it.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure, matplotlib.axes.Axes or numpy.ndarray of Axes
+        What to save; for axes, their figure.
+    path : str or path-like
+        The ``.png`` file (parent folders are created).
+    dpi : int, default 110
+        Resolution.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
     import matplotlib.pyplot as plt
 
     if isinstance(fig, np.ndarray):
@@ -179,6 +265,22 @@ def plot_traces(idata, var_names, *, dataset=None):
 
     A plain Matplotlib figure: ArviZ 0.2x's ``plot_trace`` calls a Matplotlib helper that
     Matplotlib 3.11 deprecates, which would print a warning on every fit.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        The fit (its ``posterior`` is plotted unless ``dataset`` is given).
+    var_names : list of str
+        Quantities to plot; names missing from the source are skipped. For a quantity with
+        more dims its first element is drawn.
+    dataset : xarray.Dataset, optional
+        Plot from this dataset (with ``chain``, ``draw`` dims) instead, such as a model's
+        invariants.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One row per quantity: traces (left) and the pooled histogram (right).
     """
     import matplotlib.pyplot as plt
 
@@ -200,7 +302,23 @@ def plot_traces(idata, var_names, *, dataset=None):
 
 
 def output_names(model: str) -> dict[str, str]:
-    """The file names every model writes: posterior, summary and diagnostics."""
+    """The file names every model writes: posterior, summary and diagnostics.
+
+    Parameters
+    ----------
+    model : str
+        The model's CLI name.
+
+    Returns
+    -------
+    dict of str to str
+        Keys ``posterior``, ``summary``, ``diagnostics``.
+
+    Examples
+    --------
+    >>> output_names("crp")["diagnostics"]
+    'crp_diagnostics.csv'
+    """
     return {
         "posterior": f"{model}_posterior.nc",
         "summary": f"{model}_summary.csv",
@@ -213,7 +331,23 @@ def write_standard_outputs(idata: az.InferenceData, out_dir, model: str, *, repo
 
     The summary is :func:`pmctx.summary` (label-invariant quantities, circular statistics for
     angles); the diagnostics are :func:`pmctx.convergence.convergence_report` (one row per
-    quantity). Returns the three paths.
+    quantity).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        The fit.
+    out_dir : str or path-like
+        Output folder (created if missing).
+    model : str
+        The model's CLI name (the files' prefix).
+    report : pandas.DataFrame, optional
+        A convergence report already computed (saves recomputing it).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The three files, in the order above.
     """
     from pmctx.convergence import convergence_report
     from pmctx.summarize import summary

@@ -56,7 +56,27 @@ __all__ = [
 
 
 def fold_indices(n: int, k: int, *, random_seed=0) -> list[np.ndarray]:
-    """Random partition of ``range(n)`` into ``k`` folds of (nearly) equal size."""
+    """Random partition of ``range(n)`` into ``k`` folds of (nearly) equal size.
+
+    Parameters
+    ----------
+    n : int
+        Number of units (at least 2).
+    k : int
+        Number of folds, between 2 and ``n``.
+    random_seed : int or numpy.random.Generator, default 0
+        Seed of the permutation.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        ``k`` sorted index arrays that together hold each unit once.
+
+    Examples
+    --------
+    >>> [fold.tolist() for fold in fold_indices(5, 2, random_seed=0)]
+    [[1, 2, 3], [0, 4]]
+    """
     n = check_int(n, "n", minimum=2)
     k = check_int(k, "k", minimum=2, maximum=n)
     order = as_rng(random_seed).permutation(n)
@@ -64,7 +84,29 @@ def fold_indices(n: int, k: int, *, random_seed=0) -> list[np.ndarray]:
 
 
 def split_rows(data: dict, train: np.ndarray, test: np.ndarray, n: int):
-    """Index every array of ``data`` whose first axis has length ``n``; keep the rest."""
+    """Index every array of ``data`` whose first axis has length ``n``; keep the rest.
+
+    Parameters
+    ----------
+    data : dict
+        Arrays (one row per unit) and other values (scalars, options), by name.
+    train, test : numpy.ndarray
+        Unit indices of the two parts.
+    n : int
+        Number of units: arrays whose first axis has another length are kept whole.
+
+    Returns
+    -------
+    tuple of dict
+        ``(train_data, test_data)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> train, test = split_rows({"y": np.arange(4), "K_max": 6}, [0, 1, 2], [3], 4)
+    >>> train["y"].tolist(), test["y"].tolist(), test["K_max"]
+    ([0, 1, 2], [3], 6)
+    """
 
     def take(idx):
         return {
@@ -95,7 +137,33 @@ def _pointwise_elpd(log_pred) -> np.ndarray:
 
 
 def elpd_data(loo_i, *, n_samples: int, p_loo=np.nan, pareto_k=None, scale: str = "log"):
-    """An ``arviz.ELPDData`` (LOO kind) from pointwise elpd values, for ``az.compare``."""
+    """An ``arviz.ELPDData`` (LOO kind) from pointwise elpd values, for ``az.compare``.
+
+    Parameters
+    ----------
+    loo_i : array_like
+        Pointwise expected log predictive densities, one per unit (on the log scale).
+    n_samples : int
+        Posterior draws behind each value.
+    p_loo : float, default NaN
+        Effective number of parameters, if known.
+    pareto_k : array_like, optional
+        Pareto k per unit; default: zeros (exact refits have none).
+    scale : {"log", "negative_log", "deviance"}, default "log"
+        Scale of the result, as in ``az.loo``.
+
+    Returns
+    -------
+    arviz.ELPDData
+        With ``elpd_loo``, ``se``, ``loo_i`` and ``pareto_k``, usable by ``az.compare`` and
+        :func:`pmctx.compare`.
+
+    Examples
+    --------
+    >>> result = elpd_data([-1.0, -2.0, -1.5], n_samples=400)
+    >>> float(result["elpd_loo"]), result["n_data_points"]
+    (-4.5, 3)
+    """
     import arviz as az
     import xarray as xr
 
@@ -287,6 +355,27 @@ def ibp_functions(*, var_name: str = "joint", marginal_options=None, **sample_op
     ``log_predictive`` scores held-out trials with the integrated likelihood: ``joint``
     (the whole trial), ``F`` (forces given the trial's cues: the visuo-motor question) or
     ``X`` (cues given forces). Data: ``{"F": ..., "X": ...}`` (either may be left out).
+
+    Parameters
+    ----------
+    var_name : {"joint", "F", "X"}, default "joint"
+        What a held-out trial is scored on.
+    marginal_options : dict, optional
+        Options of the integrated likelihood (:mod:`pmctx.ibp.marginal`).
+    **sample_options
+        Passed to :func:`pmctx.models.ibp.sample` for every refit.
+
+    Returns
+    -------
+    tuple of callable
+        ``(fit, log_predictive)`` for :func:`kfold` and :func:`reloo` (picklable, so refits
+        can run on Dask workers).
+
+    Examples
+    --------
+    >>> fit, log_predictive = ibp_functions(var_name="F", K_max=8, draws=200)
+    >>> callable(fit) and callable(log_predictive)
+    True
     """
     if var_name not in ("joint", "F", "X"):
         raise ValueError(f"var_name must be 'joint', 'F' or 'X'; got {var_name!r}.")
@@ -300,6 +389,18 @@ def gum_functions(build, *, fit_options=None):
     ``GumModel.predict(idata, new_data, kind="log_density")`` returning per-draw pointwise
     log densities of the new responses) scores the test rows. Until ``predict`` exists this
     adapter raises ``NotImplementedError`` when called.
+
+    Parameters
+    ----------
+    build : callable
+        ``build(train_data) -> GumModel``: declares the GUM on the training rows.
+    fit_options : dict, optional
+        Passed to ``GumModel.sample`` for every refit.
+
+    Returns
+    -------
+    tuple of callable
+        ``(fit, log_predictive)`` for :func:`kfold` and :func:`reloo`.
     """
 
     def fit(train):

@@ -84,6 +84,14 @@ class ModelSpec:
         Model options the CLI accepts (``--set key=value``) with their help text.
     advice : str
         What to do when the sampler has not converged (ends the ConvergenceWarning).
+
+    Examples
+    --------
+    >>> spec = get_spec("crp")
+    >>> spec.name, spec.module
+    ('crp', 'pmctx.models.crp_conditioning')
+    >>> callable(spec.fit) and callable(spec.invariants)
+    True
     """
 
     name: str
@@ -103,25 +111,97 @@ _REGISTRY: dict[str, ModelSpec] = {}
 
 
 def register(spec: ModelSpec) -> ModelSpec:
-    """Add (or replace) a model description."""
+    """Add (or replace) a model description.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+        The description; ``spec.name`` becomes the CLI name.
+
+    Returns
+    -------
+    ModelSpec
+        ``spec`` itself.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> copy = register(dataclasses.replace(get_spec("ibp"), name="ibp_copy"))
+    >>> get_spec("ibp_copy") is copy
+    True
+    >>> del _REGISTRY["ibp_copy"]  # leave the registry as it was
+    """
     _REGISTRY[spec.name] = spec
     return spec
 
 
 def get_spec(name: str) -> ModelSpec:
-    """The spec of model ``name`` (a CLI name such as ``"ibp"``)."""
+    """The spec of model ``name`` (a CLI name such as ``"ibp"``).
+
+    Parameters
+    ----------
+    name : str
+        A registered CLI name: ``"ibp"``, ``"crp"``, ``"vonmises"`` or ``"gum"``.
+
+    Returns
+    -------
+    ModelSpec
+        The model's description.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the registered ones).
+
+    Examples
+    --------
+    >>> get_spec("gum").module
+    'pmctx.models.gum'
+    """
     if name not in _REGISTRY:
         raise ValueError(f"Unknown model {name!r}; choose one of {list(_REGISTRY)}.")
     return _REGISTRY[name]
 
 
 def list_specs() -> list[ModelSpec]:
-    """All registered models, in CLI order."""
+    """All registered models, in CLI order.
+
+    Returns
+    -------
+    list of ModelSpec
+        One description per model.
+
+    Examples
+    --------
+    >>> [spec.name for spec in list_specs()]
+    ['ibp', 'crp', 'vonmises', 'gum']
+    """
     return list(_REGISTRY.values())
 
 
 def model_name(idata) -> str | None:
-    """The registered model that produced ``idata`` (``None`` when unknown)."""
+    """The registered model that produced ``idata`` (``None`` when unknown).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit; pmctx models store their name in ``idata.posterior.attrs["pmctx_model"]``.
+
+    Returns
+    -------
+    str or None
+        The model's CLI name, or ``None`` for a fit pmctx did not make.
+
+    Examples
+    --------
+    >>> import arviz as az, numpy as np
+    >>> idata = az.from_dict(posterior={"mu": np.zeros((1, 3))})
+    >>> model_name(idata) is None
+    True
+    >>> idata.posterior.attrs["pmctx_model"] = "gum"
+    >>> model_name(idata)
+    'gum'
+    """
     if "posterior" not in idata.groups():
         return None
     return idata.posterior.attrs.get("pmctx_model")
@@ -132,6 +212,23 @@ def invariants_of(idata):
 
     A fit from an unknown model gets every posterior variable (linear statistics), which is
     what ``az.summary`` would show.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit with a ``posterior`` group.
+
+    Returns
+    -------
+    xarray.Dataset
+        Quantities with ``chain`` and ``draw`` dims.
+
+    Examples
+    --------
+    >>> import arviz as az, numpy as np
+    >>> idata = az.from_dict(posterior={"mu": np.zeros((2, 5))})
+    >>> list(invariants_of(idata).data_vars)
+    ['mu']
     """
     name = model_name(idata)
     if name in _REGISTRY:

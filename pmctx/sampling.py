@@ -65,6 +65,25 @@ _NO_SEED = object()
 def resolve_seed(random_seed=None, seed=_NO_SEED, *, stacklevel: int = 3):
     """``random_seed``, or the deprecated ``seed=`` alias with a ``FutureWarning``.
 
+    Parameters
+    ----------
+    random_seed : int, array_like of int, numpy.random.Generator or None
+        The seed as ``pm.sample`` takes it.
+    seed : optional
+        The deprecated alias; given (not ``None``) it is returned with a ``FutureWarning``.
+    stacklevel : int, default 3
+        Stack level of the warning, so that it points at the user's call.
+
+    Returns
+    -------
+    int, array_like of int, numpy.random.Generator or None
+        The seed to use.
+
+    Raises
+    ------
+    TypeError
+        When both ``random_seed`` and ``seed`` are given.
+
     Examples
     --------
     >>> resolve_seed(3)
@@ -87,6 +106,30 @@ def resolve_seed(random_seed=None, seed=_NO_SEED, *, stacklevel: int = 3):
 
 def check_sample_kwargs(*, draws, tune, chains, cores=None, progressbar=None) -> dict:
     """Validate the sampling arguments at the public boundary; returns them cleaned.
+
+    Parameters
+    ----------
+    draws : int
+        Kept draws per chain, at least 1.
+    tune : int
+        Tuning iterations per chain, at least 0.
+    chains : int
+        Number of chains, at least 1.
+    cores : int, optional
+        Parallel processes, at least 1; ``None`` lets PyMC choose.
+    progressbar : bool, optional
+        ``None``: on in a terminal, off otherwise (see :func:`pmctx.progress.progress_enabled`).
+
+    Returns
+    -------
+    dict
+        ``draws, tune, chains, cores`` as Python ints (or ``None``) and ``progressbar`` as a
+        bool, ready for ``pm.sample``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        When a count is negative, zero where it must be positive, or not an integer.
 
     Examples
     --------
@@ -111,6 +154,16 @@ def pytensor_has_blas() -> bool:
     Python calls. pmctx then compiles NUTS's log density with PyTensor's Numba backend, which
     needs no BLAS library and halves GUM NUTS time; the probe's warning says nothing the user
     can act on, so it is not shown.
+
+    Returns
+    -------
+    bool
+        ``True`` when ``pytensor.config.blas__ldflags`` names a BLAS library.
+
+    Examples
+    --------
+    >>> isinstance(pytensor_has_blas(), bool)
+    True
     """
     import pytensor
 
@@ -159,6 +212,19 @@ def run_sampler(
     Returns
     -------
     arviz.InferenceData
+        ``pm.sample``'s result (``posterior``, ``sample_stats``, ``observed_data``, and the
+        groups ``idata_kwargs`` asks for, such as ``log_likelihood``).
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu")
+    ...     y = pm.Normal("y", mu, 1.0, observed=[0.1, -0.3, 0.4])
+    >>> idata = run_sampler(model, draws=20, tune=20, chains=1, random_seed=0,
+    ...                     progressbar=False, idata_kwargs={"log_likelihood": True})
+    >>> idata.posterior["mu"].shape, "log_likelihood" in idata.groups()
+    ((1, 20), True)
     """
     random_seed = resolve_seed(random_seed, seed)
     kwargs = check_sample_kwargs(
@@ -185,6 +251,33 @@ def add_posterior_predictive(idata, model: pm.Model, *, random_seed=None, var_na
     draw), so that ``az.plot_ppc`` and ``az.loo_pit`` work; returns ``idata``.
 
     Skips when the group is already there or the model has no observed variables.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of ``model`` with a ``posterior`` group; extended in place.
+    model : pm.Model
+        The model that produced ``idata``.
+    random_seed : int, optional
+        Seed of the predictive draws.
+    var_names : list of str, optional
+        Variables to redraw; default: every observed variable of ``model``.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``idata`` itself, now with a ``posterior_predictive`` group.
+
+    Examples
+    --------
+    >>> import arviz as az, numpy as np, pymc as pm
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu")
+    ...     y = pm.Normal("y", mu, 1.0, observed=[0.1, -0.3, 0.4])
+    >>> idata = az.from_dict(posterior={"mu": np.zeros((1, 5))})
+    >>> idata = add_posterior_predictive(idata, model, random_seed=0)
+    >>> idata.posterior_predictive["y"].shape
+    (1, 5, 3)
     """
     if "posterior_predictive" in idata.groups():
         return idata

@@ -69,7 +69,23 @@ __all__ = [
 
 @dataclass(frozen=True)
 class DataSchema:
-    """What one model reads: file types, named arrays, option scalars, CSV columns."""
+    """What one model reads: file types, named arrays, option scalars, CSV columns.
+
+    Attributes
+    ----------
+    model : str
+        The model's CLI name.
+    suffixes : tuple of str
+        Accepted file suffixes (``".npz"``, ``".csv"``, ``".nc"``).
+    arrays : dict of str to str
+        ``.npz`` key -> description, as the error messages show it.
+    required : tuple of str
+        At least one of these arrays must be present.
+    scalars : tuple of str
+        Option keys an ``.npz`` may hold as 0-d arrays (model options, such as ``K_max``).
+    columns : str
+        Description of the CSV layout.
+    """
 
     model: str
     suffixes: tuple[str, ...]
@@ -79,6 +95,13 @@ class DataSchema:
     columns: str  # description of the CSV layout
 
     def expected(self) -> str:
+        """The sentence error messages use to say what the model reads.
+
+        Returns
+        -------
+        str
+            Such as ``"crp expects 'features' (...), ... and optional scalars [...]"``.
+        """
         arrays = ", ".join(f"'{k}' ({v})" for k, v in self.arrays.items())
         return f"{self.model} expects {arrays}" + (
             f" and optional scalars {list(self.scalars)}" if self.scalars else ""
@@ -286,7 +309,31 @@ _IBP_COLUMN = re.compile(r"^([FX])(\d+)$")
 
 
 def load_ibp(path, options=None) -> dict:
-    """Forces ``F`` and/or cues ``X`` (see the module table); ``{"F", "X", "options"}``."""
+    """Forces ``F`` and/or cues ``X`` (see the module table).
+
+    Parameters
+    ----------
+    path : str or path-like
+        An ``.npz`` with ``F``/``X`` (and optional scalars), a ``.csv`` with columns
+        ``F0, F1, ...`` and ``X0, X1, ...``, or an ``.nc`` InferenceData whose ``observed_data``
+        holds them.
+    options : dict, optional
+        The caller's model options (``--set`` or Python); accepted by every loader for one
+        signature. Only the GUM reads them (its ``formula`` and ``family``); the caller merges
+        them over the returned file options.
+
+    Returns
+    -------
+    dict
+        ``{"F": array or None, "X": array or None, "options": dict}``, validated; the options
+        are the scalars stored in an ``.npz``.
+
+    Raises
+    ------
+    ValueError
+        On any departure from the schema; the message says what was expected, what arrived and
+        how to fix it.
+    """
     schema = SCHEMAS["ibp"]
     path = _check_file(path, schema)
     file_options = {}
@@ -352,7 +399,29 @@ def _us_first(values: np.ndarray, names: list[str], filename: str):
 
 
 def load_crp(path, options=None) -> dict:
-    """Trial features with the US found by name; ``{"features", "options"}``."""
+    """Trial features with the US found by name.
+
+    Parameters
+    ----------
+    path : str or path-like
+        An ``.npz`` with ``features`` (and optional ``feature_names`` and scalars), or a ``.csv``
+        with a ``US`` column and one 0/1 column per CS or context.
+    options : dict, optional
+        The caller's model options (``--set`` or Python); accepted by every loader for one
+        signature. Only the GUM reads them (its ``formula`` and ``family``); the caller merges
+        them over the returned file options.
+
+    Returns
+    -------
+    dict
+        ``{"features": xarray.DataArray (trial, feature), "options": dict}``, the US first.
+
+    Raises
+    ------
+    ValueError
+        On any departure from the schema; the message says what was expected, what arrived and
+        how to fix it.
+    """
     import xarray as xr
 
     from pmctx.conditioning.design import as_feature_matrix
@@ -431,7 +500,30 @@ def _read_matrix(path: Path) -> np.ndarray:
 
 
 def load_vonmises(path, options=None) -> dict:
-    """An orientation map; ``{"theta", "mask", "options"}``."""
+    """An orientation map.
+
+    Parameters
+    ----------
+    path : str or path-like
+        An ``.npz`` with ``theta`` (and optional ``mask`` and scalars), or a ``.csv`` holding the
+        matrix of orientations without a header (empty cells missing).
+    options : dict, optional
+        The caller's model options (``--set`` or Python); accepted by every loader for one
+        signature. Only the GUM reads them (its ``formula`` and ``family``); the caller merges
+        them over the returned file options.
+
+    Returns
+    -------
+    dict
+        ``{"theta": array (rows, cols), "mask": array or None, "options": dict}``; the options
+        are the scalars stored in an ``.npz``.
+
+    Raises
+    ------
+    ValueError
+        On any departure from the schema; the message says what was expected, what arrived and
+        how to fix it.
+    """
     schema = SCHEMAS["vonmises"]
     path = _check_file(path, schema)
     file_options, mask = {}, None
@@ -522,7 +614,31 @@ def load_vonmises_chain(path, options=None) -> dict:
 
 
 def load_gum(path, options=None) -> dict:
-    """Columns for a GUM formula; ``{"columns", "options"}`` (options: formula, family)."""
+    """Columns for a GUM formula.
+
+    Parameters
+    ----------
+    path : str or path-like
+        An ``.npz`` with one array per column (and optional ``formula``, ``family``), or a
+        ``.csv`` with a header naming the columns; the formula then comes from ``options`` or a
+        sidecar file ``<data>.formula``.
+    options : dict, optional
+        The caller's model options (``--set`` or Python); accepted by every loader for one
+        signature. Only the GUM reads them (its ``formula`` and ``family``); the caller merges
+        them over the returned file options.
+
+    Returns
+    -------
+    dict
+        ``{"columns": dict of str to array, "options": dict}`` (options include ``formula``
+        and ``family``).
+
+    Raises
+    ------
+    ValueError
+        On any departure from the schema; the message says what was expected, what arrived and
+        how to fix it.
+    """
     import pandas as pd
 
     schema = SCHEMAS["gum"]

@@ -73,6 +73,15 @@ def summary(idata, var_names=None, *, prob: float = 0.94) -> pd.DataFrame:
     -------
     pandas.DataFrame
         Columns ``kind, mean, sd, lower, upper, r_hat, ess_bulk, ess_tail``.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> rng = np.random.default_rng(0)
+    >>> ds = xr.Dataset({"loglik": (("chain", "draw"), rng.normal(-50.0, 2.0, (2, 300)))})
+    >>> table = summary(ds)
+    >>> table.loc["loglik", "kind"], round(float(table.loc["loglik", "mean"]))
+    ('linear', -50)
     """
     from pmctx.registry import invariants_of
 

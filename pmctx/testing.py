@@ -51,6 +51,21 @@ __all__ = [
 def enumerate_binary_states(shape) -> np.ndarray:
     """All binary arrays of ``shape``, stacked: an array of shape ``(2**size, *shape)``.
 
+    Parameters
+    ----------
+    shape : int or tuple of int
+        Shape of one state; at most 24 entries in all.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of shape ``(2**size, *shape)``, states in binary counting order.
+
+    Raises
+    ------
+    ValueError
+        For more than 24 entries (2**24 states).
+
     Examples
     --------
     >>> enumerate_binary_states((1, 2)).shape
@@ -65,7 +80,27 @@ def enumerate_binary_states(shape) -> np.ndarray:
 
 
 def exact_probabilities(log_joint: Callable[[np.ndarray], float], states) -> np.ndarray:
-    """Normalised probabilities of ``states`` under an unnormalised ``log_joint``."""
+    """Normalised probabilities of ``states`` under an unnormalised ``log_joint``.
+
+    Parameters
+    ----------
+    log_joint : callable
+        ``log_joint(state) -> float``, the log joint density up to a constant; ``-inf`` for
+        impossible states.
+    states : sequence of numpy.ndarray
+        The enumerated states, such as :func:`enumerate_binary_states`.
+
+    Returns
+    -------
+    numpy.ndarray
+        One probability per state, summing to 1 (normalised in log space).
+
+    Examples
+    --------
+    >>> states = enumerate_binary_states(2)
+    >>> exact_probabilities(lambda s: np.log(1.0 + s.sum()), states)
+    array([0.125, 0.25 , 0.25 , 0.375])
+    """
     logp = np.array([float(log_joint(s)) for s in states])
     if np.isnan(logp).any() or np.isposinf(logp).any():
         raise ValueError("log_joint returned NaN or +inf for some state.")
@@ -79,7 +114,31 @@ def _row_keys(arr: np.ndarray) -> list[bytes]:
 
 
 def state_indices(samples, states) -> np.ndarray:
-    """Index of each sample among the enumerated ``states`` (first axis of both)."""
+    """Index of each sample among the enumerated ``states`` (first axis of both).
+
+    Parameters
+    ----------
+    samples : array_like
+        Draws, one state per entry of the first axis.
+    states : array_like
+        The enumerated states, same shape per state.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 index of every draw into ``states``.
+
+    Raises
+    ------
+    ValueError
+        When the state shapes differ or a draw is not among the states.
+
+    Examples
+    --------
+    >>> states = enumerate_binary_states(2)
+    >>> state_indices(np.array([[1, 1], [0, 1]]), states)
+    array([3, 1])
+    """
     samples = np.asarray(samples)
     states = np.asarray(states)
     if samples.shape[1:] != states.shape[1:]:
@@ -95,7 +154,27 @@ def state_indices(samples, states) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DistributionComparison:
-    """Outcome of comparing visit frequencies with exact probabilities."""
+    """Outcome of comparing visit frequencies with exact probabilities.
+
+    Attributes
+    ----------
+    tv : float
+        Total-variation distance between visit frequencies and exact probabilities.
+    chi2 : float
+        Chi-square statistic on the effective sample size (rare cells pooled).
+    dof : int
+        Its degrees of freedom.
+    p_value : float
+        Its p-value.
+    n_eff : float
+        Effective sample size used.
+    tv_tol : float
+        Largest acceptable total variation.
+    alpha : float
+        Significance level of the chi-square test.
+    impossible_visits : int
+        Draws in states of probability zero (any is a failure).
+    """
 
     tv: float
     chi2: float
@@ -108,6 +187,7 @@ class DistributionComparison:
 
     @property
     def passed(self) -> bool:
+        """No impossible visits, total variation within ``tv_tol`` and p-value >= ``alpha``."""
         return self.impossible_visits == 0 and self.tv <= self.tv_tol and self.p_value >= self.alpha
 
     def __str__(self) -> str:
@@ -138,6 +218,11 @@ def compare_to_exact(
     ess : float, optional
         Effective sample size used for the chi-square test (default: the number of draws,
         right only for independent draws). Cells with expected count below 5 are pooled.
+
+    Returns
+    -------
+    DistributionComparison
+        Total variation, chi-square test and the verdict (``.passed``).
 
     Examples
     --------
@@ -178,7 +263,30 @@ def compare_to_exact(
 
 
 def assert_matches_exact(sample_indices, probs, *, tv_tol, alpha=1e-3, ess=None):
-    """Raise ``AssertionError`` unless :func:`compare_to_exact` passes; return the result."""
+    """Raise ``AssertionError`` unless :func:`compare_to_exact` passes; return the result.
+
+    Parameters
+    ----------
+    sample_indices, probs, tv_tol, alpha, ess
+        As in :func:`compare_to_exact`.
+
+    Returns
+    -------
+    DistributionComparison
+        The passing comparison.
+
+    Raises
+    ------
+    AssertionError
+        With the comparison's figures when it fails.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> p = np.array([0.5, 0.5])
+    >>> assert_matches_exact(rng.choice(2, size=4000, p=p), p, tv_tol=0.03).passed
+    True
+    """
     result = compare_to_exact(sample_indices, probs, tv_tol=tv_tol, alpha=alpha, ess=ess)
     if not result.passed:
         raise AssertionError(f"Sampler does not match the exact distribution: {result}")
@@ -187,7 +295,18 @@ def assert_matches_exact(sample_indices, probs, *, tv_tol, alpha=1e-3, ess=None)
 
 @dataclass(frozen=True)
 class GewekeResult:
-    """Means, standard errors and z-scores of each Geweke test function."""
+    """Means, standard errors and z-scores of each Geweke test function.
+
+    Attributes
+    ----------
+    mean_marginal, mean_successive : dict of str to float
+        Mean of each test function under forward (marginal-conditional) simulation and
+        along the successive-conditional Gibbs chain.
+    se_marginal, se_successive : dict of str to float
+        Their standard errors (batch means for the chain).
+    z : dict of str to float
+        The z-score of the difference per test function.
+    """
 
     mean_marginal: dict[str, float]
     mean_successive: dict[str, float]
@@ -196,6 +315,18 @@ class GewekeResult:
     z: dict[str, float]
 
     def passed(self, z_threshold: float = 4.0) -> bool:
+        """Whether every test function's ``|z|`` is at most ``z_threshold``.
+
+        Parameters
+        ----------
+        z_threshold : float, default 4.0
+            Largest acceptable absolute z-score.
+
+        Returns
+        -------
+        bool
+            ``True`` when all pass.
+        """
         return all(abs(z) <= z_threshold for z in self.z.values())
 
     def __str__(self) -> str:
@@ -287,7 +418,25 @@ def geweke_test(
 
 
 def assert_geweke(result: GewekeResult, *, z_threshold: float = 4.0) -> GewekeResult:
-    """Raise ``AssertionError`` when any Geweke z-score exceeds ``z_threshold``."""
+    """Raise ``AssertionError`` when any Geweke z-score exceeds ``z_threshold``.
+
+    Parameters
+    ----------
+    result : GewekeResult
+        From :func:`geweke_test`.
+    z_threshold : float, default 4.0
+        Largest acceptable absolute z-score.
+
+    Returns
+    -------
+    GewekeResult
+        ``result``, when it passes.
+
+    Raises
+    ------
+    AssertionError
+        With the table of means and z-scores.
+    """
     if not result.passed(z_threshold):
         raise AssertionError(
             f"Geweke test failed (|z| > {z_threshold} for some test function):\n{result}"
@@ -296,7 +445,25 @@ def assert_geweke(result: GewekeResult, *, z_threshold: float = 4.0) -> GewekeRe
 
 
 def assert_docstring_examples(module_name: str, *, optionflags=doctest.NORMALIZE_WHITESPACE):
-    """Run the docstring examples of ``module_name``; fail if there are none or any fails."""
+    """Run the docstring examples of ``module_name``; fail if there are none or any fails.
+
+    Parameters
+    ----------
+    module_name : str
+        Importable module name, such as ``"pmctx.validation"``.
+    optionflags : int, default doctest.NORMALIZE_WHITESPACE
+        ``doctest`` option flags.
+
+    Returns
+    -------
+    doctest.TestResults
+        ``(failed, attempted)``.
+
+    Raises
+    ------
+    AssertionError
+        When the module has no example or an example fails.
+    """
     module = importlib.import_module(module_name)
     result = doctest.testmod(module, optionflags=optionflags)
     assert result.attempted > 0, f"{module_name} has no docstring example"

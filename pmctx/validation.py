@@ -108,6 +108,16 @@ def as_float_array(x, name: str, *, ndim=None, shape=None, allow_nan=False) -> n
     allow_nan : bool, default False
         Accept NaN (for example to mark missing observations); inf is always rejected.
 
+    Returns
+    -------
+    numpy.ndarray
+        ``x`` as float64 (a view when it already was).
+
+    Raises
+    ------
+    ValueError, TypeError
+        Non-numeric input, the wrong shape, inf, or NaN when ``allow_nan`` is False.
+
     Examples
     --------
     >>> as_float_array([1, 2], "F").dtype
@@ -121,6 +131,27 @@ def as_float_array(x, name: str, *, ndim=None, shape=None, allow_nan=False) -> n
 
 def as_binary_array(x, name: str, *, ndim=None, shape=None) -> np.ndarray:
     """Return ``x`` as an int64 array of zeros and ones.
+
+    Parameters
+    ----------
+    x : array_like
+        Input values.
+    name : str
+        Name used in error messages.
+    ndim : int, optional
+        Required number of dimensions.
+    shape : sequence of int or None, optional
+        Required shape; ``None`` entries match any length.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of 0 and 1 (booleans become 0/1).
+
+    Raises
+    ------
+    ValueError
+        When any value is not 0 or 1 (the message suggests a threshold), NaN or inf.
 
     Examples
     --------
@@ -142,6 +173,27 @@ def as_binary_array(x, name: str, *, ndim=None, shape=None) -> np.ndarray:
 
 def as_count_array(x, name: str, *, ndim=None, shape=None) -> np.ndarray:
     """Return ``x`` as an int64 array of non-negative integer counts.
+
+    Parameters
+    ----------
+    x : array_like
+        Input values.
+    name : str
+        Name used in error messages.
+    ndim : int, optional
+        Required number of dimensions.
+    shape : sequence of int or None, optional
+        Required shape; ``None`` entries match any length.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of counts.
+
+    Raises
+    ------
+    ValueError
+        Negative, non-integer, NaN or infinite values.
 
     Examples
     --------
@@ -168,6 +220,32 @@ def as_angle_array(
     x, name: str, *, low=-np.pi, high=np.pi, ndim=None, shape=None, allow_nan=False
 ) -> np.ndarray:
     """Return ``x`` as a float64 array of angles within ``[low, high]`` (radians).
+
+    Parameters
+    ----------
+    x : array_like
+        Input values.
+    name : str
+        Name used in error messages.
+    ndim : int, optional
+        Required number of dimensions.
+    shape : sequence of int or None, optional
+        Required shape; ``None`` entries match any length.
+    low, high : float, default -pi, pi
+        The closed interval the angles must lie in.
+    allow_nan : bool, default False
+        Accept NaN (missing observations).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 angles in radians.
+
+    Raises
+    ------
+    ValueError
+        Angles outside ``[low, high]`` (the message shows how to wrap them, or that degrees
+        need ``np.deg2rad``).
 
     Examples
     --------
@@ -200,6 +278,25 @@ def _scalar(value, name: str) -> float:
 def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
     """Return ``value`` as a float after checking it is positive (or non-negative).
 
+    Parameters
+    ----------
+    value : real number
+        The hyperparameter or scale to check.
+    name : str
+        Name used in error messages.
+    allow_zero : bool, default False
+        Accept 0 as well.
+
+    Returns
+    -------
+    float
+        ``value`` as a Python float.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Not a real number, not finite, or not positive.
+
     Examples
     --------
     >>> check_positive(0.5, "alpha")
@@ -217,6 +314,25 @@ def check_probability(value, name: str, *, closed: bool = False) -> float:
 
     The interval is open, (0, 1), unless ``closed=True``.
 
+    Parameters
+    ----------
+    value : real number
+        The probability to check.
+    name : str
+        Name used in error messages.
+    closed : bool, default False
+        Accept the end points 0 and 1.
+
+    Returns
+    -------
+    float
+        ``value`` as a Python float.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Not a real number, or outside the interval.
+
     Examples
     --------
     >>> check_probability(0.9, "lambda_")
@@ -232,6 +348,25 @@ def check_probability(value, name: str, *, closed: bool = False) -> float:
 
 def check_int(value, name: str, *, minimum=None, maximum=None) -> int:
     """Return ``value`` as an int after checking its type and range.
+
+    Parameters
+    ----------
+    value : int or integral float
+        The count to check (``3.0`` is accepted as 3, booleans are not).
+    name : str
+        Name used in error messages.
+    minimum, maximum : int, optional
+        Inclusive bounds.
+
+    Returns
+    -------
+    int
+        ``value`` as a Python int.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Not an integer, or out of range.
 
     Examples
     --------
@@ -256,6 +391,22 @@ def check_int(value, name: str, *, minimum=None, maximum=None) -> int:
 def check_same_length(**arrays) -> int:
     """Check that all arrays have the same first dimension and return it.
 
+    Parameters
+    ----------
+    **arrays : array_like or None
+        The arrays by name (the names appear in the error message); ``None`` entries are
+        skipped.
+
+    Returns
+    -------
+    int
+        The common number of rows (0 when no array was given).
+
+    Raises
+    ------
+    ValueError
+        When the first dimensions differ.
+
     Examples
     --------
     >>> check_same_length(F=np.zeros((3, 2)), X=np.zeros((3, 5)))
@@ -274,6 +425,25 @@ def check_same_length(**arrays) -> int:
 def check_choice(value, name: str, choices: Iterable):
     """Return ``value`` after checking it is one of ``choices``.
 
+    Parameters
+    ----------
+    value : object
+        The option given.
+    name : str
+        Name used in error messages.
+    choices : iterable
+        The accepted values.
+
+    Returns
+    -------
+    object
+        ``value`` itself.
+
+    Raises
+    ------
+    ValueError
+        When ``value`` is not among ``choices`` (the message lists them).
+
     Examples
     --------
     >>> check_choice("poisson", "family", ["bernoulli", "poisson", "gaussian"])
@@ -287,6 +457,21 @@ def check_choice(value, name: str, choices: Iterable):
 
 def as_rng(seed=None) -> np.random.Generator:
     """Return a ``numpy.random.Generator`` from ``None``, an int seed or a Generator.
+
+    Parameters
+    ----------
+    seed : None, int or numpy.random.Generator, optional
+        ``None`` for fresh entropy, a non-negative int seed, or a Generator (returned as is).
+
+    Returns
+    -------
+    numpy.random.Generator
+        The generator.
+
+    Raises
+    ------
+    ValueError, TypeError
+        A negative seed or another type.
 
     Examples
     --------

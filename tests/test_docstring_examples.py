@@ -5,6 +5,7 @@ import pytest
 from pmctx.testing import assert_docstring_examples
 
 MODULES = [
+    "pmctx",
     "pmctx.validation",
     "pmctx.testing",
     "pmctx.io",

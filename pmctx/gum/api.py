@@ -230,6 +230,30 @@ class GumModel:
         vector (not with sampled lengthscales, dispersions or random-effect sds) and no
         ``step`` is given. ``check_convergence`` warns :class:`pmctx.ConvergenceWarning`
         when function values or hyperparameters have not converged.
+
+        Parameters
+        ----------
+        draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+            As in :func:`pymc.sample` (same defaults); ``idata_kwargs`` always includes
+            ``log_likelihood=True``.
+        seed : optional
+            Deprecated alias of ``random_seed``.
+        init_at_map : bool, default True
+            Start every chain at the multi-start Laplace MAP.
+        laplace_metric : bool, default True
+            Use the Laplace covariance as NUTS's dense mass matrix (see above).
+        posterior_predictive : bool, default True
+            Add the ``posterior_predictive`` group (responses redrawn at the data).
+        check_convergence : bool, default True
+            Warn when function values or hyperparameters have not converged.
+        **kwargs
+            Passed to :func:`pymc.sample` (``target_accept``, ``step``, ``initvals``, ...).
+
+        Returns
+        -------
+        arviz.InferenceData
+            ``posterior`` (function values on their grids, offsets, intercept, hyper-
+            parameters), ``sample_stats``, ``log_likelihood``, ``posterior_predictive``.
         """
         from pmctx.convergence import report_after_fit
         from pmctx.gum.backends import choose_backend, sample_nutpie
@@ -375,6 +399,24 @@ class GumModel:
         ``attrs["log_evidence"]`` holds the Laplace log marginal likelihood. The Newton fit is
         reused when the model already has one at its current hyperparameters (e.g. after
         :func:`pmctx.gum.hyper.fit_evidence`); pass ``result`` to use another.
+
+        Parameters
+        ----------
+        draws : int, default 1000
+            Independent draws from the Gaussian approximation.
+        seed : int, default 0
+            Seed of the draws (and of the posterior predictive).
+        log_likelihood : bool, default True
+            Add the pointwise ``log_likelihood`` group (for :func:`pmctx.compare`).
+        posterior_predictive : bool, default True
+            Add the ``posterior_predictive`` group (for ``az.plot_ppc``).
+        result : LaplaceResult, optional
+            A Newton fit to use instead of the model's own.
+
+        Returns
+        -------
+        arviz.InferenceData
+            One chain of ``draws`` draws, with the same variables as :meth:`sample`.
         """
         result = result or self.laplace_result or self.fit_laplace()
         u = result.draws(draws, np.random.default_rng(seed))

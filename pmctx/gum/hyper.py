@@ -29,7 +29,22 @@ __all__ = ["HyperResult", "cv_score", "fit_cv", "fit_evidence", "free_hyperparam
 
 @dataclass
 class HyperResult:
-    """Fitted hyperparameters, the objective at the optimum and at the start."""
+    """Fitted hyperparameters, the objective at the optimum and at the start.
+
+    Attributes
+    ----------
+    hyperparameters : dict
+        The model's hyperparameters after the fit (``GumModel.hyperparameters()``).
+    objective : float
+        The objective at the optimum: the Laplace log evidence (:func:`fit_evidence`) or the
+        cross-validated log-likelihood (:func:`fit_cv`).
+    initial_objective : float
+        The objective at the declared hyperparameters, for comparison.
+    n_evaluations : int
+        Objective evaluations used.
+    interrupted : bool, default False
+        Whether the search was stopped with Ctrl-C (the best point so far is kept).
+    """
 
     hyperparameters: dict
     objective: float
@@ -44,6 +59,18 @@ def free_hyperparameters(gum_model, which=None) -> list[tuple[str, str]]:
 
     Variances and periods stay at their declared values unless listed in ``which`` (e.g.
     ``[("f_x1", "lengthscale"), ("f_x1", "variance"), ("f_x2", "period")]``).
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        The declared model.
+    which : list of (str, str), optional
+        ``(function, key)`` pairs to fit instead of the defaults.
+
+    Returns
+    -------
+    list of (str, str)
+        The pairs, ``("noise_sd", "noise_sd")`` standing for the dispersion.
     """
     if which is not None:
         return list(which)
@@ -273,7 +300,26 @@ def _folds(n: int, k: int, seed) -> list[np.ndarray]:
 
 
 def cv_score(gum_model, *, k: int = 5, seed=0, warm=None) -> float:
-    """K-fold cross-validated log-likelihood of the MAP at the current hyperparameters."""
+    """K-fold cross-validated log-likelihood of the MAP at the current hyperparameters.
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        The model, at the hyperparameters to score.
+    k : int, default 5
+        Number of folds (at least 2).
+    seed : int, default 0
+        Seed of the fold assignment (the same seed gives the same folds, so scores at
+        different hyperparameters are comparable).
+    warm : list, optional
+        One warm-start store per fold (used by :func:`fit_cv` to start each Newton fit at the
+        previous optimum).
+
+    Returns
+    -------
+    float
+        Sum over held-out observations of their log-likelihood at the training MAP.
+    """
     k = check_int(k, "k", minimum=2)
     d = gum_model.design
     total = 0.0
@@ -289,7 +335,31 @@ def cv_score(gum_model, *, k: int = 5, seed=0, warm=None) -> float:
 
 
 def fit_cv(gum_model, *, k: int = 5, which=None, seed=0, max_evaluations: int = 200):
-    """Maximise the K-fold cross-validated log-likelihood (seed 002, Appendix B.4.1)."""
+    """Maximise the K-fold cross-validated log-likelihood (seed 002, Appendix B.4.1).
+
+    A coarse sweep then Nelder-Mead over the log hyperparameters; each evaluation fits the
+    MAP on ``k - 1`` folds and scores the held-out one. The model keeps the fitted values and
+    is refitted (``laplace_result``) at them. Use it where the Laplace evidence is a poor
+    guide, such as a mapping function of a binary choice (the GUM tutorial does).
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        The declared model; changed in place.
+    k : int, default 5
+        Number of folds.
+    which : list of (str, str), optional
+        ``(function, key)`` pairs to fit; default :func:`free_hyperparameters`.
+    seed : int, default 0
+        Seed of the fold assignment.
+    max_evaluations : int, default 200
+        Budget of objective evaluations (each is ``k`` Newton fits).
+
+    Returns
+    -------
+    HyperResult
+        The fitted hyperparameters and the cross-validated log-likelihood before and after.
+    """
     pairs = free_hyperparameters(gum_model, which)
     warm = [_WarmStart(gum_model.design) for _ in range(k)]
 

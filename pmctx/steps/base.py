@@ -38,6 +38,9 @@ class PmctxStep(BlockedStep):
         Defaults to the model on the context stack.
     rng : int or numpy.random.Generator, optional
         Source of randomness when the step is used outside ``pm.sample``.
+    blocked : bool, default True
+        Accepted for PyMC's step interface; pmctx steps always update their variables as
+        one block.
 
     Examples
     --------
@@ -101,7 +104,22 @@ class PmctxStep(BlockedStep):
 
     @classmethod
     def competence(cls, var, has_grad=None):
-        """IDEAL for random variables tagged with this step's block, else INCOMPATIBLE."""
+        """IDEAL for random variables tagged with this step's block, else INCOMPATIBLE.
+
+        ``pm.sample``'s automatic assignment calls it for every free variable.
+
+        Parameters
+        ----------
+        var : pytensor.tensor.TensorVariable
+            A random variable of the model.
+        has_grad : bool, optional
+            Whether the variable has a gradient (PyMC passes it; not used).
+
+        Returns
+        -------
+        pymc.step_methods.compound.Competence
+            ``IDEAL`` or ``INCOMPATIBLE``.
+        """
         tag = block_tag(var)
         if cls.owns_block is not None and tag is not None and tag.block == cls.owns_block:
             return Competence.IDEAL
@@ -111,6 +129,18 @@ class PmctxStep(BlockedStep):
         """Compile a function of the model's value variables returning ``outputs``.
 
         The compiled function takes a point dict and ignores unused inputs.
+
+        Parameters
+        ----------
+        outputs : pytensor variable or list of them
+            Expressions of the model's value variables, such as ``model.logp()``.
+        inputs : list of pytensor variables, optional
+            Inputs of the function; default: the model's value variables.
+
+        Returns
+        -------
+        callable
+            ``f(point) -> outputs`` evaluated at a point dict.
         """
         return self.model.compile_fn(
             outputs, inputs=inputs, on_unused_input="ignore", point_fn=True

@@ -54,6 +54,23 @@ def sample_from_log_odds(log_odds: np.ndarray, log_uniforms: np.ndarray) -> np.n
     ``log u < log sigmoid(log_odds) = -log1p(exp(-log_odds))``, which stays exact for
     infinite log-odds (entries forced to 0 or 1 by the model).
 
+    Parameters
+    ----------
+    log_odds : numpy.ndarray
+        ``log P(1) - log P(0)`` per entry; ``-inf`` and ``inf`` force 0 and 1.
+    log_uniforms : numpy.ndarray
+        Logs of U(0, 1) draws, same shape.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of 0 and 1.
+
+    Raises
+    ------
+    FloatingPointError
+        When a log-odds is NaN (the model's density is undefined there).
+
     Examples
     --------
     >>> sample_from_log_odds(np.array([-np.inf, 0.0, np.inf]), np.log([0.1, 0.7, 0.99]))
@@ -311,7 +328,18 @@ class BinaryMatrixGibbs(PmctxStep):
         return lambda units_first: fn(units_first.T, *others)
 
     def per_unit_logp(self, point) -> np.ndarray:
-        """Sum of the log-density terms that depend on the variable, one entry per unit."""
+        """Sum of the log-density terms that depend on the variable, one entry per unit.
+
+        Parameters
+        ----------
+        point : dict
+            A point of the model (value variable name -> array).
+
+        Returns
+        -------
+        numpy.ndarray
+            One log density per unit (entry along ``independent_axis``).
+        """
         values = self._current_values(point)
         units_first = values if self.independent_axis == 0 else values.T
         return np.asarray(self._per_unit_function(point)(units_first))
@@ -320,7 +348,19 @@ class BinaryMatrixGibbs(PmctxStep):
         """log P(v = 1 | rest) - log P(v = 0 | rest) of every unit's entry in ``line``.
 
         ``line`` indexes the axis that is not ``independent_axis`` (a column of Z, a row
-        of Y). Returns an array of length ``n_units``.
+        of Y).
+
+        Parameters
+        ----------
+        point : dict
+            A point of the model (value variable name -> array).
+        line : int
+            Index of the line, in ``[0, n_lines)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Log-odds of length ``n_units``.
         """
         line = check_int(line, "line", minimum=0, maximum=self.n_lines - 1)
         name = self.value_names[0]
@@ -376,6 +416,18 @@ class BinaryMatrixGibbs(PmctxStep):
         return values
 
     def step(self, point):
+        """One Gibbs sweep: every line in turn, all units of a line drawn at once.
+
+        Parameters
+        ----------
+        point : dict
+            The current point of the model.
+
+        Returns
+        -------
+        tuple
+            The new point and a list with one stats dict (``n_ones``, ``n_flips``).
+        """
         name = self.value_names[0]
         values = self._current_values(point)
         units_first = values if self.independent_axis == 0 else values.T

@@ -119,7 +119,28 @@ def collapsed_gibbs_sweep(z, F, n_causes, prior_weight, eta, uniforms):
 
 
 def collapsed_conditional(z, t, F, n_causes, prior_weight, eta) -> np.ndarray:
-    """``P(z_t = k | z_-t, F)`` for every ``k`` (the probabilities one sweep samples from)."""
+    """``P(z_t = k | z_-t, F)`` for every ``k`` (the probabilities one sweep samples from).
+
+    Parameters
+    ----------
+    z : array_like of int
+        Cause of every trial.
+    t : int
+        The trial whose cause is resampled.
+    F : array_like of int
+        Features (trial, feature) in {0, 1}, -1 where unobserved.
+    n_causes : int
+        Truncation, the number of causes.
+    prior_weight : float
+        Dirichlet weight of each cause, ``alpha / n_causes``.
+    eta : float
+        Beta(eta, eta) prior of the feature probabilities.
+
+    Returns
+    -------
+    numpy.ndarray
+        Probabilities of the ``n_causes`` causes, summing to 1.
+    """
     z = np.asarray(z, dtype=np.int64)
     F = np.asarray(F, dtype=np.int64)
     n_k, counts = _counts(z, F, n_causes)
@@ -250,6 +271,18 @@ class CRPCollapsedGibbs(PmctxStep):
         return alpha, eta
 
     def step(self, point):
+        """One collapsed sweep over the causes, then exact draws of weights and theta.
+
+        Parameters
+        ----------
+        point : dict
+            The current point of the model.
+
+        Returns
+        -------
+        tuple
+            The new point and a list with one stats dict (``n_occupied``).
+        """
         z_name, w_name, th_name = self.value_names
         if self._prior_fn is None:
             alpha, eta = self.alpha, self.eta

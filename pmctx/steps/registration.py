@@ -72,19 +72,51 @@ _TAG_ATTRIBUTE = "pmctx_block"
 
 
 def tag_block(block: str, **roles) -> None:
-    """Tag random variables as the block ``block``: ``tag_block("ibp", Z=Z, pi=pi)``."""
+    """Tag random variables as the block ``block``: ``tag_block("ibp", Z=Z, pi=pi)``.
+
+    Parameters
+    ----------
+    block : str
+        Name of the block, the ``owns_block`` of the step that updates it.
+    **roles : pytensor variables
+        The random variables by their role in the block.
+    """
     for role, rv in roles.items():
         setattr(rv.tag, _TAG_ATTRIBUTE, BlockTag(block, role))
 
 
 def block_tag(var) -> BlockTag | None:
-    """The :class:`BlockTag` of a random variable, or None."""
+    """The :class:`BlockTag` of a random variable, or None.
+
+    Parameters
+    ----------
+    var : pytensor variable
+        A random variable.
+
+    Returns
+    -------
+    BlockTag or None
+        Its block and role, if :func:`tag_block` tagged it.
+    """
     tag = getattr(var, "tag", None)
     return getattr(tag, _TAG_ATTRIBUTE, None)
 
 
 def block_variables(model, block: str) -> dict:
-    """``{role: random variable}`` of the variables of ``model`` tagged with ``block``."""
+    """``{role: random variable}`` of the variables of ``model`` tagged with ``block``.
+
+    Parameters
+    ----------
+    model : pm.Model
+        The model.
+    block : str
+        The block's name.
+
+    Returns
+    -------
+    dict of str to pytensor variable
+        Role -> random variable (empty when nothing carries the tag).
+    """
     out = {}
     for rv in model.named_vars.values():
         tag = block_tag(rv)
@@ -94,7 +126,14 @@ def block_variables(model, block: str) -> dict:
 
 
 def register_step(step_class) -> None:
-    """Put ``step_class`` in front of ``pm.STEP_METHODS`` (once), so ``pm.sample`` uses it."""
+    """Put ``step_class`` in front of ``pm.STEP_METHODS`` (once), so ``pm.sample`` uses it.
+
+    Parameters
+    ----------
+    step_class : type
+        A :class:`~pmctx.steps.base.PmctxStep` subclass with ``owns_block`` set (subclasses
+        call this themselves when they are defined).
+    """
     methods = pm.STEP_METHODS
     for i, method in enumerate(methods):  # a re-imported module defines a new class object
         if method.__module__ == step_class.__module__ and method.__name__ == step_class.__name__:
@@ -109,8 +148,14 @@ def assigned_steps(model, step=None) -> dict[str, list[str]]:
     Parameters
     ----------
     model : pm.Model
+        The model.
     step : step or list of steps, optional
         Steps the user passes explicitly (they keep their variables).
+
+    Returns
+    -------
+    dict of str to list of str
+        Step class name -> names of its variables.
     """
     from pymc.sampling.mcmc import assign_step_methods
     from pymc.step_methods.compound import CompoundStep

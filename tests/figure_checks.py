@@ -1,0 +1,138 @@
+"""Find axes that draw nothing: the check the notebook test runs on every figure a notebook makes.
+
+An Axes counts as drawn when it holds at least one line, collection (scatter, fill, mesh,
+colour-bar solids), image, patch (bars, histograms), text or table artist besides its frame
+(background patch, spines, ticks, title). Hidden axes (``ax.set_visible(False)``) are skipped.
+
+The notebook test executes the notebooks under the non-interactive Agg backend, so figures stay
+open; a cell appended to each notebook then saves every open figure at a small size and runs
+:func:`empty_axes` on it (the function's source is sent to the kernel, so the kernel needs no
+import from ``tests``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def empty_axes(fig) -> list[str]:
+    """Labels of the visible axes of ``fig`` that hold no data artist.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure to inspect.
+
+    Returns
+    -------
+    list of str
+        One label per empty axes, ``"axes <i> '<title>'"``; empty when every axes draws something.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, (left, right) = plt.subplots(1, 2)
+    >>> _ = left.plot([0, 1], [1, 0])
+    >>> _ = right.set_title("nothing here")
+    >>> empty_axes(fig)
+    ["axes 1 'nothing here'"]
+    >>> plt.close(fig)
+    """
+    empty = []
+    for index, ax in enumerate(fig.axes):
+        if not ax.get_visible():
+            continue
+        artists = (
+            list(ax.lines)
+            + list(ax.collections)
+            + list(ax.images)
+            + list(ax.patches)
+            + list(ax.texts)
+            + list(ax.tables)
+            + list(ax.artists)
+        )
+        if not any(artist.get_visible() for artist in artists):
+            empty.append(f"axes {index} {ax.get_title()!r}")
+    return empty
+
+
+def check_open_figures(out_dir, *, dpi: int = 20) -> dict:
+    """Save every open matplotlib figure small into ``out_dir`` and list its empty axes.
+
+    Parameters
+    ----------
+    out_dir : str or path-like
+        Folder for the PNG files (``figure_<n>.png``), created if missing.
+    dpi : int, default 20
+        Resolution of the saved files: small, the check is on artists, not on pixels.
+
+    Returns
+    -------
+    dict
+        ``{"n_figures": int, "empty": {"figure_<n>": [labels of empty axes]}}``, only
+        figures with empty axes listed under ``"empty"``.
+    """
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    numbers = plt.get_fignums()
+    empty = {}
+    for number in numbers:
+        fig = plt.figure(number)
+        fig.savefig(out / f"figure_{number}.png", dpi=dpi)
+        found = empty_axes(fig)
+        if found:
+            empty[f"figure_{number}"] = found
+    return {"n_figures": len(numbers), "empty": empty}
+
+
+REPORT_MARKER = "PMCTX-FIGURE-REPORT "
+
+
+def kernel_check_source(out_dir) -> str:
+    """Code for a notebook cell that runs :func:`check_open_figures` and prints its report.
+
+    Parameters
+    ----------
+    out_dir : str or path-like
+        Where the kernel saves the small PNGs.
+
+    Returns
+    -------
+    str
+        Python source: the two functions above, then one call printing
+        ``REPORT_MARKER + json``.
+    """
+    import inspect
+
+    return "\n\n".join(
+        [
+            "import json\nfrom pathlib import Path",
+            inspect.getsource(empty_axes),
+            inspect.getsource(check_open_figures),
+            f"print({REPORT_MARKER!r} + json.dumps(check_open_figures({str(out_dir)!r})))",
+        ]
+    )
+
+
+def parse_report(text: str) -> dict:
+    """The report printed by the cell :func:`kernel_check_source` writes.
+
+    Parameters
+    ----------
+    text : str
+        The cell's standard output.
+
+    Returns
+    -------
+    dict
+        The report of :func:`check_open_figures`.
+    """
+    for line in text.splitlines():
+        if line.startswith(REPORT_MARKER):
+            return json.loads(line[len(REPORT_MARKER) :])
+    raise AssertionError(f"the figure-check cell printed no report: {text[-500:]!r}")
