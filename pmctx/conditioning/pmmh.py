@@ -23,11 +23,29 @@ centred on the wrong point (issue 13: 80% intervals covered 0.42-0.55).
 With ``method="local_map"`` the filter is deterministic, ``u`` is ignored and the step is an
 ordinary adaptive random-walk Metropolis step on an exact likelihood.
 
+Averaging filter runs (Doucet et al. 2015). The estimate is the mean over ``R`` independent
+runs, ``p_hat = (1/R) sum_r p(y | V(theta, u_r))`` (in log space, logsumexp), still unbiased,
+with an sd of ``log p_hat`` roughly ``1/sqrt(R)`` of one run's. With ``n_filter_runs="auto"``
+(default) the step measures one run's sd at tuning step ``choose_runs_at`` and again when
+tuning ends, and takes the smallest ``R`` in 1, 2, 4, ... whose measured sd is at most
+``target_loglik_sd`` (1.2; capped at ``max_filter_runs``); ``loglik_sd`` (the sd of the
+``R``-run estimate, measured over ``n_noise_checks`` fresh estimates when tuning ends) and
+``n_filter_runs`` are in every draw's stats. An integer fixes ``R``.
+
+Which ``V`` is recorded. The extended target is
+``p(theta) prod_r p(u_r) (1/R) p(y | V(theta, u_k)) `` with a run index ``k``: summing out
+``k`` gives the averaged estimate, so the step accepts on ``p_hat`` and then draws ``k`` with
+probability ``p(y | V_k) / sum_r p(y | V_r)`` (a Gibbs update, as the selected path of
+particle Gibbs). The model's ``V`` (deterministic, recorded per draw) is ``V_k``, so the
+model's ``logp`` at a recorded draw, the response parameters' NUTS update given ``V_k`` and
+the ``log_likelihood`` group (pointwise ``log p(y_t | V_k, theta)``, summing to the joint) are
+all the same one-run model. The per-trial log of the average over runs would *not* sum to
+``log p_hat`` (the average of a product is not the product of averages), so it is not used:
+LOO's pointwise terms are conditional on the recorded run, as with ``R = 1``.
+
 During tuning the proposal adapts (Andrieu & Thoms 2008, algorithm 4): the global scale by
-Robbins-Monro towards ``target_accept`` and the covariance from the tuning draws. After tuning
-the step measures the standard deviation of the log-likelihood estimate at the current point
-over ``n_noise_checks`` fresh ``u`` and reports it in every draw's ``loglik_sd`` stat
-(Doucet et al. 2015: around 1-1.5 or less keeps the chain mixing; larger values make it stick).
+Robbins-Monro towards ``target_accept`` and the covariance from the tuning draws (choosing
+``R`` mid-tuning lets the scale adapt to the final noise level).
 
 Examples
 --------
@@ -44,18 +62,25 @@ Examples
 ...     step = ParticleMarginalMH([alpha], op, rng=1)
 ...     point, stats = step.step({"alpha_interval__": np.array(0.0)})
 >>> sorted(stats[0])
-['accept', 'accepted', 'loglik', 'loglik_sd', 'scaling', 'tune']
+['accept', 'accepted', 'loglik', 'loglik_sd', 'n_filter_runs', 'scaling', 'tune']
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import logsumexp
 
 from pmctx.conditioning.particle_filter import common_uniforms
 from pmctx.steps.base import PmctxStep
 from pmctx.validation import check_int
 
 __all__ = ["ParticleMarginalMH"]
+
+_RUN_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def _log_mean_exp(x):
+    return float(logsumexp(x) - np.log(len(x)))
 
 
 class ParticleMarginalMH(PmctxStep):
@@ -72,7 +97,15 @@ class ParticleMarginalMH(PmctxStep):
     scaling : float, optional
         Initial random-walk scale on the unconstrained scale (default ``1 / sqrt(d)``).
     n_noise_checks : int, default 10
-        Fresh filter runs used (once, when tuning ends) to measure the log-likelihood noise.
+        Fresh estimates used to measure the log-likelihood noise (when ``R`` is chosen).
+    n_filter_runs : "auto" or int, default "auto"
+        ``R``, the filter runs averaged per likelihood estimate; ``"auto"`` chooses it.
+    max_filter_runs : int, default 16
+        Cap on the automatic ``R``.
+    target_loglik_sd : float, default 1.2
+        The automatic ``R`` is the smallest with the estimate's sd at most this.
+    choose_runs_at : int, default 100
+        Tuning step at which ``R`` is first chosen (it is chosen again when tuning ends).
     tune : bool, default True
     model, rng
         As :class:`~pmctx.steps.base.PmctxStep`.
@@ -86,6 +119,7 @@ class ParticleMarginalMH(PmctxStep):
         "scaling": (np.float64, []),
         "loglik": (np.float64, []),
         "loglik_sd": (np.float64, []),
+        "n_filter_runs": (np.int64, []),
     }
 
     def __init__(
@@ -96,6 +130,10 @@ class ParticleMarginalMH(PmctxStep):
         target_accept=0.25,
         scaling=None,
         n_noise_checks=10,
+        n_filter_runs="auto",
+        max_filter_runs=16,
+        target_loglik_sd=1.2,
+        choose_runs_at=100,
         tune=True,
         model=None,
         rng=None,
@@ -106,6 +144,21 @@ class ParticleMarginalMH(PmctxStep):
         self.op = filter_op
         self.target_accept = float(target_accept)
         self.n_noise_checks = check_int(n_noise_checks, "n_noise_checks", minimum=2)
+        self.max_filter_runs = check_int(max_filter_runs, "max_filter_runs", minimum=1)
+        self.choose_runs_at = check_int(choose_runs_at, "choose_runs_at", minimum=1)
+        if not (np.isfinite(target_loglik_sd) and target_loglik_sd > 0):
+            raise ValueError(
+                f"target_loglik_sd must be a positive number, got {target_loglik_sd!r}."
+            )
+        self.target_loglik_sd = float(target_loglik_sd)
+        self._auto_runs = isinstance(n_filter_runs, str)
+        if self._auto_runs and n_filter_runs != "auto":
+            raise ValueError(
+                f"n_filter_runs must be 'auto' or a positive integer, got {n_filter_runs!r}."
+            )
+        self.n_runs = 1 if self._auto_runs else check_int(n_filter_runs, "n_filter_runs", minimum=1)
+        if filter_op.likelihood.deterministic:
+            self.n_runs, self._auto_runs = 1, False  # an exact likelihood needs one run
         self.tune = bool(tune)
         start = self.model.initial_point()
         self._shapes = [np.shape(start[n]) for n in self.value_names]
@@ -117,7 +170,8 @@ class ParticleMarginalMH(PmctxStep):
         self._mean = np.zeros(d)
         self._m2 = np.zeros((d, d))
         self._loglik_sd = np.nan
-        self._uniforms = None
+        self._uniforms = None  # the recorded run's random numbers
+        self._states = None  # the current state's R runs: Op states (uniforms, cached V)
         self.logp = self.compile_fn(self.model.logp())
         self.loglik = self.compile_fn(self.model.observedlogp)
 
@@ -127,6 +181,9 @@ class ParticleMarginalMH(PmctxStep):
         if lik.deterministic and self._uniforms is not None:
             return self._uniforms
         return common_uniforms(lik.F.shape[0], lik.n_particles, self.rng)
+
+    def _draw_uniforms(self, n_runs):
+        return [self._fresh_uniforms() for _ in range(n_runs)]
 
     def _pack(self, point):
         return np.concatenate([np.ravel(point[n]) for n in self.value_names])
@@ -144,41 +201,107 @@ class ParticleMarginalMH(PmctxStep):
         return logp_proposed - logp_current
 
     # --- one step -------------------------------------------------------------------------
+    def _runs(self, point, uniforms_list):
+        """Model log densities at ``point``, one per filter run, and the runs' Op states."""
+        log_densities, states = [], []
+        for uniforms in uniforms_list:
+            self.op.set_uniforms(uniforms)
+            log_densities.append(float(self.logp(point)))
+            states.append(self.op.get_state())
+        return np.array(log_densities), states
+
+    def _rerun_current(self, point):
+        """The current runs' log densities at ``point`` (cached ``V``: no filter rerun)."""
+        log_densities = []
+        for r, state in enumerate(self._states):
+            self.op.set_state(state)
+            log_densities.append(float(self.logp(point)))
+            self._states[r] = self.op.get_state()
+        return np.array(log_densities)
+
+    def _select_run(self, log_densities, states):
+        """Gibbs update of the recorded run: ``k`` with probability ``p(y | V_k) / sum_r``."""
+        w = np.exp(log_densities - np.max(log_densities))
+        k = int(self.rng.choice(len(w), p=w / w.sum())) if len(w) > 1 else 0
+        self.op.set_state(states[k])
+        self._uniforms = states[k][0]
+
     def step(self, point):
-        if self._uniforms is None:  # first call of this chain: draw u for the start
-            self._uniforms = self._fresh_uniforms()
-        # The current state's stored u: its V is cached, so this does not rerun the filter.
-        self.op.set_uniforms(self._uniforms)
-        logp_current = self.logp(point)
-        current_state = self.op.get_state()
-        if not self.tune and np.isnan(self._loglik_sd):
-            self._loglik_sd = self._measure_noise(point, current_state)
+        if self._states is None:  # first call of this chain: draw the start's u_1..u_R
+            self._states = self._runs(point, self._draw_uniforms(self.n_runs))[1]
+        # The current state's stored runs: their V are cached, so this reruns no filter, but
+        # the response parameters (updated by other steps) enter the estimate.
+        log_current = self._rerun_current(point)
+        if self._choose_now():
+            self._choose_runs(point)
+            log_current = self._rerun_current(point)
+        logp_current = _log_mean_exp(log_current)
         q = self._pack(point)
         step = np.exp(self._log_scale) * (self._chol @ self.rng.standard_normal(q.size))
         proposal = self._unpack(point, q + step)
-        uniforms = self._fresh_uniforms()
-        self.op.set_uniforms(uniforms)
-        logp_proposed = self.logp(proposal)
-        log_ratio = self.log_acceptance(logp_proposed, logp_current)
+        log_proposed, proposed_states = self._runs(proposal, self._draw_uniforms(self.n_runs))
+        log_ratio = self.log_acceptance(_log_mean_exp(log_proposed), logp_current)
         if not np.isfinite(log_ratio):
             log_ratio = -np.inf
         accepted = bool(np.log(self.rng.random()) < log_ratio)
         if accepted:
-            point, self._uniforms = proposal, uniforms
-        else:
-            self.op.set_state(current_state)
+            point, self._states, log_current = proposal, proposed_states, log_proposed
+        self._select_run(log_current, self._states)
         accept = float(np.exp(min(log_ratio, 0.0)))
         if self.tune:
             self._adapt(self._pack(point), accept)
+        deterministic = self.op.likelihood.deterministic
         stats = {
             "accept": accept,
             "accepted": accepted,
             "tune": self.tune,
             "scaling": float(np.exp(self._log_scale)),
             "loglik": float(self.loglik(point)),
-            "loglik_sd": 0.0 if self.op.likelihood.deterministic else self._loglik_sd,
+            "loglik_sd": 0.0 if deterministic else self._loglik_sd,
+            "n_filter_runs": self.n_runs,
         }
         return point, [stats]
+
+    # --- the number of filter runs ---------------------------------------------------------
+    def _choose_now(self):
+        if self.op.likelihood.deterministic:
+            return False
+        if self.tune:  # once during tuning, so the scale adapts to the chosen R
+            return self._auto_runs and self._n_tuned + 1 == self.choose_runs_at
+        return np.isnan(self._loglik_sd)  # once when tuning ends (final R and its noise)
+
+    def _estimate_sd(self, point, n_runs):
+        """SD of the ``n_runs``-run log-likelihood estimate at ``point`` (fresh runs)."""
+        values = []
+        for _ in range(self.n_noise_checks):
+            runs = []
+            for uniforms in self._draw_uniforms(n_runs):
+                self.op.set_uniforms(uniforms)
+                runs.append(float(self.loglik(point)))
+            values.append(_log_mean_exp(np.array(runs)))
+        return float(np.std(values, ddof=1))
+
+    def _choose_runs(self, point):
+        """Pick ``R`` (auto mode) from the measured noise, measure its sd, redraw the runs."""
+        if self._auto_runs:
+            sd = self._estimate_sd(point, 1)
+            # Delta method: sd_R ~ sd_1 / sqrt(R); then check it, doubling while too noisy.
+            need = (sd / self.target_loglik_sd) ** 2
+            R = next((r for r in _RUN_CHOICES if r >= need), self.max_filter_runs)
+            R = min(R, self.max_filter_runs)
+            while True:
+                sd = self._estimate_sd(point, R) if R > 1 else sd
+                if sd <= self.target_loglik_sd or R >= self.max_filter_runs:
+                    break
+                R = min(2 * R, self.max_filter_runs)
+            self.n_runs = R
+        else:
+            sd = self._estimate_sd(point, self.n_runs)
+        if not self.tune:
+            self._loglik_sd = sd
+        # The chain's runs are redrawn from their prior at a fixed point, once (at a fixed
+        # time, as part of tuning); from then on the kernel is fixed.
+        self._states = self._runs(point, self._draw_uniforms(self.n_runs))[1]
 
     def _adapt(self, q, accept):
         self._n_tuned += 1
@@ -194,16 +317,6 @@ class ParticleMarginalMH(PmctxStep):
                 self._chol = np.linalg.cholesky(cov)
             except np.linalg.LinAlgError:  # keep the last good proposal
                 pass
-
-    def _measure_noise(self, point, current_state):
-        if self.op.likelihood.deterministic:
-            return 0.0
-        values = []
-        for _ in range(self.n_noise_checks):
-            self.op.set_uniforms(self._fresh_uniforms())
-            values.append(float(self.loglik(point)))
-        self.op.set_state(current_state)
-        return float(np.std(values, ddof=1))
 
     def reset_tuning(self):
         """Restart the adaptation (the proposal returns to its initial scale and shape)."""

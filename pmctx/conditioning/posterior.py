@@ -212,11 +212,12 @@ def _prior(name, priors, default):
     return kinds[spec[0]][0](name, *(float(x) for x in spec[1:]))
 
 
-def _steps(model, sampler):
+def _steps(model, sampler, n_filter_runs="auto"):
     filt = [model[p] for p in model.filter_free]
     rest = [v for v in model.free_RVs if v.name not in model.filter_free]
     if sampler == "pmmh":
-        steps = [ParticleMarginalMH(filt, model.filter_op)] if filt else []
+        pmmh = ParticleMarginalMH(filt, model.filter_op, n_filter_runs=n_filter_runs)
+        steps = [pmmh] if filt else []
         return steps + ([pm.NUTS(rest, target_accept=0.9)] if rest else [])
     # S sized to the stepped variables (DEMetropolisZ's default is sized to the whole model).
     if sampler == "demz":
@@ -276,6 +277,7 @@ def sample_subject(
     progressbar=False,
     n_particles=100,
     sampler="pmmh",
+    n_filter_runs="auto",
     **options,
 ):
     """Posterior draws for one subject; every chain with its own common random numbers.
@@ -294,6 +296,10 @@ def sample_subject(
         frozen set of random numbers per chain, NUTS on the response ones; ``"demz"``: one
         ``DEMetropolisZ`` over all parameters. Both frozen-noise samplers target the
         posterior given that chain's noise, not the model's posterior.
+    n_filter_runs : "auto" or int, default "auto"
+        PMMH only: filter runs averaged per likelihood estimate (``"auto"``: chosen during
+        tuning so that the log-likelihood estimate's sd is at most 1.2, at most 16 runs);
+        the draws' ``n_filter_runs`` and ``loglik_sd`` stats report it.
     **options
         Passed to :func:`build_subject_model` (``response``, ``free``, ``fixed``, ...).
 
@@ -315,7 +321,7 @@ def sample_subject(
     with model:
         for _ in range(chains):
             op.reset(common_uniforms(T, M, gen))
-            steps = _steps(model, sampler)
+            steps = _steps(model, sampler, n_filter_runs)
             parts.append(
                 pm.sample(
                     draws=check_int(draws, "draws", minimum=1),

@@ -8,6 +8,9 @@ exact up to quadrature. The step must reproduce it (fixed seeds; total-variation
 ESS of ~500, plus a chi-square test at that ESS), and a sampler with a broken acceptance
 ratio (Jacobian of the interval transform left out) or with frozen random numbers (common
 random numbers, the old per-chain scheme: TV 0.24 with 10 bins) must fail the same check.
+With ``R = 4`` averaged filter runs (response sd 0.1, where one run's log-likelihood sd is
+2.3-3.3) the same check passes (TV 0.030 and 0.038 at seeds 1, 2), and averaging the runs'
+*log* likelihoods instead of their likelihoods fails it (TV 0.31; taking the best run: 0.09).
 The stationary-distribution runs take ~30 s on a loaded 2-core machine (slow).
 """
 
@@ -34,29 +37,30 @@ DESIGN = Design(
 )
 Y = np.array([0.5, 0.8, 0.95, 0.9, 0.35, 0.85])
 SD, ALPHA_MAX = 0.2, 5.0
+NOISY_SD = 0.1  # one run's log-likelihood sd 2.3-3.3: averaging runs matters
 N_BINS = 5
 
 
-def exact_posterior_bins(n_bins=N_BINS, n_grid=100):
+def exact_posterior_bins(n_bins=N_BINS, n_grid=100, sd=SD):
     """Bin edges with equal exact posterior mass, from a grid (midpoint rule)."""
     grid = (np.arange(n_grid) + 0.5) * ALPHA_MAX / n_grid
     log_post = []
     for alpha in grid:
         log_p, V = single_particle_paths(DESIGN, alpha=alpha, a=1.0)
-        log_post.append(logsumexp(log_p + stats.norm.logpdf(Y, V, SD).sum(axis=1)))
+        log_post.append(logsumexp(log_p + stats.norm.logpdf(Y, V, sd).sum(axis=1)))
     w = np.exp(np.array(log_post) - max(log_post))
     cdf = np.cumsum(w) / w.sum()
     return np.interp(np.arange(1, n_bins) / n_bins, cdf, grid + 0.5 * ALPHA_MAX / n_grid)
 
 
-def run_step(step_class, seed, draws=4000):
+def run_step(step_class, seed, draws=4000, sd=SD, **options):
     lik = SubjectLikelihood(Y, DESIGN, n_particles=1, rng=seed)
     op = FilterV(lik)
     with pm.Model():
         alpha = pm.Uniform("alpha", 0.0, ALPHA_MAX)
         V = op(alpha, 1.0, 1.0, 0.0, 1.0)
-        pm.Normal("cr", V, SD, observed=Y)
-        step = step_class([alpha], op)
+        pm.Normal("cr", V, sd, observed=Y)
+        step = step_class([alpha], op, **options)
         idata = pm.sample(
             draws=draws,
             tune=500,
@@ -83,6 +87,18 @@ class FrozenNoise(ParticleMarginalMH):
 
     def _fresh_uniforms(self):
         return self._uniforms if self._uniforms is not None else super()._fresh_uniforms()
+
+
+class MeanOfLogs(ParticleMarginalMH):
+    """Broken: averages the runs' log likelihoods (a geometric mean, biased) not the likelihoods."""
+
+    def _runs(self, point, uniforms_list):
+        log_densities, states = super()._runs(point, uniforms_list)
+        return np.full(len(log_densities), log_densities.mean()), states
+
+    def _rerun_current(self, point):
+        log_densities = super()._rerun_current(point)
+        return np.full(len(log_densities), log_densities.mean())
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +177,67 @@ def test_step_validates_target_accept():
         pm.Normal("cr", op(alpha, 1.0, 1.0, 0.0, 1.0), SD, observed=Y)
         with pytest.raises(ValueError, match="target_accept"):
             ParticleMarginalMH([alpha], op, target_accept=1.5)
+
+
+@pytest.fixture(scope="module")
+def noisy_edges():
+    return exact_posterior_bins(sd=NOISY_SD)
+
+
+@pytest.mark.slow
+def test_pmmh_with_averaged_runs_matches_exact_posterior(noisy_edges):
+    """R = 4 runs per estimate where one run's log-likelihood sd is 2.3-3.3 (response sd 0.1)."""
+    idata = run_step(ParticleMarginalMH, 1, sd=NOISY_SD, n_filter_runs=4)
+    assert np.all(idata.sample_stats["n_filter_runs"].values == 4)
+    result = _compare(idata, noisy_edges)
+    assert result.passed, result
+
+
+@pytest.mark.slow
+def test_averaging_log_likelihoods_fails_the_same_check(noisy_edges):
+    result = _compare(run_step(MeanOfLogs, 1, sd=NOISY_SD, n_filter_runs=4), noisy_edges)
+    assert not result.passed, result
+
+
+def _noisy_step(**options):
+    lik = SubjectLikelihood(Y, DESIGN, n_particles=1, rng=0)
+    op = FilterV(lik)
+    with pm.Model():
+        alpha = pm.Uniform("alpha", 0.0, ALPHA_MAX)
+        pm.Normal("cr", op(alpha, 1.0, 1.0, 0.0, 1.0), 0.05, observed=Y)
+        step = ParticleMarginalMH([alpha], op, rng=5, **options)
+    return step, op, lik
+
+
+def test_automatic_runs_follow_the_measured_noise():
+    """A very noisy one-particle estimate gets R > 1 at the choice; R stays fixed after it."""
+    step, op, lik = _noisy_step(choose_runs_at=3, max_filter_runs=8)
+    point = {"alpha_interval__": np.array(0.0)}
+    for _ in range(3):
+        point, stats = step.step(point)
+    assert stats[0]["n_filter_runs"] == step.n_runs > 1
+    R = step.n_runs
+    before = lik.n_evals
+    point, stats = step.step(point)  # R proposal runs per step, the current ones cached
+    assert lik.n_evals - before == R
+    # The recorded V is one of the current runs (the selected one).
+    assert any(op.get_state()[0] is state[0] for state in step._states)
+    step.tune = False  # tuning ends: R chosen again and its sd measured
+    point, stats = step.step(point)
+    assert np.isfinite(stats[0]["loglik_sd"])
+    assert stats[0]["loglik_sd"] <= 1.2 or stats[0]["n_filter_runs"] == 8
+
+
+def test_fixed_runs_and_bad_values():
+    step, _, lik = _noisy_step(n_filter_runs=3)
+    point = {"alpha_interval__": np.array(0.0)}
+    point, _ = step.step(point)
+    before = lik.n_evals
+    _, stats = step.step(point)
+    assert lik.n_evals - before == 3 and stats[0]["n_filter_runs"] == 3
+    with pytest.raises(ValueError, match="n_filter_runs"):
+        _noisy_step(n_filter_runs="many")
+    with pytest.raises(ValueError, match="n_filter_runs"):
+        _noisy_step(n_filter_runs=0)
+    with pytest.raises(ValueError, match="target_loglik_sd"):
+        _noisy_step(target_loglik_sd=-1.0)
