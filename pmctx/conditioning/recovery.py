@@ -172,7 +172,9 @@ def posterior_coverage(
     pandas.DataFrame
         One row per subject: ``true_<p>``, ``mean_<p>``, ``covered<prob>_<p>`` (e.g.
         ``covered80_alpha``), ``ess_per_1000_<p>`` (bulk ESS per 1,000 draws), ``rhat_<p>``,
-        plus ``n_trials``, ``accept``, ``loglik_sd`` and ``seconds``.
+        plus ``n_trials``, ``accept``, ``loglik_sd`` (one filter run's, at the posterior mean),
+        ``seconds`` and, for PMMH, ``n_filter_runs`` (max over chains) and ``estimate_sd``
+        (the sd of the averaged estimate, measured when tuning ends; max over chains).
     """
     import time
 
@@ -210,6 +212,9 @@ def posterior_coverage(
         stats = idata.sample_stats
         row["accept"] = float(stats["accept"].mean()) if "accept" in stats else np.nan
         row["loglik_sd"] = idata.posterior.attrs["particle_loglik_sd"]
+        if "n_filter_runs" in stats:  # PMMH: filter runs averaged per estimate, and its sd
+            row["n_filter_runs"] = int(stats["n_filter_runs"].max())
+            row["estimate_sd"] = float(stats["loglik_sd"].max())
         names = [p for p in truth if p != "intercept"]
         ess = az.ess(idata, var_names=names)
         rhat = az.rhat(idata, var_names=names) if chains > 1 else None
