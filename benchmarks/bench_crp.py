@@ -11,8 +11,11 @@
   filter on the same design.
 * Per-subject fits on a 100-trial design (``recovery_design(100)``, linear-Gaussian CR):
   the ML fit of each LCM variant (5 Nelder-Mead starts, M = 100, common random numbers) and
-  the full posterior of ``lcm`` (``sample_subject``: 2 chains, each with its own uniforms,
-  DEMetropolisZ + NUTS); ``ess_per_s`` is the bulk ESS of alpha per second.
+  the full posterior of ``lcm`` (``sample_subject``, 2 chains): the default pseudo-marginal
+  sampler (PMMH on the filter parameters + NUTS), the same on the deterministic local MAP,
+  and the baseline, last session's DEMetropolisZ + NUTS with one frozen set of random
+  numbers per chain (which targets the wrong posterior); ``ess_per_s`` is the bulk ESS of
+  alpha per second, the notes give ESS per 1,000 draws of every parameter.
 """
 
 from __future__ import annotations
@@ -183,29 +186,45 @@ def bench_subject_fits(quick):
             )
         )
     draws = 200 if quick else 1000
-    start = time.perf_counter()
-    idata = sample_subject(
-        data["responses"],
-        design,
-        variant="lcm",
-        draws=draws,
-        tune=draws,
-        chains=2,
-        random_seed=2,
-    )
-    seconds = time.perf_counter() - start
-    ess = float(az.ess(idata, var_names=["alpha"])["alpha"])
-    rows.append(
-        _row(
-            "crp_subject_fit",
-            "posterior lcm (DEMetropolisZ + NUTS, 2 chains)",
-            f"T=100, M=100, {draws}+{draws} draws/chain",
-            seconds,
-            ess=ess / seconds,
-            notes=f"ESS(alpha)={ess:.0f}; particle loglik sd="
-            f"{idata.posterior.attrs['particle_loglik_sd']:.2f}",
+    names = ["alpha", "a", "gain", "level", "sd"]
+    base = None
+    # The frozen-noise DEMetropolisZ + NUTS sampler is the baseline (last session's default).
+    for label, kw in [
+        ("DEMetropolisZ + NUTS, frozen noise", dict(sampler="demz+nuts")),
+        ("PMMH + NUTS", dict(sampler="pmmh")),
+        ("PMMH + NUTS, local MAP (exact likelihood)", dict(sampler="pmmh", method="local_map")),
+    ]:
+        start = time.perf_counter()
+        idata = sample_subject(
+            data["responses"],
+            design,
+            variant="lcm",
+            draws=draws,
+            tune=draws,
+            chains=2,
+            random_seed=2,
+            **kw,
         )
-    )
+        seconds = time.perf_counter() - start
+        ess = az.ess(idata, var_names=names)
+        ess_alpha = float(ess["alpha"])
+        per_1000 = {p: float(ess[p]) * 1000 / (2 * draws) for p in names}
+        if base is None:
+            base = ess_alpha / seconds
+        rows.append(
+            _row(
+                "crp_subject_fit",
+                f"posterior lcm ({label}, 2 chains)",
+                f"T=100, M=100, {draws}+{draws} draws/chain",
+                seconds,
+                ess=ess_alpha / seconds,
+                baseline="DEMetropolisZ + NUTS, frozen noise",
+                notes=f"ESS(alpha)/s vs baseline x{ess_alpha / seconds / base:.2f}; "
+                "ESS per 1000 draws "
+                + ", ".join(f"{p} {v:.0f}" for p, v in per_1000.items())
+                + f"; particle loglik sd {idata.posterior.attrs['particle_loglik_sd']:.2f}",
+            )
+        )
     return rows
 
 

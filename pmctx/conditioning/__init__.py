@@ -6,9 +6,13 @@
 * :mod:`~pmctx.conditioning.exact`: exact filtering by enumerating partitions (short runs).
 * :mod:`~pmctx.conditioning.response`: response models (LCM linear-Gaussian CR, logistic /
   probit, ordinal ratings).
+* :mod:`~pmctx.conditioning.likelihood`: the per-subject likelihood (the filter as a function
+  of its parameters), the LCM variants and simulated subjects.
 * :mod:`~pmctx.conditioning.fitting`: per-subject ML fits of the LCM variants (common random
-  numbers, several starts), BIC evidence; :mod:`~pmctx.conditioning.recovery`: recovery studies.
-* :mod:`~pmctx.conditioning.posterior`: the per-subject PyMC posterior (filter as an Op).
+  numbers, several starts), BIC evidence; :mod:`~pmctx.conditioning.recovery`: recovery and
+  calibration studies.
+* :mod:`~pmctx.conditioning.posterior`: the per-subject PyMC posterior (filter as an Op),
+  sampled by :mod:`~pmctx.conditioning.pmmh` (pseudo-marginal MH) and NUTS.
 * :mod:`~pmctx.conditioning.behaviour`: comparing alpha values on a grid by marginal likelihood.
 * :mod:`~pmctx.conditioning.plots`: V_t across phases and the posterior over causes.
 """

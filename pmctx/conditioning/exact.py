@@ -28,7 +28,7 @@ from pmctx.conditioning.particle_filter import (
     trial_times,
 )
 
-__all__ = ["enumerate_partitions", "exact_filter", "log_joint_partitions"]
+__all__ = ["enumerate_partitions", "exact_filter", "log_joint_partitions", "single_particle_paths"]
 
 MAX_EXACT_TRIALS = 10
 
@@ -190,3 +190,61 @@ def exact_filter(
     return CRPFilterResult(
         V, post[:, :used], mean_blocks, log_pred, parts, names, settings, V_weighted
     )
+
+
+def single_particle_paths(
+    features, *, alpha=0.1, a=1.0, b=None, stickiness=0.0, max_causes=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every run of the one-particle filter: its probability and its ``V``, by enumeration.
+
+    With one particle the filter's randomness is the cause drawn on each trial from its
+    posterior given the particle's history and all of the trial's observed features; the
+    run is the path ``c_1..c_{T-1}`` (the last trial's cause does not enter ``V``). This lists
+    every path with ``log P(path)`` (a product of those posteriors, from batch joints) and the
+    ``V_t`` the filter reports along it, so ``E_u f(V)`` is an exact sum (at most 10 trials).
+
+    Returns
+    -------
+    log_prob : ndarray (n_paths,)
+    V : ndarray (n_paths, n_trials)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> F = np.array([[1, 1, 1], [1, 1, 1], [np.nan, 1, 0]])
+    >>> log_p, V = single_particle_paths(F, alpha=1.0)
+    >>> round(float(np.exp(log_p).sum()), 12), V.shape
+    (1.0, (2, 3))
+    """
+    F, _ = as_feature_matrix(features)
+    T = F.shape[0]
+    if T > MAX_EXACT_TRIALS:
+        raise ValueError(f"at most {MAX_EXACT_TRIALS} trials can be enumerated, got {T}.")
+    alpha, a, b, n_slots, stickiness = _common_checks(alpha, 1.0, max_causes, stickiness, T, a, b)
+    kw = dict(alpha=alpha, a=a, b=b, stickiness=stickiness, n_slots=n_slots)
+    log_prob = {(): 0.0}  # prefix (causes of the trials so far) -> log P(prefix)
+    v_of = {}  # (prefix) -> V of the next trial
+    for t in range(T):
+        parts = enumerate_partitions(t + 1, n_slots)
+        masked = F[: t + 1].copy()
+        masked[t, 0] = -1
+        no_us = log_joint_partitions(parts, masked, **kw)
+        with_us = masked.copy()
+        with_us[t, 0] = 1
+        us_on = log_joint_partitions(parts, with_us, **kw)
+        full = log_joint_partitions(parts, F[: t + 1], **kw)
+        groups = {}
+        for row, p in enumerate(parts):
+            groups.setdefault(tuple(p[:-1]), []).append(row)
+        nxt = {}
+        for prefix, rows in groups.items():
+            v_of[prefix] = float(np.exp(logsumexp(us_on[rows]) - logsumexp(no_us[rows])))
+            if t < T - 1:
+                norm = logsumexp(full[rows])
+                for row in rows:
+                    nxt[tuple(parts[row])] = log_prob[prefix] + full[row] - norm
+        if t < T - 1:
+            log_prob = nxt
+    paths = list(log_prob)
+    V = np.array([[v_of[p[:t]] for t in range(T)] for p in paths])
+    return np.array([log_prob[p] for p in paths]), V

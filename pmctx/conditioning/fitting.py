@@ -47,16 +47,16 @@ import time
 import numpy as np
 from scipy import optimize
 
-from pmctx.conditioning.design import Design, Phase, as_feature_matrix
-from pmctx.conditioning.particle_filter import (
-    _common_checks,
-    _filter_kernel,
-    common_uniforms,
-    temporal_settings,
-    trial_times,
+from pmctx.conditioning.likelihood import (
+    FILTER_PARAMETERS,
+    LCM_BOUNDS,
+    LCM_VARIANTS,
+    SubjectLikelihood,
+    _variant,
+    recovery_design,
+    simulate_subject,
 )
-from pmctx.conditioning.response import get_response_model
-from pmctx.validation import as_rng, check_choice, check_int
+from pmctx.validation import as_rng, check_int
 
 __all__ = [
     "FILTER_PARAMETERS",
@@ -69,159 +69,6 @@ __all__ = [
     "recovery_design",
     "simulate_subject",
 ]
-
-#: Parameters of the filter a fit may free, with their values when fixed.
-FILTER_PARAMETERS = {"alpha": 0.1, "a": 1.0, "b": 1.0, "stickiness": 0.0, "decay": 1.0}
-#: Parameter boxes (uniform priors) of LCM_fit, plus b and the temporal decay.
-LCM_BOUNDS = {
-    "alpha": (0.0, 10.0),
-    "a": (0.5, 1.5),
-    "b": (0.5, 1.5),
-    "stickiness": (0.0, 5.0),
-    "decay": (0.0, 3.0),
-}
-#: The three variants of LCM_fit: (free parameters, fixed values).
-LCM_VARIANTS = {
-    "lcm_sticky": (("alpha", "a", "stickiness"), {}),
-    "lcm": (("alpha", "a"), {"stickiness": 0.0}),
-    "lcm_one_cause": (("a",), {"alpha": 0.0, "stickiness": 0.0}),
-}
-
-
-def recovery_design(n_trials: int = 100, *, name: str = "recovery") -> Design:
-    """A design on which alpha, a and stickiness all leave a trace in ``V``.
-
-    Acquisition in A, extinction in B, a non-reinforced test in A, reacquisition in A, then
-    a phase where the reinforced tone alternates with a non-reinforced light every trial (in
-    context C), where stickiness matters; ``n_trials`` (>= 20) is split 25/25/5/15/30 %.
-
-    Examples
-    --------
-    >>> recovery_design(100).n_trials
-    100
-    """
-    T = check_int(n_trials, "n_trials", minimum=20)
-    sizes = [round(T * f) for f in (0.25, 0.25, 0.05, 0.15)]
-    sizes = [max(1, s) for s in sizes]
-    rest = T - sum(sizes)
-    pattern = [1, 0] * (rest // 2) + [1] * (rest % 2)
-    phases = [
-        Phase("acquisition", n=sizes[0], cs=["tone"], us=True, context="A"),
-        Phase("extinction", n=sizes[1], cs=["tone"], us=False, context="B"),
-        Phase("test", n=sizes[2], cs=["tone"], us=False, context="A"),
-        Phase("reacquisition", n=sizes[3], cs=["tone"], us=True, context="A"),
-    ]
-    # Alternate tone+US and light-alone trials, written as single-trial phases.
-    for j, reinforced in enumerate(pattern):
-        cs = ["tone"] if reinforced else ["light"]
-        phases.append(Phase(f"mixed_{j}", n=1, cs=cs, us=bool(reinforced), context="C"))
-    return Design(phases, name=name)
-
-
-def _variant(variant, free, fixed):
-    check_choice(variant, "variant", list(LCM_VARIANTS))
-    v_free, v_fixed = LCM_VARIANTS[variant]
-    free = tuple(v_free if free is None else free)
-    for p in free:
-        check_choice(p, "free parameter", list(FILTER_PARAMETERS))
-    values = {**FILTER_PARAMETERS, **v_fixed, **(fixed or {})}
-    unknown = set(values) - set(FILTER_PARAMETERS)
-    if unknown:
-        raise ValueError(
-            f"fixed names unknown parameter(s) {sorted(unknown)}; the filter's parameters "
-            f"are {list(FILTER_PARAMETERS)}."
-        )
-    return free, values
-
-
-class SubjectLikelihood:
-    """Log likelihood of one subject's responses as a function of the filter parameters.
-
-    The features are validated once and the filter kernel is called directly with fixed
-    uniforms (common random numbers), so repeated evaluations are cheap and deterministic.
-
-    Parameters
-    ----------
-    responses : array_like (trial,)
-        Conditioned responses; NaN where missing.
-    features : Design or array_like (trial, feature)
-    response : str or response model, default "linear_gaussian"
-    n_particles : int, default 100
-    uniforms : tuple of arrays, optional
-        Common random numbers (default: drawn from ``rng``).
-    max_causes : int, optional
-    temporal_kernel, timescale, times
-        The temporal prior (see :func:`~pmctx.conditioning.particle_filter`); its
-        ``decay`` is a filter parameter here.
-    response_options : dict, optional
-        E.g. ``{"n_levels": 5}`` for the ordinal model.
-    rng : int or Generator
-    """
-
-    def __init__(
-        self,
-        responses,
-        features,
-        *,
-        response="linear_gaussian",
-        n_particles=100,
-        uniforms=None,
-        max_causes=None,
-        temporal_kernel=None,
-        timescale=1.0,
-        times=None,
-        response_options=None,
-        rng=None,
-    ):
-        self.F, self.feature_names = as_feature_matrix(features)
-        T = self.F.shape[0]
-        self.response = get_response_model(response, **(response_options or {}))
-        self.responses = self.response.check_responses(responses)
-        if np.shape(self.responses) != (T,):
-            raise ValueError(
-                f"responses must have one entry per trial ({T}), got shape "
-                f"{np.shape(self.responses)}. Use NaN for trials without a response."
-            )
-        if np.isnan(self.responses).all():
-            raise ValueError("responses are all NaN; at least one trial needs a response.")
-        self.n_particles = check_int(n_particles, "n_particles", minimum=1)
-        self.uniforms = common_uniforms(T, self.n_particles, rng) if uniforms is None else uniforms
-        self.max_causes = max_causes
-        self.kernel = temporal_settings(temporal_kernel, timescale, 1.0)
-        self.times = trial_times(features, times, T) if self.kernel[0] else np.zeros(1)
-        self.n_evals = 0
-
-    def V(self, params: dict) -> np.ndarray:
-        """The filter's V_t at ``params`` (alpha, a, b, stickiness, decay)."""
-        p = {**FILTER_PARAMETERS, **params}
-        alpha, a, b, n_slots, stick = _common_checks(
-            p["alpha"], 1.0, self.max_causes, p["stickiness"], self.F.shape[0], p["a"], p["b"]
-        )
-        kind, timescale, _ = self.kernel
-        self.n_evals += 1
-        return _filter_kernel(
-            self.F,
-            alpha,
-            a,
-            b,
-            stick,
-            n_slots,
-            False,
-            self.uniforms[0],
-            self.uniforms[1],
-            self.times,
-            kind,
-            timescale,
-            float(p["decay"]),
-        )[0]
-
-    def profile(self, params: dict):
-        """(V, ResponseFit): the response parameters maximised at these filter parameters."""
-        V = self.V(params)
-        return V, self.response.fit(V, self.responses)
-
-    def __call__(self, params: dict) -> float:
-        return self.profile(params)[1].log_likelihood
 
 
 @dataclasses.dataclass(frozen=True)
@@ -298,6 +145,7 @@ def fit_subject(
     fixed=None,
     bounds=None,
     n_particles=100,
+    method="particle",
     n_starts=5,
     max_evals=None,
     max_causes=None,
@@ -322,6 +170,8 @@ def fit_subject(
         Parameter boxes (default :data:`LCM_BOUNDS`); the prior is uniform on them.
     n_particles : int, default 100
         LCM's default M.
+    method : {"particle", "local_map"}, default "particle"
+        ``"local_map"`` fits the deterministic local-MAP filter (see :class:`SubjectLikelihood`).
     n_starts : int, default 5
         Nelder-Mead starts: the first from the box's centre-ish default, the others uniform
         random in the box (as ``mfit_optimize`` draws them).
@@ -349,6 +199,7 @@ def fit_subject(
         features,
         response=response,
         n_particles=n_particles,
+        method=method,
         max_causes=max_causes,
         temporal_kernel=temporal_kernel,
         timescale=timescale,
@@ -434,43 +285,3 @@ def compare_variants(responses, features, *, variants=tuple(LCM_VARIANTS), rng=N
     table = pd.DataFrame(rows).T
     table.attrs["fits"] = fits
     return table
-
-
-def simulate_subject(
-    features,
-    params: dict,
-    *,
-    variant="lcm_sticky",
-    response="linear_gaussian",
-    n_particles=100,
-    max_causes=None,
-    temporal_kernel=None,
-    timescale=1.0,
-    response_options=None,
-    rng=None,
-) -> dict:
-    """Simulate one subject: V from the filter at ``params``, then responses.
-
-    ``params`` holds filter parameters (missing ones take the variant's fixed values or
-    :data:`FILTER_PARAMETERS`) and the response model's parameters (e.g. ``gain``, ``sd``
-    and optionally ``intercept`` for ``linear_gaussian``). Returns a dict with ``V``,
-    ``responses`` and ``params`` (the full filter parameters used).
-    """
-    gen = as_rng(rng)
-    _, values = _variant(variant, None, None)
-    model = get_response_model(response, **(response_options or {}))
-    filt = {**values, **{k: v for k, v in params.items() if k in FILTER_PARAMETERS}}
-    for k, v in LCM_VARIANTS[variant][1].items():
-        filt[k] = v  # the variant's fixed values win
-    lik = SubjectLikelihood(
-        np.zeros(as_feature_matrix(features)[0].shape[0]),
-        features,
-        n_particles=n_particles,
-        max_causes=max_causes,
-        temporal_kernel=temporal_kernel,
-        timescale=timescale,
-        rng=gen,
-    )
-    V = lik.V(filt)
-    resp_params = {k: v for k, v in params.items() if k not in FILTER_PARAMETERS}
-    return {"V": V, "responses": model.simulate(V, resp_params, gen), "params": filt}

@@ -4,6 +4,11 @@
   gain, sd), fit them, and tabulate true vs fitted values.
 * :func:`variant_confusion`: simulate subjects from each LCM variant, fit every variant, and
   count which variant has the best BIC (rows: generating variant, columns: winner).
+* :func:`posterior_coverage` / :func:`coverage_table`: calibration of the per-subject
+  posterior (:func:`~pmctx.conditioning.posterior.sample_subject`) on subjects drawn from the
+  fit's own priors (:func:`draw_from_prior`).
+* :func:`spontaneous_recovery_curve`: test-trial ``V`` by retention interval under the
+  temporal prior.
 
 Examples
 --------
@@ -24,7 +29,16 @@ from pmctx.conditioning.fitting import (
 )
 from pmctx.validation import as_rng, check_int
 
-__all__ = ["draw_truth", "parameter_recovery", "posterior_coverage", "variant_confusion"]
+__all__ = [
+    "COVERAGE_PRIORS",
+    "coverage_table",
+    "draw_from_prior",
+    "draw_truth",
+    "parameter_recovery",
+    "posterior_coverage",
+    "spontaneous_recovery_curve",
+    "variant_confusion",
+]
 
 
 def draw_truth(variant: str, rng=None) -> dict:
@@ -94,34 +108,92 @@ def variant_confusion(
     return counts
 
 
+#: Fixed priors of the response parameters in the coverage study (``build_subject_model``'s
+#: ``priors=``); the true values are drawn from them.
+COVERAGE_PRIORS = {
+    "gain": ("uniform", 0.5, 1.5),
+    "level": ("uniform", 0.2, 0.8),
+    "sd": ("uniform", 0.05, 0.2),
+}
+
+
+def draw_from_prior(variant: str, priors=None, bounds=None, rng=None) -> dict:
+    """True parameters drawn from the priors a posterior fit uses (for calibration studies).
+
+    Filter parameters uniform on ``bounds`` (default :data:`~.fitting.LCM_BOUNDS`), response
+    parameters from ``priors`` (default :data:`COVERAGE_PRIORS`, uniform boxes); the returned
+    dict also holds ``intercept = level - gain / 2`` for the simulation.
+
+    Examples
+    --------
+    >>> sorted(draw_from_prior("lcm", rng=0))
+    ['a', 'alpha', 'gain', 'intercept', 'level', 'sd']
+    """
+    from pmctx.conditioning.fitting import LCM_BOUNDS
+
+    gen = as_rng(rng)
+    bounds = {**LCM_BOUNDS, **(bounds or {})}
+    priors = COVERAGE_PRIORS if priors is None else priors
+    truth = {p: float(gen.uniform(*bounds[p])) for p in LCM_VARIANTS[variant][0]}
+    for name, spec in priors.items():
+        if spec[0] != "uniform":
+            raise ValueError(f"draw_from_prior draws uniform priors only; {name} has {spec[0]!r}.")
+        truth[name] = float(gen.uniform(spec[1], spec[2]))
+    truth["intercept"] = truth["level"] - 0.5 * truth["gain"]
+    return truth
+
+
 def posterior_coverage(
     n_subjects=6,
     *,
     n_trials=60,
     variant="lcm",
-    prob=0.8,
+    probs=(0.5, 0.8, 0.95),
     rng=None,
-    n_particles=50,
-    draws=300,
-    tune=300,
-    chains=1,
+    n_particles=30,
+    method="particle",
+    sampler="pmmh",
+    draws=500,
+    tune=500,
+    chains=2,
+    priors=None,
+    bounds=None,
 ):
-    """Central ``prob`` posterior intervals of simulated subjects and whether they cover.
+    """Posterior intervals of simulated subjects drawn from the fit's own priors.
 
-    Returns a ``DataFrame`` with ``true_<p>``, ``mean_<p>``, ``lo_<p>``, ``hi_<p>`` and
-    ``covered_<p>`` for every generating parameter (the intercept is 0 in the simulation).
+    Each subject's parameters come from :func:`draw_from_prior` (the priors the fit uses, so
+    central ``prob`` intervals should cover the truth in a fraction ``prob`` of subjects),
+    its ``V`` from one run of the ``n_particles``-particle filter (or the local MAP), and it
+    is fitted by :func:`~pmctx.conditioning.posterior.sample_subject`. ``n_trials`` is an int
+    or a ``(low, high)`` range to draw from.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per subject: ``true_<p>``, ``mean_<p>``, ``covered<prob>_<p>`` (e.g.
+        ``covered80_alpha``), ``ess_per_1000_<p>`` (bulk ESS per 1,000 draws), ``rhat_<p>``,
+        plus ``n_trials``, ``accept``, ``loglik_sd`` (one filter run's, at the posterior mean),
+        ``seconds`` and, for PMMH, ``n_filter_runs`` (max over chains) and ``estimate_sd``
+        (the sd of the averaged estimate, measured when tuning ends; max over chains).
     """
+    import time
+
+    import arviz as az
     import pandas as pd
 
     from pmctx.conditioning.posterior import sample_subject
 
     gen = as_rng(rng)
-    design = recovery_design(check_int(n_trials, "n_trials", minimum=20))
-    q = [(1 - prob) / 2, (1 + prob) / 2]
+    priors = COVERAGE_PRIORS if priors is None else priors
     rows = []
     for _ in range(check_int(n_subjects, "n_subjects", minimum=1)):
-        truth = draw_truth(variant, gen)
-        data = simulate_subject(design, truth, variant=variant, n_particles=n_particles, rng=gen)
+        T = int(gen.integers(n_trials[0], n_trials[1] + 1)) if np.ndim(n_trials) else n_trials
+        design = recovery_design(check_int(T, "n_trials", minimum=20))
+        truth = draw_from_prior(variant, priors, bounds, gen)
+        data = simulate_subject(
+            design, truth, variant=variant, n_particles=n_particles, method=method, rng=gen
+        )
+        start = time.perf_counter()
         idata = sample_subject(
             data["responses"],
             design,
@@ -130,20 +202,100 @@ def posterior_coverage(
             tune=tune,
             chains=chains,
             n_particles=n_particles,
+            method=method,
+            sampler=sampler,
+            priors=priors,
+            bounds=bounds,
             random_seed=gen,
         )
-        row = {}
-        for p, value in truth.items():
+        row = {"n_trials": T, "seconds": time.perf_counter() - start}
+        stats = idata.sample_stats
+        row["accept"] = float(stats["accept"].mean()) if "accept" in stats else np.nan
+        row["loglik_sd"] = idata.posterior.attrs["particle_loglik_sd"]
+        if "n_filter_runs" in stats:  # PMMH: filter runs averaged per estimate, and its sd
+            row["n_filter_runs"] = int(stats["n_filter_runs"].max())
+            row["estimate_sd"] = float(stats["loglik_sd"].max())
+        names = [p for p in truth if p != "intercept"]
+        ess = az.ess(idata, var_names=names)
+        rhat = az.rhat(idata, var_names=names) if chains > 1 else None
+        n_draws = idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"]
+        for p in names:
             x = idata.posterior[p].values.ravel()
-            lo, hi = np.quantile(x, q)
-            row.update(
-                {
-                    f"true_{p}": value,
-                    f"mean_{p}": float(x.mean()),
-                    f"lo_{p}": lo,
-                    f"hi_{p}": hi,
-                    f"covered_{p}": bool(lo <= value <= hi),
-                }
-            )
+            row[f"true_{p}"] = truth[p]
+            row[f"mean_{p}"] = float(x.mean())
+            for prob in probs:
+                lo, hi = np.quantile(x, [(1 - prob) / 2, (1 + prob) / 2])
+                row[f"covered{round(100 * prob)}_{p}"] = bool(lo <= truth[p] <= hi)
+            row[f"ess_per_1000_{p}"] = float(ess[p]) * 1000 / n_draws
+            row[f"rhat_{p}"] = float(rhat[p]) if rhat is not None else np.nan
         rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def coverage_table(df, probs=(0.5, 0.8, 0.95)):
+    """Per parameter: coverage of each interval, its binomial SE, and median ESS / 1,000 draws."""
+    import pandas as pd
+
+    names = [c[len("true_") :] for c in df.columns if c.startswith("true_")]
+    rows = {}
+    for p in [*names, "all"]:
+        cols = names if p == "all" else [p]
+        row = {}
+        for prob in probs:
+            hits = df[[f"covered{round(100 * prob)}_{c}" for c in cols]].to_numpy().ravel()
+            row[f"cover{round(100 * prob)}"] = float(hits.mean())
+            row[f"se{round(100 * prob)}"] = float(np.sqrt(prob * (1 - prob) / hits.size))
+        row["median_ess_per_1000"] = float(
+            np.median(df[[f"ess_per_1000_{c}" for c in cols]].to_numpy())
+        )
+        row["max_rhat"] = float(np.nanmax(df[[f"rhat_{c}" for c in cols]].to_numpy()))
+        rows[p] = row
+    return pd.DataFrame(rows).T
+
+
+def spontaneous_recovery_curve(
+    intervals=(1, 10, 100, 1000),
+    *,
+    alpha=0.1,
+    temporal_kernel="power",
+    n_particles=300,
+    n_seeds=5,
+):
+    """V on the non-reinforced test trial after each retention interval (a ``DataFrame``).
+
+    The shipped ``spontaneous_recovery`` design (acquisition and extinction in A, then a test
+    in A after ``retention_interval`` time units), filtered with the temporal prior and,
+    for comparison, with the CRP prior (which ignores time). Columns: ``retention_interval``,
+    ``V_test`` (mean over ``n_seeds`` filter runs), ``se``, ``V_test_crp``.
+    """
+    import pandas as pd
+
+    from pmctx.conditioning.design import shipped_design
+    from pmctx.conditioning.particle_filter import particle_filter
+
+    rows = []
+    for R in intervals:
+        design = shipped_design("spontaneous_recovery", retention_interval=R)
+        V = [
+            particle_filter(
+                design,
+                alpha=alpha,
+                temporal_kernel=temporal_kernel,
+                n_particles=n_particles,
+                rng=s,
+            ).V[-1]
+            for s in range(n_seeds)
+        ]
+        crp = [
+            particle_filter(design, alpha=alpha, n_particles=n_particles, rng=s).V[-1]
+            for s in range(n_seeds)
+        ]
+        rows.append(
+            {
+                "retention_interval": R,
+                "V_test": float(np.mean(V)),
+                "se": float(np.std(V, ddof=1) / np.sqrt(n_seeds)),
+                "V_test_crp": float(np.mean(crp)),
+            }
+        )
     return pd.DataFrame(rows)

@@ -11,6 +11,8 @@ MODULES = [
     "pmctx.conditioning.behaviour",
     "pmctx.conditioning.response",
     "pmctx.conditioning.fitting",
+    "pmctx.conditioning.likelihood",
+    "pmctx.conditioning.pmmh",
     "pmctx.conditioning.recovery",
     "pmctx.conditioning.posterior",
     "pmctx.conditioning.plots",
