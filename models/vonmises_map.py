@@ -40,6 +40,7 @@ from pmctx.sampling import (
 from pmctx.steps.registration import tag_block
 from pmctx.steps.vonmises import (
     AugmentedVonMisesGibbs,
+    ClusterVonMisesGibbs,
     ColumnFFBSVonMises,
     KappaObsSlice,
     PointwiseVonMisesGibbs,
@@ -76,6 +77,7 @@ __all__ = [
 
 STEPS = {
     "augmented": AugmentedVonMisesGibbs,
+    "cluster": ClusterVonMisesGibbs,
     "ffbs": ColumnFFBSVonMises,
     "pointwise": PointwiseVonMisesGibbs,
 }
@@ -317,7 +319,7 @@ def reconstruct(
         1 where observed (default: not NaN).
     kappa, kappa_obs, rank :
         As in :func:`build_model` (``kappa_obs`` applies to doubled angles).
-    sampler : {"augmented", "ffbs", "pointwise"}
+    sampler : {"augmented", "cluster", "ffbs", "pointwise"}
         Step method (see :mod:`pmctx.steps.vonmises`).
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in ``pm.sample``, with its defaults (``seed``: deprecated alias).

@@ -198,7 +198,7 @@ register(
             "kappa": "smoothing concentration (default 5.0)",
             "kappa_obs": "observation concentration on doubled angles (default 2.0)",
             "rank": "rank R of the edge potential (default 5)",
-            "sampler": "augmented, ffbs or pointwise (default augmented)",
+            "sampler": "augmented, cluster, ffbs or pointwise (default augmented)",
         },
         "Run longer (draws=2000, tune=2000) or try sampler='ffbs', which moves whole columns",
         predict=_Lazy("pmctx.models.vonmises_map", "predict"),
