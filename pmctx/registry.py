@@ -199,6 +199,7 @@ register(
             "kappa_obs": "observation concentration on doubled angles (default 2.0)",
             "rank": "rank R of the edge potential (default 5)",
             "sampler": "augmented, cluster, ffbs or pointwise (default augmented)",
+            "n_sweeps": "kernel sweeps per stored draw (default 1)",
         },
         "Run longer (draws=2000, tune=2000) or try sampler='ffbs', which moves whole columns",
         predict=_Lazy("pmctx.models.vonmises_map", "predict"),
