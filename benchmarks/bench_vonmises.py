@@ -8,6 +8,13 @@ Baseline: the point-wise sampler (the seed author's code) at the same size and r
 that of the map smoothness (mean cos of neighbour differences), a smooth global statistic,
 estimated from one chain; slow drifts of the pinwheel layout make single-chain ESS noisy
 (a factor of several between seeds), so read ESS/s as an order of magnitude.
+
+Default vs candidates (``_convergence_rows``): the demo data (a 50 x 50 prior map, seed 0,
+kappa_obs = 2, 25 % missing; 24 x 24 in ``--quick``), 4 chains started at the data as
+``reconstruct`` starts them, ``tune`` + ``draws`` steps of ``n_sweeps`` sweeps each; R-hat
+and bulk ESS (pmctx's convergence report) of the worst node's theta and of the pinwheel
+count, per second of CPU time of the draw phase. Baseline: the augmented sampler at one
+sweep per draw, in the same run.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import arviz as az
 import numpy as np
 
 from pmctx.vonmises.augmented import augmented_sweep
+from pmctx.vonmises.cluster import cluster_sweep
 from pmctx.vonmises.ffbs import ffbs_sweep
 from pmctx.vonmises.maps import smoothness
 from pmctx.vonmises.pointwise import pointwise_sweep
@@ -112,4 +120,70 @@ def run(quick: bool = False) -> list[dict]:
                     "notes": notes,
                 }
             )
+    return rows + _convergence_rows(quick)
+
+
+def _convergence_rows(quick: bool) -> list[dict]:
+    import xarray as xr
+    from pmctx.models.vonmises_map import (
+        invariants,
+        noisy_observations,
+        o_to_theta,
+        sample_prior,
+        theta_to_o,
+    )
+
+    from pmctx.convergence import convergence_report
+
+    size, tune, draws, chains = (24, 200, 200, 4) if quick else (50, 1000, 1000, 4)
+    truth = o_to_theta(sample_prior((size, size), kappa=5.0, rank=5, n_sweeps=30, seed=0))
+    z = theta_to_o(noisy_observations(truth, kappa_obs=2.0, missing=0.25, seed=1))
+    seen = ~np.isnan(z)
+    field = natural_field(np.where(seen, z, 0.0), seen, KAPPA_OBS)
+    rows, baseline = [], None
+    variants = (
+        ("augmented, 1 sweep/draw", augmented_sweep, 1),
+        ("augmented, 4 sweeps/draw", augmented_sweep, 4),
+        ("cluster, 1 sweep/draw", cluster_sweep, 1),
+    )
+    for variant, sweep, n_sweeps in variants:
+        sweep(np.where(seen, z, 0.0), field, KAPPA, 5, np.random.default_rng(0))  # compile
+        o_draws = np.empty((chains, draws, size, size))
+        seconds = 0.0
+        for chain in range(chains):
+            rng = np.random.default_rng(100 + chain)
+            o = np.where(seen, z, rng.uniform(-np.pi, np.pi, z.shape))
+            for t in range(tune + draws):  # as pm.sample: every draw, tuning or not, is a step
+                begin = time.process_time()
+                for _ in range(n_sweeps):
+                    o = sweep(o, field, KAPPA, 5, rng)
+                if t >= tune:
+                    seconds += time.process_time() - begin
+                    o_draws[chain, t - tune] = o
+        dims = ("chain", "draw", "row", "col")
+        post = xr.Dataset({"o": (dims, o_draws), "theta": (dims, o_to_theta(o_draws))})
+        report = convergence_report(invariants(az.InferenceData(posterior=post)))
+        theta, pins = report.loc["theta"], report.loc["pinwheels"]
+        ess = {"theta": theta["ess_bulk"], "pinwheels": pins["ess_bulk"]}
+        per_s = {k: v / seconds for k, v in ess.items()}
+        baseline = baseline or per_s
+        pin_ratio = per_s["pinwheels"] / baseline["pinwheels"]
+        rows.append(
+            {
+                "benchmark": "vonmises-convergence",
+                "variant": variant,
+                "size": f"{size}x{size} R=5, {chains}x({tune}+{draws}) sweeps",
+                "seconds_per_sweep": seconds / (chains * draws),
+                "sweeps_per_s": chains * draws / seconds,
+                "ess_per_s": per_s["theta"],
+                "baseline": variants[0][0],
+                "ratio_vs_baseline": per_s["theta"] / baseline["theta"],
+                "notes": (
+                    f"worst-node theta {theta['worst_element']}: R-hat {theta['r_hat']:.3f}, "
+                    f"ESS {ess['theta']:.0f} ({per_s['theta']:.2f}/s); pinwheels: R-hat "
+                    f"{pins['r_hat']:.3f}, ESS {ess['pinwheels']:.0f} "
+                    f"({per_s['pinwheels']:.2f}/s, x{pin_ratio:.2f} vs baseline)"
+                ),
+            }
+        )
     return rows

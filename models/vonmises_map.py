@@ -40,6 +40,7 @@ from pmctx.sampling import (
 from pmctx.steps.registration import tag_block
 from pmctx.steps.vonmises import (
     AugmentedVonMisesGibbs,
+    ClusterVonMisesGibbs,
     ColumnFFBSVonMises,
     KappaObsSlice,
     PointwiseVonMisesGibbs,
@@ -76,16 +77,20 @@ __all__ = [
 
 STEPS = {
     "augmented": AugmentedVonMisesGibbs,
+    "cluster": ClusterVonMisesGibbs,
     "ffbs": ColumnFFBSVonMises,
     "pointwise": PointwiseVonMisesGibbs,
 }
 
 
-def default_steps(model, sampler: str = "augmented") -> list:
+def default_steps(model, sampler: str = "augmented", *, n_sweeps: int = 1) -> list:
     """The step list of a model from :func:`build_model`: the map sampler ``sampler`` for
-    ``o``, plus :class:`~pmctx.steps.vonmises.KappaObsSlice` when ``kappa_obs="prior"``.
+    ``o`` (``n_sweeps`` kernel sweeps per draw), plus
+    :class:`~pmctx.steps.vonmises.KappaObsSlice` when ``kappa_obs="prior"``.
     Call it inside the model context."""
-    steps = [STEPS[check_choice(sampler, "sampler", list(STEPS))]([model["o"]])]
+    step_class = STEPS[check_choice(sampler, "sampler", list(STEPS))]
+    n_sweeps = check_int(n_sweeps, "n_sweeps", minimum=1)
+    steps = [step_class([model["o"]], n_sweeps=n_sweeps)]
     if model["kappa_obs"] in model.free_RVs:
         steps.append(KappaObsSlice())
     return steps
@@ -306,6 +311,7 @@ def reconstruct(
     seed=None,
     posterior_predictive: bool = True,
     check_convergence: bool = True,
+    n_sweeps: int = 1,
 ):
     """Posterior of an orientation map given noisy, partially missing orientations.
 
@@ -317,8 +323,12 @@ def reconstruct(
         1 where observed (default: not NaN).
     kappa, kappa_obs, rank :
         As in :func:`build_model` (``kappa_obs`` applies to doubled angles).
-    sampler : {"augmented", "ffbs", "pointwise"}
+    sampler : {"augmented", "cluster", "ffbs", "pointwise"}
         Step method (see :mod:`pmctx.steps.vonmises`).
+    n_sweeps : int, default 1
+        Kernel sweeps per stored draw (thinning inside the step): ``n_sweeps`` times the
+        work and fewer correlated draws to store; chains that disagree on the pinwheel
+        layout need more sweeps in total, not more stored draws.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in ``pm.sample``, with its defaults (``seed``: deprecated alias).
     posterior_predictive : bool, default True
@@ -353,7 +363,7 @@ def reconstruct(
     missing = np.isnan(start) if mask is None else np.asarray(mask) == 0
     start = np.where(missing, as_rng(random_seed).uniform(-np.pi, np.pi, size=start.shape), start)
     with model:
-        steps = default_steps(model, sampler)
+        steps = default_steps(model, sampler, n_sweeps=n_sweeps)
     idata = run_sampler(
         model,
         step=steps,

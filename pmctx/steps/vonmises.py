@@ -9,6 +9,8 @@ thin wrappers around the pure kernels of :mod:`pmctx.vonmises`:
   backward-sample with the circle normaliser (``(R+1)^4`` per node, half the columns at once);
 * :class:`AugmentedVonMisesGibbs` -- explicit horizontal (then vertical) edge modes and all
   columns (then rows) at once, ``(R+1)^2`` per node. The fastest; use it by default.
+* :class:`ClusterVonMisesGibbs` -- an augmented sweep followed by a reflection cluster move
+  (Swendsen-Wang with the observations as external field), which reflects whole regions.
 
 The steps read ``kappa``, ``kappa_obs``, the observations, the optional per-node ``signal``
 strength and the node prior from the model at every step, so a model whose ``kappa_obs``
@@ -24,6 +26,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pmctx.steps.base import PmctxStep
 from pmctx.vonmises.augmented import augmented_sweep
 from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR, sample_chain, sample_chain_kappa
+from pmctx.vonmises.cluster import cluster_sweep
 from pmctx.vonmises.ffbs import ffbs_sweep
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR, kappa_obs_statistics, sample_kappa_obs
 from pmctx.vonmises.maps import smoothness
@@ -34,6 +37,7 @@ __all__ = [
     "AugmentedVonMisesGibbs",
     "ChainFFBSVonMises",
     "ChainKappaSlice",
+    "ClusterVonMisesGibbs",
     "ColumnFFBSVonMises",
     "KappaObsSlice",
     "ModelParameters",
@@ -190,6 +194,27 @@ class AugmentedVonMisesGibbs(_VonMisesMapStep):
     name = "vonmises_augmented"
     owns_block = "vonmises_map"  # o, as tagged by pmctx.models.vonmises_map.build_model
     sweep = staticmethod(augmented_sweep)
+
+
+class ClusterVonMisesGibbs(_VonMisesMapStep):
+    """Augmented block Gibbs plus a reflection cluster move per sweep (both exact).
+
+    The cluster move (:mod:`pmctx.vonmises.cluster`) reflects connected regions about one of
+    the ``R + 1`` symmetry axes of the edge potential, accepting each region by heat bath on
+    the observations. Same parameters as :class:`PointwiseVonMisesGibbs`.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pmctx.models.vonmises_map import build_model
+    >>> with build_model(np.zeros((3, 3)), kappa=2.0, kappa_obs=1.0, rank=2):
+    ...     step = ClusterVonMisesGibbs()
+    >>> step.name
+    'vonmises_cluster'
+    """
+
+    name = "vonmises_cluster"
+    sweep = staticmethod(cluster_sweep)
 
 
 class KappaObsSlice(PmctxStep):

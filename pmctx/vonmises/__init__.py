@@ -4,6 +4,7 @@
 * :mod:`~pmctx.vonmises.pointwise` -- point-wise Gibbs (exact mixture conditionals)
 * :mod:`~pmctx.vonmises.ffbs` -- column blocks by forward-filter backward-sample (seed §4.3)
 * :mod:`~pmctx.vonmises.augmented` -- auxiliary-variable sampler, all columns at once
+* :mod:`~pmctx.vonmises.cluster` -- reflection cluster move (Swendsen-Wang with a field)
 * :mod:`~pmctx.vonmises.marginals` -- node marginals by forward-backward (seed §4.4)
 * :mod:`~pmctx.vonmises.maps` -- pinwheels, smoothness, orientation error
 * :mod:`~pmctx.vonmises.exact` -- exact references on tiny grids (for tests)
@@ -11,9 +12,15 @@
 """
 
 from pmctx.vonmises.augmented import augmented_sweep
+from pmctx.vonmises.cluster import cluster_sweep
 from pmctx.vonmises.ffbs import ffbs_sweep
 from pmctx.vonmises.pointwise import pointwise_sweep
 
-SWEEPS = {"augmented": augmented_sweep, "ffbs": ffbs_sweep, "pointwise": pointwise_sweep}
+SWEEPS = {
+    "augmented": augmented_sweep,
+    "cluster": cluster_sweep,
+    "ffbs": ffbs_sweep,
+    "pointwise": pointwise_sweep,
+}
 
-__all__ = ["SWEEPS", "augmented_sweep", "ffbs_sweep", "pointwise_sweep"]
+__all__ = ["SWEEPS", "augmented_sweep", "cluster_sweep", "ffbs_sweep", "pointwise_sweep"]

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from pmctx.models.vonmises_map import (
     build_model,
+    default_steps,
     fit,
     noisy_observations,
     o_to_theta,
@@ -154,3 +155,12 @@ def test_reconstruction_is_reproducible_from_its_seed():
         for _ in range(2)
     ]
     np.testing.assert_array_equal(runs[0].posterior["o"].values, runs[1].posterior["o"].values)
+
+
+def test_default_steps_take_sweeps_per_draw_and_the_cluster_sampler():
+    model = build_model(np.zeros((3, 3)), kappa=2.0, kappa_obs=1.0, rank=2)
+    with model:
+        (step,) = default_steps(model, "cluster", n_sweeps=3)
+        assert type(step).__name__ == "ClusterVonMisesGibbs" and step.n_sweeps == 3
+        with pytest.raises(ValueError, match="n_sweeps"):
+            default_steps(model, n_sweeps=0)

@@ -9,6 +9,7 @@ MODULES = [
     "pmctx.vonmises.pointwise",
     "pmctx.vonmises.ffbs",
     "pmctx.vonmises.augmented",
+    "pmctx.vonmises.cluster",
     "pmctx.vonmises.marginals",
     "pmctx.vonmises.maps",
     "pmctx.vonmises.exact",

@@ -13,6 +13,7 @@ import pytest
 
 from pmctx.testing import assert_geweke, assert_matches_exact, compare_to_exact, geweke_test
 from pmctx.vonmises.augmented import augmented_sweep
+from pmctx.vonmises.cluster import cluster_sweep
 from pmctx.vonmises.exact import bin_index, binned_joint, rejection_prior
 from pmctx.vonmises.ffbs import ffbs_sweep
 from pmctx.vonmises.pointwise import pointwise_sweep
@@ -27,6 +28,7 @@ SAMPLERS = {
     "ffbs": ffbs_sweep,
     "augmented": augmented_sweep,
     "augmented_columns": functools.partial(augmented_sweep, direction="columns"),
+    "cluster": functools.partial(cluster_sweep, n_moves=2),
 }
 
 
