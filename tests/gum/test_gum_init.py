@@ -4,6 +4,7 @@ import numpy as np
 import pymc as pm
 
 from pmctx.gum import gum
+from pmctx.gum.build import build_pymc_model
 from pmctx.gum.init import laplace_initvals, set_laplace_initvals
 from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
 
@@ -15,11 +16,16 @@ def test_initvals_are_the_laplace_mode_and_beat_the_default_start():
     for name, sl in g.design.slices.items():
         np.testing.assert_allclose(np.ravel(start[f"{name}_z"]), u[sl], atol=1e-12)
     logp = g.model.compile_logp()
-    default = g.model.initial_point()
-    assert logp(start) > logp(default)
-    set_laplace_initvals(g, g.model)
+    pymc_default = {name: np.zeros_like(value) for name, value in start.items()}  # Normal(0, 1)
+    assert logp(start) > logp(pymc_default)
+    # the model's own default start is that mode, without stored initial values ...
     point = g.model.initial_point()
-    np.testing.assert_allclose(point["f_x1_z"], start["f_x1_z"])
+    for name, value in start.items():
+        np.testing.assert_allclose(point[name], value)
+    # ... and set_laplace_initvals (for models built another way) stores the same point
+    model = build_pymc_model(g.design)
+    set_laplace_initvals(g, model)
+    np.testing.assert_allclose(model.initial_point()["f_x1_z"], start["f_x1_z"])
 
 
 def test_gaussian_with_sampled_noise_has_no_laplace_start():
