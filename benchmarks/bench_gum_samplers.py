@@ -17,7 +17,7 @@ no ``initvals`` -- so the table also checks that the model's own start (the Lapl
 - ``ess_per_s``: the smallest bulk ESS over function values and intercept per wall second
   of the sampling call; ``max_rhat``: the largest R-hat over the same quantities.
 
-The baseline is PyMC's NUTS measured in the same run. N=10,000 uses 250 tuning + 250 draws
+The baseline is PyMC's NUTS measured in the same run. N=10,000 uses 100 tuning + 100 draws
 per chain (N=500: PyMC's defaults, 1000 + 1000). A back end that is not installed
 (``pip install pmctx[nutpie]`` / ``pmctx[jax]``) is reported as skipped. Set
 ``PMCTX_BENCH_JAX_PLATFORM=gpu`` to run the numpyro row on a GPU.
@@ -138,7 +138,7 @@ def run(quick: bool = False) -> list[dict]:
     if os.environ.get("PMCTX_BENCH_JAX_PLATFORM"):
         os.environ.setdefault("JAX_PLATFORMS", os.environ["PMCTX_BENCH_JAX_PLATFORM"])
     _listen_to_jax_compiles()
-    plan = [(500, 300), (2000, 150)] if quick else [(500, 1000), (10_000, 250)]
+    plan = [(500, 300), (2000, 150)] if quick else [(500, 1000), (10_000, 100)]
     rows = []
     for n, draws in plan:
         g = gum(section_3_1_formula(), seed_section_3_1(n, seed=0), family="poisson")
