@@ -18,7 +18,9 @@ no ``initvals`` -- so the table also checks that the model's own start (the Lapl
   of the sampling call; ``max_rhat``: the largest R-hat over the same quantities.
 
 The baseline is PyMC's NUTS measured in the same run. N=10,000 uses 100 tuning + 100 draws
-per chain (N=500: PyMC's defaults, 1000 + 1000). A back end that is not installed
+per chain (N=500: PyMC's defaults, 1000 + 1000). ``PMCTX_BENCH_GUM_SIZES=10000`` runs one size;
+every finished row is also written to ``results/gum_samplers_n{N}.json``. A back end that is
+not installed
 (``pip install pmctx[nutpie]`` / ``pmctx[jax]``) is reported as skipped. Set
 ``PMCTX_BENCH_JAX_PLATFORM=gpu`` to run the numpyro row on a GPU.
 """
@@ -26,10 +28,12 @@ per chain (N=500: PyMC's defaults, 1000 + 1000). A back end that is not installe
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import resource
 import time
 import warnings
+from pathlib import Path
 
 import arviz as az
 import numpy as np
@@ -40,6 +44,7 @@ from pmctx.gum.init import laplace_initvals
 from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
 
 SAMPLERS = ("pymc", "nutpie", "numpyro")
+RESULTS = Path(__file__).resolve().parent / "results"
 _JAX_COMPILE_SECONDS: list[float] = []
 
 
@@ -139,6 +144,9 @@ def run(quick: bool = False) -> list[dict]:
         os.environ.setdefault("JAX_PLATFORMS", os.environ["PMCTX_BENCH_JAX_PLATFORM"])
     _listen_to_jax_compiles()
     plan = [(500, 300), (2000, 150)] if quick else [(500, 1000), (10_000, 100)]
+    if os.environ.get("PMCTX_BENCH_GUM_SIZES"):  # e.g. "10000" to run one size on its own
+        keep = {int(v) for v in os.environ["PMCTX_BENCH_GUM_SIZES"].split(",")}
+        plan = [(n, draws) for n, draws in plan if n in keep]
     rows = []
     for n, draws in plan:
         g = gum(section_3_1_formula(), seed_section_3_1(n, seed=0), family="poisson")
@@ -155,5 +163,8 @@ def run(quick: bool = False) -> list[dict]:
                             baseline=baseline)  # fmt: skip
             baseline = row if sampler == "pymc" else baseline
             rows.append(row)
-            print(row["variant"], row["size"], row["notes"], flush=True)
+            print(json.dumps(row), flush=True)
+            # rows so far, in case a long run is cut short (the runner writes the full table)
+            partial = RESULTS / f"gum_samplers_n{n}.json"
+            partial.write_text(json.dumps([r for r in rows if r["size"] == n], indent=2))
     return rows

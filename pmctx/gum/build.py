@@ -86,9 +86,7 @@ def build_pymc_model(
         thetas = {}
         for name, fn in design.functions.items():
             if fn.n_free:
-                z = start_normal(
-                    f"{name}_z", dims=f"{name}_free", shape=(fn.n_free,), start=start
-                )
+                z = start_normal(f"{name}_z", dims=f"{name}_free", shape=(fn.n_free,), start=start)
                 if lengthscale_prior_sigma is not None and isinstance(fn.leaf, GP):
                     Q = _sampled_lengthscale_factor(fn, name, lengthscale_prior_sigma)
                 elif isinstance(fn.leaf, Categorical) and fn.leaf.random:
@@ -130,7 +128,8 @@ def build_pymc_model(
         if design.intercept:
             z = start_normal("intercept_z", start=start)
             rho = rho + pm.Deterministic("intercept", design.intercept_sd * z)
-        extra = {"dims": "obs"} if minibatch_size is None else {"total_size": design.n_obs}
+        # a tuple: register_rv would read the string "obs" as the dims ("o", "b", "s")
+        extra = {"dims": ("obs",)} if minibatch_size is None else {"total_size": design.n_obs}
         _observe(design, tensors["y"], rho, noise_prior_sd, extra)
     return model
 

@@ -160,4 +160,5 @@ def start_normal(name: str, *, dims=None, shape=(), start: Callable | None = Non
     shape = tuple(int(s) for s in shape)
     op = StartNormalRV(start_op=_LazyStart(name, shape, start))
     rv = op(0.0, 1.0, size=tuple(shape) if shape else None)
+    dims = (dims,) if isinstance(dims, str) else dims  # register_rv takes a sequence only
     return pm.modelcontext(None).register_rv(rv, name, dims=dims)

@@ -51,6 +51,7 @@ def test_the_model_starts_at_the_mode_lazily_and_converts_to_a_graph():
     g = gum(section_3_1_formula(max_points=8), seed_section_3_1(60), family="poisson")
     model = g.model
     assert g.laplace_result is None  # building the model fits nothing
+    assert set(model.dim_lengths) == set(model.coords)  # no stray dims (nutpie reads them all)
     point = model.initial_point()
     assert g.laplace_result is not None  # the first initial point did
     np.testing.assert_allclose(point["intercept_z"], g.map_point()["intercept_z"])
