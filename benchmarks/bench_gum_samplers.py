@@ -154,7 +154,8 @@ def run(quick: bool = False) -> list[dict]:
         laplace_initvals(g)  # the model's start, cached on g for every row below
         laplace_s = time.perf_counter() - start
         baseline = None
-        for sampler in SAMPLERS:
+        chosen = os.environ.get("PMCTX_BENCH_GUM_SAMPLERS")  # e.g. "nutpie,numpyro"
+        for sampler in chosen.split(",") if chosen else SAMPLERS:
             if not available(sampler):
                 rows.append({"benchmark": "gum_samplers", "variant": sampler, "size": n,
                              "notes": "skipped: not installed"})  # fmt: skip
