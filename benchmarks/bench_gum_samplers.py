@@ -1,21 +1,39 @@
 """NUTS back ends on the GUM of seed 002 section 3.1: PyMC's NUTS vs nutpie vs numpyro (CPU).
 
-Each sampler runs with its default settings on ``g.model`` (4 chains), started at the
-Laplace mode (:func:`pmctx.gum.init.laplace_initvals`).
-``seconds_per_sweep`` is the wall time per iteration (tuning and draws of all chains;
-compilation and the Laplace start included: what a user waits for); ``ess_per_s`` is the
-smallest bulk ESS over the function values and intercept per second of that wall time;
-``notes`` has the largest R-hat. The baseline is PyMC's NUTS measured in the same run. A
-back end that is not installed (``pip install pmctx[nutpie]`` / ``pmctx[jax]``) is reported
-as skipped. Set ``PMCTX_BENCH_JAX_PLATFORM=gpu`` to run the numpyro row on a GPU.
+Every back end gets a *plain default call* on ``g.model`` -- ``pm.sample()``,
+``pm.sample(nuts_sampler="nutpie")``, ``pm.sample(nuts_sampler="numpyro")`` with 4 chains,
+no ``initvals`` -- so the table also checks that the model's own start (the Laplace mode,
+:mod:`pmctx.gum.init`) lets each of them converge. Per row:
+
+- ``laplace_s``: the Newton search of that start (timed once before sampling; shared by all
+  rows of one size, each of which then reuses it);
+- ``wall_s`` / ``cpu_s``: wall and CPU seconds of the sampling call (CPU summed over this
+  process and the worker processes it waited for; the machine may be shared, so CPU seconds
+  are the fairer cost);
+- ``sampling_s``: the back end's own ``sampling_time`` (its draw loop), and ``compile_s``:
+  ``wall_s - sampling_s``, i.e. compilation, initialisation and conversion outside the loop.
+  numpyro compiles with JAX inside its loop: its ``compile_s`` also adds JAX's own backend
+  compile durations (``jax.monitoring``), which are then taken out of ``sampling_s``;
+- ``ess_per_s``: the smallest bulk ESS over function values and intercept per wall second
+  of the sampling call; ``max_rhat``: the largest R-hat over the same quantities.
+
+The baseline is PyMC's NUTS measured in the same run. N=10,000 uses 100 tuning + 100 draws
+per chain (N=500: PyMC's defaults, 1000 + 1000). ``PMCTX_BENCH_GUM_SIZES=10000`` runs one size;
+every finished row is also written to ``results/gum_samplers_n{N}.json``. A back end that is
+not installed
+(``pip install pmctx[nutpie]`` / ``pmctx[jax]``) is reported as skipped. Set
+``PMCTX_BENCH_JAX_PLATFORM=gpu`` to run the numpyro row on a GPU.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import resource
 import time
 import warnings
+from pathlib import Path
 
 import arviz as az
 import numpy as np
@@ -26,6 +44,8 @@ from pmctx.gum.init import laplace_initvals
 from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
 
 SAMPLERS = ("pymc", "nutpie", "numpyro")
+RESULTS = Path(__file__).resolve().parent / "results"
+_JAX_COMPILE_SECONDS: list[float] = []
 
 
 def quantities(g) -> list[str]:
@@ -51,40 +71,70 @@ def available(sampler: str) -> bool:
     return importlib.util.find_spec(sampler) is not None
 
 
-def sample_default(g, sampler: str, *, draws=1000, tune=1000, chains=4, seed=0):
-    """Default settings of each back end, started at the Laplace mode (4 chains)."""
-    start = laplace_initvals(g)
-    if sampler == "nutpie":  # pm.sample does not pass initvals on to nutpie
-        import nutpie
+def _cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
-        compiled = nutpie.compile_pymc_model(g.model, initial_points=start)
-        return nutpie.sample(
-            compiled, draws=draws, tune=tune, chains=chains, seed=seed, progress_bar=False
-        )
+
+def _listen_to_jax_compiles() -> None:
+    if _JAX_COMPILE_SECONDS or not available("numpyro"):
+        return
+    import jax.monitoring
+
+    def listener(event, duration, **kwargs):
+        if event.endswith("backend_compile_duration"):
+            _JAX_COMPILE_SECONDS.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    _JAX_COMPILE_SECONDS.append(0.0)
+
+
+def sample_default(g, sampler: str, *, draws=1000, tune=1000, chains=4, seed=0):
+    """A plain ``pm.sample`` call with the back end's defaults (no initvals, no step)."""
     with g.model:
         return pm.sample(
             draws=draws,
             tune=tune,
             chains=chains,
             nuts_sampler=sampler,
-            initvals=start,
             random_seed=seed,
             progressbar=False,
         )
 
 
-def _row(sampler, n, seconds, draws, rhat, ess, baseline_seconds, note=""):
-    per_draw = seconds / draws
+def timed_row(g, sampler, n, *, draws, tune, laplace_s, baseline=None) -> dict:
+    jax_before = sum(_JAX_COMPILE_SECONDS)
+    cpu0, wall0 = _cpu_seconds(), time.perf_counter()
+    idata = sample_default(g, sampler, draws=draws, tune=tune)
+    wall, cpu = time.perf_counter() - wall0, _cpu_seconds() - cpu0
+    sampling = float(idata.posterior.attrs.get("sampling_time", np.nan))
+    jax_compile = sum(_JAX_COMPILE_SECONDS) - jax_before if sampler == "numpyro" else 0.0
+    sampling -= jax_compile
+    rhat, ess = convergence(idata, quantities(g))
+    iterations = 4 * (draws + tune)
     return {
         "benchmark": "gum_samplers",
         "variant": sampler,
         "size": n,
-        "seconds_per_sweep": per_draw,
-        "sweeps_per_s": 1.0 / per_draw,
-        "ess_per_s": ess / seconds,
+        "seconds_per_sweep": wall / iterations,
+        "sweeps_per_s": iterations / wall,
+        "ess_per_s": ess / wall,
         "baseline": "pymc",
-        "ratio_vs_baseline": baseline_seconds / seconds if baseline_seconds else None,
-        "notes": f"max R-hat {rhat:.3f}, min bulk ESS {ess:.0f}, wall {seconds:.1f} s {note}",
+        "ratio_vs_baseline": (ess / wall) / baseline["ess_per_s"] if baseline else 1.0,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "sampling_s": sampling,
+        "compile_s": wall - sampling,
+        "laplace_s": laplace_s,
+        "max_rhat": rhat,
+        "min_ess_bulk": ess,
+        "draws": draws,
+        "tune": tune,
+        "notes": (
+            f"R-hat {rhat:.3f}, ESS {ess:.0f}, wall {wall:.1f} s, CPU {cpu:.1f} s, "
+            f"compile {wall - sampling:.1f} s, {tune}+{draws}/chain"
+        ),
     }
 
 
@@ -92,21 +142,30 @@ def run(quick: bool = False) -> list[dict]:
     warnings.simplefilter("ignore")
     if os.environ.get("PMCTX_BENCH_JAX_PLATFORM"):
         os.environ.setdefault("JAX_PLATFORMS", os.environ["PMCTX_BENCH_JAX_PLATFORM"])
-    sizes = (500, 2000) if quick else (500, 10_000)
-    draws = tune = 300 if quick else 1000
+    _listen_to_jax_compiles()
+    plan = [(500, 300), (2000, 150)] if quick else [(500, 1000), (10_000, 100)]
+    if os.environ.get("PMCTX_BENCH_GUM_SIZES"):  # e.g. "10000" to run one size on its own
+        keep = {int(v) for v in os.environ["PMCTX_BENCH_GUM_SIZES"].split(",")}
+        plan = [(n, draws) for n, draws in plan if n in keep]
     rows = []
-    for n in sizes:
-        baseline_seconds = None
-        for sampler in SAMPLERS:
+    for n, draws in plan:
+        g = gum(section_3_1_formula(), seed_section_3_1(n, seed=0), family="poisson")
+        start = time.perf_counter()
+        laplace_initvals(g)  # the model's start, cached on g for every row below
+        laplace_s = time.perf_counter() - start
+        baseline = None
+        chosen = os.environ.get("PMCTX_BENCH_GUM_SAMPLERS")  # e.g. "nutpie,numpyro"
+        for sampler in chosen.split(",") if chosen else SAMPLERS:
             if not available(sampler):
                 rows.append({"benchmark": "gum_samplers", "variant": sampler, "size": n,
                              "notes": "skipped: not installed"})  # fmt: skip
                 continue
-            g = gum(section_3_1_formula(), seed_section_3_1(n, seed=0), family="poisson")
-            start = time.perf_counter()
-            idata = sample_default(g, sampler, draws=draws, tune=tune)
-            seconds = time.perf_counter() - start
-            rhat, ess = convergence(idata, quantities(g))
-            baseline_seconds = seconds if sampler == "pymc" else baseline_seconds
-            rows.append(_row(sampler, n, seconds, 4 * (draws + tune), rhat, ess, baseline_seconds))
+            row = timed_row(g, sampler, n, draws=draws, tune=draws, laplace_s=laplace_s,
+                            baseline=baseline)  # fmt: skip
+            baseline = row if sampler == "pymc" else baseline
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            # rows so far, in case a long run is cut short (the runner writes the full table)
+            partial = RESULTS / f"gum_samplers_n{n}.json"
+            partial.write_text(json.dumps([r for r in rows if r["size"] == n], indent=2))
     return rows

@@ -138,7 +138,9 @@ def validate_inputs(F, X, K_max, hyper):
     return F, X, K_max, clean
 
 
-def build_model(F=None, X=None, *, K_max: int = 10, reconstructions: bool = True, **hyper):
+def build_model(
+    F=None, X=None, *, K_max: int = 10, reconstructions: bool = True, F_offset=None, **hyper
+):
     """Declare the truncated IBP visuo-motor model as a ``pm.Model``.
 
     Parameters
@@ -151,6 +153,12 @@ def build_model(F=None, X=None, *, K_max: int = 10, reconstructions: bool = True
         Truncation level (number of feature columns).
     reconstructions : bool, default True
         Add ``F_hat = Z A`` and ``X_prob = P(X = 1)`` deterministics (N x D, N x T per draw).
+    F_offset : tensor broadcastable to (N, D), optional
+        A term added to the force mean, ``F ~ Normal(Z A + F_offset, sigma_n)``: e.g. a
+        regression of the forces on covariates whose coefficients the user declared in an
+        enclosing ``pm.Model`` (PyMC's steps sample them). Stored as the deterministic
+        ``F_offset``; ``IBPGibbs`` and ``IBPHyperGibbs`` read its current value from the point
+        and update the IBP latents given ``F - F_offset``. ``F_hat`` stays ``Z A``.
     **hyper
         ``alpha, sigma_n, sigma_A, phi, lam, eps``: a number fixes the hyperparameter
         (defaults in ``DEFAULT_HYPER``), ``"prior"`` gives it a weakly informative prior,
@@ -180,6 +188,8 @@ def build_model(F=None, X=None, *, K_max: int = 10, reconstructions: bool = True
     if X is None:
         defaults.update(UNUSED_PLACEHOLDERS["X"])
     F, X, K_max, hyper = validate_inputs(F, X, K_max, {**defaults, **hyper})
+    if F_offset is not None and F is None:
+        raise ValueError("F_offset shifts the force mean; pass the forces F with it.")
     n = F.shape[0] if F is not None else X.shape[0]
     coords = {"trial": np.arange(n), "feature": np.arange(K_max)}
     if F is not None:
@@ -194,12 +204,15 @@ def build_model(F=None, X=None, *, K_max: int = 10, reconstructions: bool = True
         loglik = pt.constant(0.0)
         if F is not None:
             A = pm.Normal("A", 0.0, h["sigma_A"], dims=("feature", "force_dim"))
-            mean = pt.dot(Z, A)
+            features = mean = pt.dot(Z, A)
+            if F_offset is not None:
+                offset = pt.broadcast_to(pt.as_tensor(F_offset, dtype="float64"), F.shape)
+                mean = mean + pm.Deterministic("F_offset", offset, dims=("trial", "force_dim"))
             pm.Normal("F", mu=mean, sigma=h["sigma_n"], observed=F, dims=("trial", "force_dim"))
             sn = h["sigma_n"]
             loglik += pt.sum(-0.5 * pt.log(2 * np.pi * sn**2) - 0.5 * ((F - mean) / sn) ** 2)
             if reconstructions:
-                pm.Deterministic("F_hat", mean, dims=("trial", "force_dim"))
+                pm.Deterministic("F_hat", features, dims=("trial", "force_dim"))
         if X is not None:
             Y = pm.Bernoulli("Y", p=h["phi"], dims=("feature", "pixel"))
             # log P(x = 0) = (z.y) log(1 - lam) + log(1 - eps); no underflow for many causes.

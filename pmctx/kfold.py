@@ -382,42 +382,68 @@ def ibp_functions(*, var_name: str = "joint", marginal_options=None, **sample_op
     return _IBPFit(sample_options), _IBPPredictive(var_name, marginal_options or {}, None)
 
 
-def gum_functions(build, *, fit_options=None):
-    """``fit`` and ``log_predictive`` for a GUM, through ``GumModel.predict``.
+class _GumFit:
+    """Refit a GUM on training rows: ``build(train)``, then its own NUTS or Laplace fit."""
 
-    ``build(train_data) -> GumModel``; the GUM's exact held-out prediction (issue 11,
-    ``GumModel.predict(idata, new_data, kind="log_density")`` returning per-draw pointwise
-    log densities of the new responses) scores the test rows. Until ``predict`` exists this
-    adapter raises ``NotImplementedError`` when called.
+    def __init__(self, build, method, options):
+        self.build, self.method, self.options = build, method, options
+        self.models: dict = {}  # fit key -> GumModel, read back by _GumPredictive
+
+    def __call__(self, train):
+        gum_model = self.build(train)
+        options = dict(self.options)
+        if self.method == "laplace":
+            options.setdefault("draws", 2000)
+            idata = gum_model.laplace(log_likelihood=False, posterior_predictive=False, **options)
+        else:
+            options.setdefault("posterior_predictive", False)
+            idata = gum_model.sample(**options)
+        key = f"gum-fit-{len(self.models)}-{id(gum_model)}"
+        idata.attrs["pmctx_gum_fit"] = key
+        self.models[key] = gum_model
+        return idata
+
+
+class _GumPredictive:
+    def __init__(self, fit: _GumFit, seed):
+        self.fit, self.seed = fit, seed
+
+    def __call__(self, idata, test):
+        from pmctx.gum.heldout import held_out_log_density
+
+        gum_model = self.fit.models.pop(idata.attrs["pmctx_gum_fit"])
+        return held_out_log_density(gum_model, test, idata, seed=self.seed).values
+
+
+def gum_functions(build, *, method: str = "nuts", fit_options=None, seed=0):
+    """``fit`` and ``log_predictive`` for a GUM, scored by its exact held-out prediction.
 
     Parameters
     ----------
-    build : callable
-        ``build(train_data) -> GumModel``: declares the GUM on the training rows.
+    build : callable ``train_data -> GumModel``
+        Declares the GUM on the training rows, e.g.
+        ``lambda train: gum("y ~ f(x)", train, family="poisson")``.
+    method : {"nuts", "laplace"}
+        The refit: ``GumModel.sample`` (NUTS, ``fit_options`` passed on) or
+        ``GumModel.laplace`` (``draws`` Gaussian draws, default 2000).
     fit_options : dict, optional
-        Passed to ``GumModel.sample`` for every refit.
+        Keyword arguments of that fit (``draws``, ``tune``, ``chains``, ``random_seed``...).
+    seed : int
+        Seed of the GP-conditional draws at held-out inputs.
+
+    Notes
+    -----
+    ``log_predictive`` is :func:`pmctx.gum.heldout.held_out_log_density`: for every posterior
+    draw, the log density of the held-out responses given the predictor at the held-out
+    inputs, with functions evaluated exactly there (``GumModel.predict``). Pass both to
+    :func:`kfold` or :func:`reloo`; the data are the GUM's columns (regressors and response).
 
     Returns
     -------
     tuple of callable
         ``(fit, log_predictive)`` for :func:`kfold` and :func:`reloo`.
     """
-
-    def fit(train):
-        gum_model = build(train)
-        idata = gum_model.sample(**(fit_options or {}))
-        idata.attrs["_pmctx_gum_model"] = id(gum_model)
-        fit.models[id(gum_model)] = gum_model
-        return idata
-
-    fit.models = {}
-
-    def log_predictive(idata, test):
-        gum_model = fit.models[idata.attrs["_pmctx_gum_model"]]
-        if not hasattr(gum_model, "predict"):
-            raise NotImplementedError(
-                "GumModel.predict is not available yet (issue 11); held-out GUM scoring needs it."
-            )
-        return np.asarray(gum_model.predict(idata, test, kind="log_density"))
-
-    return fit, log_predictive
+    if method not in ("nuts", "laplace"):
+        raise ValueError(f"method must be 'nuts' or 'laplace'; got {method!r}.")
+    fit = _GumFit(build, method, dict(fit_options or {}))
+    return fit, _GumPredictive(fit, seed)

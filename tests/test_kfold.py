@@ -102,15 +102,27 @@ def test_bad_input(y):
         ibp_functions(var_name="Z")
 
 
-def test_gum_adapter_says_what_is_missing():
-    class NoPredict:
-        def sample(self):
-            return az.from_dict(posterior={"b": np.zeros((1, 3))})
+def test_gum_adapter_scores_held_out_rows_through_predict():
+    # GumModel.predict exists now: each fold is refitted through the GUM's own fit and its
+    # held-out rows are scored by the exact held-out density (pmctx.gum.heldout).
+    from pmctx.gum import gum
+    from pmctx.gum.heldout import held_out_lpd
 
-    fit_gum, log_pred = gum_functions(lambda train: NoPredict())
-    idata = fit_gum({"y": np.zeros(3)})
-    with pytest.raises(NotImplementedError, match="GumModel.predict"):
-        log_pred(idata, {"y": np.zeros(1)})
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 2, 24)
+    data = {"x": x, "y": rng.poisson(np.exp(np.sin(2 * x)))}
+
+    def build(train):
+        return gum("y ~ f(x, lengthscale=0.5)", train, family="poisson")
+
+    fit_gum, log_pred = gum_functions(build, method="laplace", fit_options={"draws": 300})
+    result = kfold(fit_gum, log_pred, data, k=3)
+    for test in fold_indices(24, 3, random_seed=0):
+        train = np.setdiff1d(np.arange(24), test)
+        g = build({key: value[train] for key, value in data.items()})
+        idata = g.laplace(draws=300, log_likelihood=False, posterior_predictive=False)
+        expected = held_out_lpd(g, {key: value[test] for key, value in data.items()}, idata)
+        np.testing.assert_allclose(np.asarray(result.loo_i)[test], expected, rtol=1e-10)
 
 
 def test_docstring_examples():

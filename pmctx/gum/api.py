@@ -30,6 +30,7 @@ from pmctx.gum.derived import derive_column
 from pmctx.gum.design import build_design, offset_name
 from pmctx.gum.families import DISPERSION, FAMILIES
 from pmctx.gum.formula import parse_formula
+from pmctx.gum.init import laplace_start
 from pmctx.gum.laplace import LaplaceResult, laplace_fit
 from pmctx.gum.many import GumCollection, split_rows
 from pmctx.gum.predict import (
@@ -142,7 +143,9 @@ class GumModel:
         """The ``pm.Model`` (built on first use, rebuilt after hyperparameter changes)."""
         if self._model is None:
             self._model = build_pymc_model(
-                self.design, lengthscale_prior_sigma=self.lengthscale_prior_sigma
+                self.design,
+                lengthscale_prior_sigma=self.lengthscale_prior_sigma,
+                start=laplace_start(self),  # plain pm.sample() starts at the Laplace mode
             )
         return self._model
 

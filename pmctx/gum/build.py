@@ -14,6 +14,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from pmctx.gum.design import _JITTER, GumDesign, offset_name
+from pmctx.gum.init import start_normal
 from pmctx.gum.kernels import kernel_matrix
 from pmctx.gum.terms import GP, Categorical, Linear
 
@@ -52,6 +53,7 @@ def build_pymc_model(
     noise_prior_sd: float | None = None,
     lengthscale_prior_sigma: float | None = None,
     minibatch_size: int | None = None,
+    start=None,
 ) -> pm.Model:
     """Build the ``pm.Model`` of ``design``.
 
@@ -69,6 +71,10 @@ def build_pymc_model(
         Build a minibatch model for stochastic ADVI (``pm.Minibatch`` over the response and
         every data-sized array, likelihood scaled by ``total_size``). Such a model is for
         ``pm.fit`` only; the observed variable then has no ``obs`` dim.
+    start : callable, optional
+        ``start(value_name) -> array or None``: the default initial value of each
+        standard-normal ``*_z`` (e.g. :func:`pmctx.gum.init.laplace_start`, which
+        ``GumModel.model`` passes); None: PyMC's zero start.
     """
     tensors = _data_tensors(design, minibatch_size)
     coords = {"obs": np.arange(design.n_obs)}
@@ -80,7 +86,7 @@ def build_pymc_model(
         thetas = {}
         for name, fn in design.functions.items():
             if fn.n_free:
-                z = pm.Normal(f"{name}_z", 0.0, 1.0, dims=f"{name}_free")
+                z = start_normal(f"{name}_z", dims=f"{name}_free", shape=(fn.n_free,), start=start)
                 if lengthscale_prior_sigma is not None and isinstance(fn.leaf, GP):
                     Q = _sampled_lengthscale_factor(fn, name, lengthscale_prior_sigma)
                 elif isinstance(fn.leaf, Categorical) and fn.leaf.random:
@@ -100,7 +106,7 @@ def build_pymc_model(
         for key, spec in sorted(design.offsets.items()):
             label = offset_name(key)
             if spec == "free":
-                z = pm.Normal(f"{label}_z", 0.0, 1.0)
+                z = start_normal(f"{label}_z", start=start)
                 scalars[label] = pm.Deterministic(label, design.offset_sd * z)
             else:
                 scalars[label] = pt.as_tensor(float(spec))
@@ -120,9 +126,10 @@ def build_pymc_model(
                 product = product * total
             rho = rho + product.sum(axis=1)
         if design.intercept:
-            z = pm.Normal("intercept_z", 0.0, 1.0)
+            z = start_normal("intercept_z", start=start)
             rho = rho + pm.Deterministic("intercept", design.intercept_sd * z)
-        extra = {"dims": "obs"} if minibatch_size is None else {"total_size": design.n_obs}
+        # a tuple: register_rv would read the string "obs" as the dims ("o", "b", "s")
+        extra = {"dims": ("obs",)} if minibatch_size is None else {"total_size": design.n_obs}
         _observe(design, tensors["y"], rho, noise_prior_sd, extra)
     return model
 

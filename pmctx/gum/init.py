@@ -4,16 +4,23 @@ Products of functions (``f1(x1) * f2(x2)``) have secondary modes: a sign-flipped
 factor whose offset the intercept absorbs. NUTS started at PyMC's default point (zeros, with
 jitter) can settle in one of them for a whole run -- on seed 002 section 3.1 data one of
 four chains stayed there (R-hat 1.5 on ``f_x1``), with PyMC's NUTS and nutpie alike. The
-multi-start Newton search of :func:`pmctx.gum.laplace.laplace_fit` finds the main mode;
-pass it as ``initvals`` (``GumModel.sample`` does):
+multi-start Newton search of :func:`pmctx.gum.laplace.laplace_fit` finds the main mode.
+
+The model carries that start itself, so a plain call converges::
 
     with g.model:
-        idata = pm.sample(chains=4, initvals=laplace_initvals(g))
+        idata = pm.sample()            # or nuts_sampler="nutpie" / "numpyro"
 
-:func:`set_laplace_initvals` stores it on the model instead (``model.set_initval``), which
-every back end then starts from (nutpie's ``compile_pymc_model`` included) -- but PyMC cannot
-convert a model with initial values to a graph, so ``log_likelihood=True`` and ``pm.do``
-fail on such a model; that is why ``GumModel.model`` does not call it.
+Every standard-normal free vector ``*_z`` of ``GumModel.model`` is a :func:`start_normal`:
+an ordinary ``Normal(0, 1)`` (same log density, same random draws, ``NormalRV`` subclass)
+whose *support point* -- PyMC's default initial value, which every back end (``pm.sample``,
+nutpie's ``compile_pymc_model``, ``pymc.sampling.jax``) starts from and jitters by
+``U(-1, 1)`` -- is the Laplace mode. The mode is computed lazily, the first time an initial
+point is evaluated, so building the model stays cheap. ``model.set_initval`` would do the
+same, but PyMC cannot convert a model with stored initial values to a graph, so
+``pm.compute_log_likelihood``, ``pm.do`` and nutpie's JAX back end would fail on it (see
+:func:`set_laplace_initvals`). Models without a Laplace fit (Gaussian data with a sampled
+noise sd) keep plain ``Normal``\\ s and PyMC's zero start.
 
 Examples
 --------
@@ -23,13 +30,26 @@ Examples
 >>> start = laplace_initvals(g)
 >>> sorted(start)
 ['f_x1_z', 'f_x2_z', 'f_x3_z', 'intercept_z']
+>>> bool(np.allclose(g.model.initial_point()["f_x1_z"], start["f_x1_z"]))
+True
 """
 
 from __future__ import annotations
 
-import numpy as np
+import warnings
+from collections.abc import Callable
 
-__all__ = ["laplace_initvals", "set_laplace_initvals"]
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pymc.distributions.distribution import _support_point
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.tensor.random.basic import NormalRV
+
+from pmctx import ConvergenceWarning
+
+__all__ = ["laplace_initvals", "laplace_start", "set_laplace_initvals", "start_normal"]
 
 
 def laplace_initvals(gum_model) -> dict | None:
@@ -39,10 +59,13 @@ def laplace_initvals(gum_model) -> dict | None:
     Newton search that fails leaves no usable mode; such models keep PyMC's default start.
     """
     design = gum_model.design
-    if design.family == "gaussian" and design.noise_sd is None:
+    if design.family in ("gaussian", "negative_binomial") and design.noise_sd is None:
         return None
     try:
-        result = gum_model.laplace_result or gum_model.fit_laplace()
+        with warnings.catch_warnings():
+            # a start needs no converged Newton search; the sampler's diagnostics judge the fit
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            result = gum_model.laplace_result or gum_model.fit_laplace()
     except (ValueError, np.linalg.LinAlgError, FloatingPointError):
         return None  # no usable mode: the sampler keeps PyMC's default start
     if not np.all(np.isfinite(result.u_map)):
@@ -51,10 +74,91 @@ def laplace_initvals(gum_model) -> dict | None:
 
 
 def set_laplace_initvals(gum_model, model) -> None:
-    """Set ``model``'s initial values to the Laplace mode of ``gum_model`` (in place)."""
+    """Set ``model``'s initial values to the Laplace mode of ``gum_model`` (in place).
+
+    Not needed for ``GumModel.model``, which starts there already (:func:`start_normal`);
+    for a model built another way. PyMC cannot convert a model with stored initial values to
+    a graph (``pm.compute_log_likelihood``, ``pm.do`` fail on it afterwards).
+    """
     point = laplace_initvals(gum_model)
     if point is None:
         return
     for name, value in point.items():
         if name in model.named_vars:
             model.set_initval(model[name], np.asarray(value, dtype=np.float64))
+
+
+def laplace_start(gum_model) -> Callable[[str], np.ndarray | None]:
+    """``start(value_name)``: the Laplace-mode value of one free vector (None: no mode).
+
+    The Laplace fit runs on the first call and is cached on ``gum_model``.
+    """
+    cache: dict = {}
+
+    def start(name: str):
+        if "point" not in cache:
+            cache["point"] = laplace_initvals(gum_model)
+        point = cache["point"]
+        return None if point is None else point.get(name)
+
+    return start
+
+
+class _LazyStart(Op):
+    """Zero-input Op whose value is ``start(name)`` (zeros when it is None), computed on use."""
+
+    __props__ = ("name", "shape", "start")
+
+    def __init__(self, name: str, shape: tuple, start: Callable):
+        self.name, self.shape, self.start = name, tuple(shape), start
+
+    def __str__(self):
+        return f"start({self.name})"
+
+    def make_node(self):
+        return Apply(self, [], [pt.tensor(dtype="float64", shape=self.shape)])
+
+    def perform(self, node, inputs, outputs):
+        value = self.start(self.name)
+        value = np.zeros(self.shape) if value is None else np.asarray(value, dtype=np.float64)
+        outputs[0][0] = np.reshape(value, self.shape).astype(np.float64)
+
+
+class StartNormalRV(NormalRV):
+    """``NormalRV`` whose support point is a lazily computed start (log density unchanged)."""
+
+    __props__ = (*NormalRV.__props__, "start_op")
+
+    def __init__(self, *, start_op: _LazyStart, **kwargs):
+        # keyword props, so PyTensor's rewrites can rebuild it (``type(op)(**op._props_dict())``)
+        super().__init__(**kwargs)
+        self.start_op = start_op
+
+
+@_support_point.register(StartNormalRV)
+def _start_support_point(op, rv, *inputs):
+    return op.start_op()
+
+
+def start_normal(name: str, *, dims=None, shape=(), start: Callable | None = None):
+    """``Normal(name, 0, 1)`` in the current model, starting at ``start(name)`` if given.
+
+    Parameters
+    ----------
+    name : str
+        Variable name.
+    dims : str or sequence of str, optional
+        Its dims (``shape`` must then match their lengths).
+    shape : tuple
+        Its shape.
+    start : callable, optional
+        ``start(name) -> array or None`` (e.g. :func:`laplace_start`); None: a plain
+        ``pm.Normal``.
+    """
+    if start is None:
+        return pm.Normal(name, 0.0, 1.0, dims=dims, shape=shape or None)
+    shape = tuple(int(s) for s in shape)
+    op = StartNormalRV(start_op=_LazyStart(name, shape, start))
+    rv = op(0.0, 1.0, size=tuple(shape) if shape else None)
+    dims = (dims,) if isinstance(dims, str) else dims  # register_rv takes a sequence only
+    return pm.modelcontext(None).register_rv(rv, name, dims=dims)

@@ -44,6 +44,25 @@ __all__ = [
 HYPER_NAMES = ("alpha", "sigma_n", "sigma_A", "phi", "lam", "eps")
 
 
+def _force_offset_fn(step, model):
+    """``point -> F_offset`` when the model has a user's force offset (build_model), else None.
+
+    The offset (e.g. a regression of the forces on covariates) is read from the current
+    point, so the steps update the IBP latents given the residual ``F - F_offset``.
+    """
+    if "F_offset" not in model.named_vars:
+        return None
+    return step.compile_fn(
+        model.replace_rvs_by_values([model["F_offset"]]), inputs=list(model.value_vars)
+    )
+
+
+def _residual_forces(forces, offset_fn, point):
+    if offset_fn is None:
+        return forces
+    return forces - np.asarray(offset_fn(point)[0], dtype=np.float64)
+
+
 def _observed(model, name):
     if name not in model.named_vars:
         return None
@@ -153,6 +172,7 @@ class IBPGibbs(PmctxStep):
         n = int(model.dim_lengths["trial"].eval())
         self._F = np.zeros((n, 0)) if self.F is None else np.asarray(self.F, dtype=np.float64)
         self._X = np.zeros((n, 0), np.int64) if self.X is None else self.X.astype(np.int64)
+        self._offset_fn = _force_offset_fn(self, model)
         # Hyperparameters with priors must be read from the point, not drawn: replace RVs.
         hyper = model.replace_rvs_by_values([model[h] for h in HYPER_NAMES])
         self._hyper_fn = self.compile_fn(hyper, inputs=list(model.value_vars))
@@ -187,9 +207,10 @@ class IBPGibbs(PmctxStep):
         A = point["A"] if self.F is not None else np.zeros((self.k_max, 0))
         Y = point["Y"] if self.X is not None else np.zeros((self.k_max, 0))
         state = IBPState.from_arrays(point["Z"].copy(), np.array(A), np.array(Y))
+        forces = _residual_forces(self._F, self._offset_fn, point)
         added, hits = gibbs_sweep(
             state,
-            self._F,
+            forces,
             self._X,
             hyper,
             self.rng,
@@ -200,7 +221,7 @@ class IBPGibbs(PmctxStep):
         accepted = 0
         for _ in range(self.split_merge):
             accepted += split_merge_move(
-                state.Z, state.A, state.Y, self._F, self._X, hyper, self.rng
+                state.Z, state.A, state.Y, forces, self._X, hyper, self.rng
             )[1]
         if self.split_merge:
             # The move targets the posterior with pi integrated out: redraw pi | Z.
@@ -355,6 +376,7 @@ class IBPHyperGibbs(PmctxStep):
         self._X = np.zeros((n, 0), np.int64) if self.X is None else self.X.astype(np.int64)
         hyper = model.replace_rvs_by_values([model[h] for h in HYPER_NAMES])
         self._hyper_fn = self.compile_fn(hyper, inputs=list(model.value_vars))
+        self._offset_fn = _force_offset_fn(self, model)
 
     def _to_value(self, name, x):
         if not self._transformed[name]:
@@ -371,7 +393,8 @@ class IBPHyperGibbs(PmctxStep):
         Y = point["Y"] if self.X is not None else np.zeros((self.k_max, 0), np.int64)
         new = dict(point)
         if "sigma_n2" in self.learned:
-            v = sample_noise_var(self._F, Z, A, self.priors["sigma_n2"], self.rng)
+            forces = _residual_forces(self._F, self._offset_fn, point)
+            v = sample_noise_var(forces, Z, A, self.priors["sigma_n2"], self.rng)
             values["sigma_n"] = float(np.sqrt(v))
             new[self._keys["sigma_n2"]] = self._to_value("sigma_n2", v)
         if "sigma_A2" in self.learned:

@@ -15,6 +15,8 @@ MODULES = [
     "pmctx.gum.glm",
     "pmctx.gum.api",
     "pmctx.gum.predict",
+    "pmctx.gum.heldout",
+    "pmctx.gum.init",
     "pmctx.gum.derived",
     "pmctx.gum.many",
     "pmctx.gum.outputs",
