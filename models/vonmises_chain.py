@@ -30,8 +30,7 @@ from pymc.distributions import transforms
 from pmctx.convergence import report_after_fit
 from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
 from pmctx.steps.registration import tag_block
-from pmctx.steps.vonmises import KappaObsSlice
-from pmctx.steps.vonmises_chain import ChainFFBSStep, ChainKappaStep
+from pmctx.steps.vonmises import ChainFFBSVonMises, ChainKappaSlice, KappaObsSlice
 from pmctx.validation import as_angle_array, as_rng, check_int, check_positive
 from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR, chain_marginals, sample_chain
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR
@@ -155,9 +154,9 @@ def build_model(
             )
     # Plain pm.sample() gives x to the exact FFBS step and learned concentrations to their
     # exact slice updates (whose Gamma priors are the ones declared here), not to NUTS.
-    tag_block(ChainFFBSStep.owns_block, x=x)
+    tag_block(ChainFFBSVonMises.owns_block, x=x)
     if kappa == "prior":
-        tag_block(ChainKappaStep.owns_block, kappa=k)
+        tag_block(ChainKappaSlice.owns_block, kappa=k)
     if kappa_obs == "prior":
         tag_block(KappaObsSlice.owns_block, kappa_obs=k_obs)
     return model
@@ -166,9 +165,9 @@ def build_model(
 def default_steps(model) -> list:
     """Exact steps for a :func:`build_model` model: FFBS for ``x``, slice updates for the
     concentrations that have priors. Call inside the model context."""
-    steps = [ChainFFBSStep()]
+    steps = [ChainFFBSVonMises()]
     if model["kappa"] in model.free_RVs:
-        steps.append(ChainKappaStep())
+        steps.append(ChainKappaSlice())
     if model["kappa_obs"] in model.free_RVs:
         steps.append(KappaObsSlice(angles="x"))
     return steps

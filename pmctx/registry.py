@@ -174,7 +174,7 @@ def list_specs() -> list[ModelSpec]:
     Examples
     --------
     >>> [spec.name for spec in list_specs()]
-    ['ibp', 'crp', 'vonmises', 'gum']
+    ['ibp', 'crp', 'vonmises', 'gum', 'vonmises-chain']
     """
     return list(_REGISTRY.values())
 
@@ -298,7 +298,9 @@ register(
             "sampler": "augmented, cluster, ffbs or pointwise (default augmented)",
             "n_sweeps": "kernel sweeps per stored draw (default 1)",
         },
-        "Run longer (draws=2000, tune=2000) or try sampler='ffbs', which moves whole columns",
+        "Maps can hold several pinwheel layouts that a chain leaves only every few hundred sweeps;"
+        " run longer (e.g. tune=2000, draws=4000, or n_sweeps=4) and compare the chains' pinwheel"
+        " counts",
         predict=_Lazy("pmctx.models.vonmises_map", "predict"),
     )
 )

@@ -583,7 +583,28 @@ def _read_series(path: Path) -> np.ndarray:
 
 
 def load_vonmises_chain(path, options=None) -> dict:
-    """An angular time series; ``{"y", "mask", "signal", "options"}``."""
+    """An angular time series for the chain smoother.
+
+    Parameters
+    ----------
+    path : str or path-like
+        An ``.npz`` with ``y`` (angles in radians; optional ``mask``, ``signal`` and scalars),
+        or a one-column ``.csv`` without a header where an empty line is a missing sample.
+    options : dict, optional
+        The caller's model options; accepted by every loader for one signature and merged by
+        the caller over the returned file options.
+
+    Returns
+    -------
+    dict
+        ``{"y": array (T,), "mask": array or None, "signal": array or None, "options": dict}``.
+
+    Raises
+    ------
+    ValueError
+        On any departure from the schema; the message says what was expected, what arrived and
+        how to fix it.
+    """
     schema = SCHEMAS["vonmises-chain"]
     path = _check_file(path, schema)
     file_options, extra = {}, {"mask": None, "signal": None}

@@ -249,6 +249,10 @@ class GumModel:
             Add the ``posterior_predictive`` group (responses redrawn at the data).
         check_convergence : bool, default True
             Warn when function values or hyperparameters have not converged.
+        backend : {"auto", "pymc", "nutpie"}, default "auto"
+            The NUTS implementation: ``"auto"`` takes nutpie (low-rank mass matrix) for long
+            runs when it is installed and no :func:`pymc.sample`-only argument is given, else
+            PyMC (the rule and its timings: :mod:`pmctx.gum.backends`).
         **kwargs
             Passed to :func:`pymc.sample` (``target_accept``, ``step``, ``initvals``, ...).
 

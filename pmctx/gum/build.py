@@ -180,8 +180,7 @@ def _observe(design: GumDesign, y, rho, noise_prior_sd, extra) -> None:
             dist,
             design.response,
             observed=y,
-            # a tuple: register_rv reads a bare string as one dim per character
-            dims=(extra["dims"],) if "dims" in extra else None,
+            dims=extra.get("dims"),
             total_size=extra.get("total_size"),
         )
         return

@@ -316,6 +316,7 @@ class ChainFFBSVonMises(PmctxStep):
 
     name = "vonmises_chain_ffbs"
     stats_dtypes_shapes = {"log_evidence": (np.float64, [])}
+    owns_block = "vonmises_chain"  # x, as tagged by pmctx.models.vonmises_chain.build_model
 
     def __init__(self, vars=None, *, model=None, rng=None):
         import pymc as pm
@@ -365,6 +366,7 @@ class ChainKappaSlice(PmctxStep):
 
     name = "vonmises_chain_kappa_slice"
     stats_dtypes_shapes = {"kappa": (np.float64, [])}
+    owns_block = "vonmises_chain_kappa"  # kappa="prior" in pmctx.models.vonmises_chain
 
     def __init__(self, vars=None, *, prior=CHAIN_KAPPA_PRIOR, model=None, rng=None):
         import pymc as pm

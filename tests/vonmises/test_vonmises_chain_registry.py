@@ -15,12 +15,12 @@ def test_plain_sample_assigns_the_exact_chain_steps():
     _, y = simulate(12, kappa=3.0, kappa_obs=2.0, rank=3, missing=0.3, seed=0)
     model = build_model(y, kappa="prior", kappa_obs="prior", rank=3)
     assert assigned_steps(model) == {
-        "ChainFFBSStep": ["x"],
-        "ChainKappaStep": ["kappa"],
+        "ChainFFBSVonMises": ["x"],
+        "ChainKappaSlice": ["kappa"],
         "KappaObsSlice": ["kappa_obs"],
     }
     fixed = build_model(y, kappa=3.0, kappa_obs=2.0, rank=3)
-    assert assigned_steps(fixed) == {"ChainFFBSStep": ["x"]}
+    assert assigned_steps(fixed) == {"ChainFFBSVonMises": ["x"]}
     with model:
         idata = pm.sample(
             draws=20, tune=5, chains=1, random_seed=1, progressbar=False,

@@ -20,7 +20,6 @@ MODULES = [
     "pmctx.vonmises.chain",
     "pmctx.vonmises.select",
     "pmctx.models.vonmises_chain",
-    "pmctx.steps.vonmises_chain",
     "pmctx.vonmises.start",
 ]
 
