@@ -14,6 +14,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
 
 import pmctx  # noqa: E402
 
+# autosummary rewrites its stubs but never deletes them: a stub left by a module that was
+# since removed or renamed would fail the build (-W), so every build starts from fresh stubs.
+for _stub in (Path(__file__).resolve().parent / "generated").glob("pmctx*.rst"):
+    _stub.unlink()
+
 project = "pmctx"
 author = "The pmctx developers"
 copyright = "2026, The pmctx developers"
