@@ -170,6 +170,7 @@ def _run(sweep, n, seed):
     return draws
 
 
+@pytest.mark.slow  # ~65 s: 12,000 sweeps of the cluster sampler, twice
 def test_cluster_sweep_matches_exact_bins(exact_bins):
     n = 12000
 
