@@ -150,3 +150,8 @@ def test_ibp_predictive_scores_held_out_forces_given_cues():
     want = trial_logliks(test["F"], test["X"], Z, A, Y, pi, sigma_n=0.5, inactive="exact")["F"]
     assert got.shape == (1, 1, 2)
     np.testing.assert_allclose(got[0, 0], want, rtol=1e-12)
+
+
+def test_gum_adapter_rejects_an_unknown_refit_method():
+    with pytest.raises(ValueError, match="method must be 'nuts' or 'laplace'; got 'advi'"):
+        gum_functions(lambda train: None, method="advi")
