@@ -125,6 +125,12 @@ def build_model(
     pm.Model
         Free ``x`` (dim time, circular transform), potential ``chain`` (the normalised chain
         prior), observed ``y`` (dim obs).
+
+    Examples
+    --------
+    >>> model = build_model(np.array([0.1, np.nan, 0.3]), kappa="prior", rank=3)
+    >>> sorted(rv.name for rv in model.free_RVs)
+    ['kappa', 'x']
     """
     z_filled, mask, signal = _series(y, mask, signal)
     kappa = _concentration(kappa, "kappa")
@@ -164,7 +170,28 @@ def build_model(
 
 def default_steps(model) -> list:
     """Exact steps for a :func:`build_model` model: FFBS for ``x``, slice updates for the
-    concentrations that have priors. Call inside the model context."""
+    concentrations that have priors. Call inside the model context.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        A model returned by :func:`build_model`.
+
+    Returns
+    -------
+    list of pymc.step_methods.BlockedStep
+        ``ChainFFBSVonMises`` for ``x``, then ``ChainKappaSlice`` and ``KappaObsSlice`` for
+        the concentrations that are random variables.
+
+    Examples
+    --------
+    >>> x, y = simulate(10, kappa=4.0, kappa_obs=3.0, rank=3, seed=0)
+    >>> model = build_model(y, kappa=4.0, kappa_obs=3.0, rank=3)
+    >>> with model:
+    ...     steps = default_steps(model)
+    >>> [type(step).__name__ for step in steps]
+    ['ChainFFBSVonMises']
+    """
     steps = [ChainFFBSVonMises()]
     if model["kappa"] in model.free_RVs:
         steps.append(ChainKappaSlice())
@@ -202,6 +229,10 @@ def smooth(
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` when ``x`` (circular), ``smoothness`` or a
         learned concentration has not converged.
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in :func:`pymc.sample` (same defaults).
+    seed : optional
+        Deprecated alias of ``random_seed``.
 
     Returns
     -------
@@ -240,7 +271,39 @@ def smooth(
 def smoothing_marginals(
     y, *, kappa: float, kappa_obs: float, rank: int, mask=None, signal=None, n_angles: int = 128
 ):
-    """Exact ``p(x_t | y)`` for fixed concentrations: ``(angles, density (T, n_angles))``."""
+    """Exact ``p(x_t | y)`` for fixed concentrations: ``(angles, density (T, n_angles))``.
+
+    Parameters
+    ----------
+    y : array_like, shape (T,)
+        Observed angles in radians; NaN marks a missing sample.
+    kappa : float
+        Smoothing concentration of the chain potential (> 0).
+    kappa_obs : float
+        Observation concentration (> 0).
+    rank : int
+        Rank ``R`` of the potential (>= 1).
+    mask : array_like of 0/1, shape (T,), optional
+        1 where observed (default: where ``y`` is not NaN).
+    signal : array_like, shape (T,), optional
+        Relative signal strength per sample (> 0; default 1).
+    n_angles : int, default 128
+        Number of grid angles on which the densities are evaluated.
+
+    Returns
+    -------
+    angles : numpy.ndarray, shape (n_angles,)
+        Grid of angles in ``[-pi, pi)``.
+    density : numpy.ndarray, shape (T, n_angles)
+        ``p(x_t | y)`` on the grid, per time step.
+
+    Examples
+    --------
+    >>> y = np.array([0.5, np.nan, 0.7, 0.6])
+    >>> angles, density = smoothing_marginals(y, kappa=4.0, kappa_obs=3.0, rank=3, n_angles=64)
+    >>> density.shape, bool(np.allclose(density.sum(axis=1) * (angles[1] - angles[0]), 1.0))
+    ((4, 64), True)
+    """
     z_filled, mask, signal = _series(y, mask, signal)
     kappa = check_positive(kappa, "kappa")
     field = natural_field(z_filled, mask, check_positive(kappa_obs, "kappa_obs"), signal=signal)
@@ -256,6 +319,43 @@ def posterior_marginals(idata, y, *, rank: int, mask=None, signal=None, n_angles
     Rao-Blackwellised: each of ``n_draws`` evenly spaced draws of ``(kappa, kappa_obs)``
     gives exact marginals, which are averaged. Returns ``(angles, density, mean, sd)`` with
     the circular mean and circular sd of ``x_t`` from the posterior draws.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit from :func:`smooth` with learned ``kappa`` and ``kappa_obs`` (``"prior"``).
+    y : array_like, shape (T,)
+        The observed angles the model was fitted to (NaN where missing).
+    rank : int
+        Rank ``R`` of the fitted model.
+    mask, signal : array_like, optional
+        As in :func:`build_model`.
+    n_angles : int, default 128
+        Number of grid angles.
+    n_draws : int, default 50
+        Number of evenly spaced posterior draws averaged over.
+
+    Returns
+    -------
+    angles : numpy.ndarray, shape (n_angles,)
+        Grid of angles in ``[-pi, pi)``.
+    density : numpy.ndarray, shape (T, n_angles)
+        Rao-Blackwellised posterior density of ``x_t`` on the grid.
+    mean : numpy.ndarray, shape (T,)
+        Circular posterior mean of ``x_t``.
+    sd : numpy.ndarray, shape (T,)
+        Circular posterior standard deviation of ``x_t``.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> x, y = simulate(20, kappa=4.0, kappa_obs=3.0, rank=3, seed=0)
+    >>> idata = az.from_dict(posterior={"x": np.tile(x, (1, 4, 1)),
+    ...                                 "kappa": np.full((1, 4), 4.0),
+    ...                                 "kappa_obs": np.full((1, 4), 3.0)})
+    >>> angles, density, mean, sd = posterior_marginals(idata, y, rank=3, n_angles=64)
+    >>> density.shape, mean.shape
+    ((20, 64), (20,))
     """
     post = idata.posterior
     kappas = post["kappa"].values.ravel() if "kappa" in post else None
@@ -283,7 +383,36 @@ def posterior_marginals(idata, y, *, rank: int, mask=None, signal=None, n_angles
 
 
 def simulate(length: int, *, kappa: float, kappa_obs: float, rank: int, missing=0.0, seed=None):
-    """Exact draw from the chain prior and noisy observations: ``(x, y)``, NaN where missing."""
+    """Exact draw from the chain prior and noisy observations: ``(x, y)``, NaN where missing.
+
+    Parameters
+    ----------
+    length : int
+        Number of time steps ``T`` (>= 2).
+    kappa : float
+        Smoothing concentration of the chain prior (> 0).
+    kappa_obs : float
+        Observation concentration (> 0).
+    rank : int
+        Rank ``R`` of the potential (>= 1).
+    missing : float, default 0.0
+        Probability that an observation is missing (NaN).
+    seed : int or numpy.random.Generator, optional
+        Random seed or generator.
+
+    Returns
+    -------
+    x : numpy.ndarray, shape (T,)
+        True angles in ``[-pi, pi)``.
+    y : numpy.ndarray, shape (T,)
+        Noisy observations in ``[-pi, pi)``, NaN where missing.
+
+    Examples
+    --------
+    >>> x, y = simulate(50, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.5, seed=0)
+    >>> x.shape, 0 < int(np.isnan(y).sum()) < 50
+    ((50,), True)
+    """
     rng = as_rng(seed)
     length = check_int(length, "length", minimum=2)
     x, _ = sample_chain(np.zeros((length, 2)), check_positive(kappa, "kappa"), rank, rng)
@@ -298,6 +427,32 @@ def simulate_data(rng, *, length: int = 100, kappa=4.0, kappa_obs=3.0, rank=5, m
     Returns ``(data, truth)``: ``data`` holds ``y`` (NaN where missing) and the options
     ``kappa``, ``kappa_obs``, ``rank``; ``truth`` the angles ``x`` and their ``smoothness``
     (mean cosine of successive differences).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator or int
+        Random generator (or seed).
+    length : int, default 100
+        Number of time steps.
+    kappa, kappa_obs : float, default 4.0 and 3.0
+        Smoothing and observation concentrations.
+    rank : int, default 5
+        Rank of the potential.
+    missing : float, default 0.2
+        Probability that an observation is missing.
+
+    Returns
+    -------
+    data : dict
+        ``y`` and the options ``kappa``, ``kappa_obs``, ``rank``.
+    truth : dict
+        ``x`` and ``smoothness``.
+
+    Examples
+    --------
+    >>> data, truth = simulate_data(np.random.default_rng(0), length=12)
+    >>> data["y"].shape, sorted(truth)
+    ((12,), ['smoothness', 'x'])
     """
     x, y = simulate(length, kappa=kappa, kappa_obs=kappa_obs, rank=rank, missing=missing, seed=rng)
     data = {"y": y, "kappa": kappa, "kappa_obs": kappa_obs, "rank": rank}
@@ -305,7 +460,27 @@ def simulate_data(rng, *, length: int = 100, kappa=4.0, kappa_obs=3.0, rank=5, m
 
 
 def invariants(idata):
-    """Circular ``x`` (period 2 pi), ``smoothness`` and the learned concentrations per draw."""
+    """Circular ``x`` (period 2 pi), ``smoothness`` and the learned concentrations per draw.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit from :func:`smooth` (posterior ``x``).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``x`` (with ``attrs["period"] = 2 pi``), ``smoothness`` (mean cosine of successive
+        differences) and ``kappa``/``kappa_obs`` when they were learned, per chain and draw.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> idata = az.from_dict(posterior={"x": np.zeros((1, 3, 5))})
+    >>> inv = invariants(idata)
+    >>> sorted(inv.data_vars), float(inv["smoothness"].mean())
+    (['smoothness', 'x'], 1.0)
+    """
     import xarray as xr
 
     post = idata.posterior
@@ -335,7 +510,35 @@ def fit_data(
     seed=None,
     **options,
 ):
-    """:func:`smooth` on ``{"y": ..., "mask": ..., "signal": ...}`` (mask, signal optional)."""
+    """:func:`smooth` on ``{"y": ..., "mask": ..., "signal": ...}`` (mask, signal optional).
+
+    Parameters
+    ----------
+    data : dict
+        ``"y"`` (angles in radians, NaN where missing) and optionally ``"mask"`` and
+        ``"signal"``, as loaded by :func:`pmctx.schema.load_vonmises_chain`.
+
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in :func:`pymc.sample` (same defaults).
+    seed : optional
+        Deprecated alias of ``random_seed``.
+
+    **options
+        Further :func:`smooth` options (``kappa``, ``kappa_obs``, ``rank``, ...).
+
+    Returns
+    -------
+    arviz.InferenceData
+        As returned by :func:`smooth`.
+
+    Examples
+    --------
+    >>> x, y = simulate(20, kappa=4.0, kappa_obs=3.0, rank=3, seed=2)
+    >>> idata = fit_data({"y": y}, rank=3, draws=10, tune=5, chains=1,
+    ...                  check_convergence=False, progressbar=False)
+    >>> idata.posterior["x"].shape
+    (1, 10, 20)
+    """
     return smooth(
         data["y"],
         mask=data.get("mask"),
@@ -354,7 +557,30 @@ def fit_data(
 def write_outputs(idata, out_dir, prefix: str = "vonmises-chain", *, y=None, truth=None):
     """Standard outputs (posterior, circular summary, diagnostics) and a smoothing figure:
     posterior circular mean of ``x`` with a 90% band, the observations and (if given) the
-    true angles."""
+    true angles.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit from :func:`smooth`.
+    out_dir : path-like
+        Output folder (created if needed).
+    prefix : str, default "vonmises-chain"
+        File name prefix.
+    y : array_like, shape (T,), optional
+        Observed angles, drawn in the smoothing figure.
+    truth : array_like, shape (T,), optional
+        True angles, drawn in the smoothing figure.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+
+    Examples
+    --------
+    >>> paths = write_outputs(idata, "pmctx-out", y=y)  # doctest: +SKIP
+    """
     from pathlib import Path
 
     import matplotlib.pyplot as plt
@@ -381,7 +607,30 @@ def write_outputs(idata, out_dir, prefix: str = "vonmises-chain", *, y=None, tru
 
 
 def demo(out_dir, *, quick: bool = False, random_seed: int = 0, seed=None, cores=None):
-    """Smooth a simulated head-direction trace with 30% missing samples (``quick``: short)."""
+    """Smooth a simulated head-direction trace with 30% missing samples (``quick``: short).
+
+    Parameters
+    ----------
+    out_dir : path-like
+        Output folder.
+    quick : bool, default False
+        A short trace and short chains (seconds), for a first look and the tests.
+    random_seed : int, default 0
+        Seed of the simulated trace and the sampler.
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    cores : int, optional
+        Parallel chains, as in :func:`pymc.sample`.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+
+    Examples
+    --------
+    >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
+    """
     seed = resolve_seed(random_seed, seed)
     length = 60 if quick else 300
     x, y = simulate(length, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.3, seed=seed)
@@ -418,6 +667,31 @@ def fit(
     The file is ``.npz`` with ``y`` (angles in radians, NaN where missing), optional ``mask``
     and ``signal`` and optional scalars ``kappa``, ``kappa_obs`` (numbers; learned when
     absent) and ``rank``; or a one-column ``.csv`` of angles without a header.
+
+    Parameters
+    ----------
+    data_path : str or path-like
+        The data file (layout in :mod:`pmctx.schema` and the "Fitting your own data" guide).
+
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in :func:`pymc.sample` (same defaults).
+    seed : optional
+        Deprecated alias of ``random_seed``.
+
+    out_dir : path-like, default "pmctx-fit"
+        Output folder for the files.
+    **options
+        Model options (``kappa``, ``kappa_obs``, ``rank``, ...); they override scalars
+        stored in the file.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written: posterior, summary, diagnostics and the smoothing figure.
+
+    Examples
+    --------
+    >>> paths = fit("angles.csv", out_dir="pmctx-fit")  # doctest: +SKIP
     """
     from pmctx.schema import load_vonmises_chain
 

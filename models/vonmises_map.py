@@ -87,7 +87,31 @@ def default_steps(model, sampler: str = "augmented", *, n_sweeps: int = 1) -> li
     """The step list of a model from :func:`build_model`: the map sampler ``sampler`` for
     ``o`` (``n_sweeps`` kernel sweeps per draw), plus
     :class:`~pmctx.steps.vonmises.KappaObsSlice` when ``kappa_obs="prior"``.
-    Call it inside the model context."""
+    Call it inside the model context.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        A model returned by :func:`build_model`.
+    sampler : {"augmented", "cluster", "ffbs", "pointwise"}, default "augmented"
+        Step method for the angle grid ``o`` (keys of :data:`STEPS`).
+    n_sweeps : int, default 1
+        Kernel sweeps of ``o`` per stored draw.
+
+    Returns
+    -------
+    list of pymc.step_methods.BlockedStep
+        The map step, followed by a ``KappaObsSlice`` when ``kappa_obs`` is a random variable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> model = build_model(np.zeros((2, 3)), kappa_obs="prior", rank=3)
+    >>> with model:
+    ...     steps = default_steps(model, "pointwise")
+    >>> [type(step).__name__ for step in steps]
+    ['PointwiseVonMisesGibbs', 'KappaObsSlice']
+    """
     step_class = STEPS[check_choice(sampler, "sampler", list(STEPS))]
     n_sweeps = check_int(n_sweeps, "n_sweeps", minimum=1)
     steps = [step_class([model["o"]], n_sweeps=n_sweeps)]
@@ -97,12 +121,44 @@ def default_steps(model, sampler: str = "augmented", *, n_sweeps: int = 1) -> li
 
 
 def theta_to_o(theta):
-    """Doubled angle ``o = 2 theta`` wrapped into ``[-pi, pi)`` (NaN stays NaN)."""
+    """Doubled angle ``o = 2 theta`` wrapped into ``[-pi, pi)`` (NaN stays NaN).
+
+    Parameters
+    ----------
+    theta : array_like
+        Orientations in radians (period pi); NaN allowed.
+
+    Returns
+    -------
+    numpy.ndarray
+        Doubled angles ``2 theta`` wrapped into ``[-pi, pi)``, float64, same shape.
+
+    Examples
+    --------
+    >>> theta_to_o([0.0, np.pi / 4, np.pi / 2]).round(3).tolist()
+    [0.0, 1.571, -3.142]
+    """
     return wrap_angle(2.0 * np.asarray(theta, dtype=np.float64))
 
 
 def o_to_theta(o):
-    """Orientation ``theta = o / 2`` in ``[0, pi)`` from a doubled angle ``o``."""
+    """Orientation ``theta = o / 2`` in ``[0, pi)`` from a doubled angle ``o``.
+
+    Parameters
+    ----------
+    o : array_like
+        Doubled angles in radians (any real values; period 2 pi).
+
+    Returns
+    -------
+    numpy.ndarray
+        Orientations ``(o mod 2 pi) / 2`` in ``[0, pi)``, float64, same shape.
+
+    Examples
+    --------
+    >>> o_to_theta([-np.pi / 2, np.pi]).round(3).tolist()
+    [2.356, 1.571]
+    """
     return np.mod(np.asarray(o, dtype=np.float64), 2.0 * np.pi) / 2.0
 
 
@@ -186,6 +242,14 @@ def build_model(
         Free variable ``o`` (dims row, col; circular transform), potential ``mrf``,
         observed ``z`` (dim obs) and deterministic ``theta = o / 2``. The hyperparameters
         live in data containers (``kappa``, ``kappa_obs``, ``rank``, ...) read by the steps.
+
+    Examples
+    --------
+    >>> model = build_model(np.array([[0.1, np.nan], [0.3, 0.4]]), kappa=2.0, rank=3)
+    >>> model.free_RVs
+    [o]
+    >>> int(model["obs_mask"].get_value().sum())
+    3
     """
     kappa, kappa_obs, rank = _check_hyper(kappa, kappa_obs, rank)
     z_filled, mask = _observations(z, mask, shape)
@@ -265,6 +329,28 @@ def sample_prior(
     or ``(n_maps, M, N)`` when ``n_maps`` is given (independent chains). An interrupted run
     (Ctrl-C) returns the maps finished so far.
 
+    Parameters
+    ----------
+    shape : tuple of int
+        Grid shape ``(M, N)``.
+    kappa : float, default 5.0
+        Smoothing concentration of the edge potentials (> 0).
+    rank : int, default 5
+        Rank ``R`` of the edge potential (>= 1).
+    n_sweeps : int, default 50
+        Gibbs sweeps from the uniform start (more sweeps, closer to the prior).
+    n_maps : int, optional
+        Number of independent maps; omitted, a single map is returned.
+    sampler : {"augmented", "cluster", "ffbs", "pointwise"}, default "augmented"
+        Sweep kernel (:data:`pmctx.vonmises.SWEEPS`).
+    seed : int or numpy.random.Generator, optional
+        Random seed or generator.
+
+    Returns
+    -------
+    numpy.ndarray
+        Doubled angles ``o`` in ``[-pi, pi)``: shape ``(M, N)``, or ``(n_maps, M, N)``.
+
     Examples
     --------
     >>> o = sample_prior((20, 20), kappa=5.0, rank=5, n_sweeps=5, seed=0)
@@ -337,6 +423,8 @@ def reconstruct(
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` when theta (circular R-hat/ESS on cos and
         sin), smoothness or the pinwheel count has not converged.
+    seed : optional
+        Deprecated alias of ``random_seed``.
 
     Returns
     -------
@@ -420,12 +508,24 @@ def predict(idata, *, sites=None, random_seed=None):
         From :func:`reconstruct`.
     sites : array_like of bool (M, N), optional
         Nodes to predict (default: the unobserved ones, ``obs_mask == 0``).
+    random_seed : int or numpy.random.Generator, optional
+        Seed of the predictive draws.
 
     Returns
     -------
     xarray.Dataset
         ``theta_pred`` (chain, draw, site) with ``row``/``col`` of each site, and
         ``attrs["period"] = pi`` on ``theta_pred``.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> import xarray as xr
+    >>> idata = az.from_dict(posterior={"o": np.zeros((1, 5, 2, 2))})
+    >>> mask = xr.DataArray([[1, 0], [1, 1]], dims=("row", "col"))
+    >>> idata.add_groups(constant_data=xr.Dataset({"obs_mask": mask, "kappa_obs": 2.0}))
+    >>> predict(idata, random_seed=0)["theta_pred"].shape
+    (1, 5, 1)
     """
     import xarray as xr
 
@@ -456,6 +556,26 @@ def invariants(idata):
 
     ``theta`` carries ``attrs["period"] = pi``: summaries give its circular mean and sd, and
     R-hat/ESS are computed on ``cos 2 theta`` and ``sin 2 theta``.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit from :func:`reconstruct` (posterior ``o`` and ``theta``).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``theta`` (chain, draw, row, col), ``smoothness`` (mean cosine of neighbouring
+        doubled-angle differences) and ``pinwheels`` (count per map), per chain and draw.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> o = np.zeros((1, 4, 3, 3))
+    >>> idata = az.from_dict(posterior={"o": o, "theta": o_to_theta(o)})
+    >>> inv = invariants(idata)
+    >>> sorted(inv.data_vars), float(inv["smoothness"].mean())
+    (['pinwheels', 'smoothness', 'theta'], 1.0)
     """
     import xarray as xr
 
@@ -480,13 +600,57 @@ def invariants(idata):
 
 
 def posterior_orientation(idata):
-    """Posterior mean orientation and circular standard deviation, each ``(M, N)``."""
+    """Posterior mean orientation and circular standard deviation, each ``(M, N)``.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit with posterior ``theta`` (chain, draw, M, N), e.g. from :func:`reconstruct`.
+
+    Returns
+    -------
+    mean : numpy.ndarray, shape (M, N)
+        Circular posterior mean orientation in ``[0, pi)``.
+    sd : numpy.ndarray, shape (M, N)
+        Circular standard deviation of the orientation (radians).
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> idata = az.from_dict(posterior={"theta": np.full((2, 10, 2, 3), 0.5)})
+    >>> mean, sd = posterior_orientation(idata)
+    >>> mean.shape, float(mean[0, 0].round(6))
+    ((2, 3), 0.5)
+    """
     theta = idata.posterior["theta"].values
     return circular_moments(theta.reshape(-1, *theta.shape[2:]), axis=0)
 
 
 def noisy_observations(theta, *, kappa_obs: float, missing: float, seed=None):
-    """Corrupt orientations: von Mises noise on ``2 theta`` and a fraction set missing (NaN)."""
+    """Corrupt orientations: von Mises noise on ``2 theta`` and a fraction set missing (NaN).
+
+    Parameters
+    ----------
+    theta : array_like
+        True orientations in ``[0, pi)``.
+    kappa_obs : float
+        Concentration (> 0) of the von Mises noise on the doubled angle ``2 theta``.
+    missing : float
+        Probability that a node is set missing (NaN).
+    seed : int or numpy.random.Generator, optional
+        Random seed or generator.
+
+    Returns
+    -------
+    numpy.ndarray
+        Noisy orientations in ``[0, pi)`` with NaN at missing nodes, same shape as ``theta``.
+
+    Examples
+    --------
+    >>> obs = noisy_observations(np.full((5, 5), 1.0), kappa_obs=50.0, missing=0.2, seed=0)
+    >>> obs.shape, bool(np.isnan(obs).any())
+    ((5, 5), True)
+    """
     rng = as_rng(seed)
     o = rng.vonmises(theta_to_o(theta), check_positive(kappa_obs, "kappa_obs"))
     observed = o_to_theta(o)
@@ -498,7 +662,32 @@ def write_outputs(
     idata, out_dir: Path, prefix: str = "vonmises", *, theta_obs=None, truth=None
 ) -> list[Path]:
     """Standard outputs (posterior, circular summary, diagnostics) and the reconstruction
-    (when ``theta_obs`` is given) and smoothness-trace figures."""
+    (when ``theta_obs`` is given) and smoothness-trace figures.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit from :func:`reconstruct`.
+    out_dir : path-like
+        Output folder (created if needed).
+    prefix : str, default "vonmises"
+        File name prefix.
+    theta_obs : array_like, shape (M, N), optional
+        Observed orientations (NaN where missing), for the reconstruction figure.
+    truth : array_like, shape (M, N), optional
+        True orientations, drawn in the reconstruction figure when given.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+
+    Examples
+    --------
+    >>> theta = np.full((3, 3), 0.5)
+    >>> idata = reconstruct(theta, rank=3, draws=10, tune=5, chains=1)  # doctest: +SKIP
+    >>> paths = write_outputs(idata, "pmctx-out", theta_obs=theta)  # doctest: +SKIP
+    """
     from pmctx.io import write_standard_outputs
     from pmctx.vonmises.plots import plot_reconstruction, plot_smoothness_trace
 
@@ -522,6 +711,28 @@ def demo(
     theta, smoothness, pinwheels), ``vonmises_diagnostics.csv``, a metrics CSV
     (orientation errors, pinwheels, smoothness), the reconstruction figure, a trace plot and
     prior samples for several ranks and concentrations. ``quick`` uses a 24 x 24 grid.
+
+    Parameters
+    ----------
+    out_dir : path-like
+        Output folder.
+    quick : bool, default False
+        A 24 x 24 grid and short chains (seconds), for a first look and the tests.
+    random_seed : int, default 0
+        Seed of the simulated map, the noise and the sampler.
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    cores : int, optional
+        Parallel chains, as in :func:`pymc.sample`.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+
+    Examples
+    --------
+    >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
     """
     import matplotlib.pyplot as plt
 
@@ -591,7 +802,33 @@ def fit_data(
     seed=None,
     **options,
 ):
-    """:func:`reconstruct` on ``{"theta": ..., "mask": ...}`` (mask optional)."""
+    """:func:`reconstruct` on ``{"theta": ..., "mask": ...}`` (mask optional).
+
+    Parameters
+    ----------
+    data : dict
+        ``"theta"`` (M x N orientations in ``[0, pi]``, NaN where missing) and optionally
+        ``"mask"`` (M x N, 1 = observed), as loaded by :func:`pmctx.schema.load_vonmises`.
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in :func:`pymc.sample` (same defaults).
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    **options
+        Further :func:`reconstruct` options (``kappa``, ``kappa_obs``, ``rank``, ``sampler``, ...).
+
+    Returns
+    -------
+    arviz.InferenceData
+        As returned by :func:`reconstruct`.
+
+    Examples
+    --------
+    >>> data = {"theta": np.array([[0.2, np.nan], [0.3, 0.4]])}
+    >>> idata = fit_data(data, rank=3, draws=10, tune=5, chains=1,
+    ...                  check_convergence=False, progressbar=False)
+    >>> idata.posterior["theta"].shape
+    (1, 10, 2, 2)
+    """
     return reconstruct(
         data["theta"],
         mask=data.get("mask"),
@@ -628,6 +865,34 @@ def fit(
     orientations without a header (empty cells or NaN for missing). ``options`` override the
     file's. Writes ``vonmises_posterior.nc``, ``vonmises_summary.csv``,
     ``vonmises_diagnostics.csv`` and reconstruction/trace figures into ``out_dir``.
+
+    Parameters
+    ----------
+    data_path : str or path-like
+        The data file (layout in :mod:`pmctx.schema` and the "Fitting your own data" guide).
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in :func:`pymc.sample` (same defaults).
+    seed : optional
+        Deprecated alias of ``random_seed``.
+    out_dir : path-like, default "pmctx-fit"
+        Output folder for the files.
+    **options
+        Model options (``kappa``, ``kappa_obs``, ``rank``, ``sampler``, ...); they override
+        scalars stored in the file.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written: posterior, summary, diagnostics and the figures.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> np.savez(folder / "map.npz", theta=np.full((3, 3), 0.5))
+    >>> paths = fit(folder / "map.npz", rank=3, draws=10, tune=5, chains=1, progressbar=False,
+    ...             check_convergence=False, out_dir=folder / "out")  # doctest: +SKIP
     """
     from pmctx.schema import load_vonmises
 
