@@ -124,6 +124,31 @@ class GumModel:
     :meth:`sample` (NUTS), :meth:`laplace` and :meth:`advi` return ``InferenceData`` with a
     ``log_likelihood`` group; :meth:`function_summary` gives a function's posterior on its
     grid with a credible band.
+
+    Parameters
+    ----------
+    design : pmctx.gum.design.Design
+        The numeric design (bases, slices of the free vector, likelihood).
+    blocks : list
+        The product blocks of the expanded formula (lists of factors of leaf terms).
+    constraints : dict
+        Identifiability constraints per function (see :mod:`pmctx.gum.constraints`).
+    labels : dict
+        Category labels of categorical terms, by function name.
+    lengthscale_prior_sigma : float, optional
+        Log-normal prior sd of sampled GP lengthscales (None: fixed lengthscales).
+    columns : dict, optional
+        The training regressor columns (for the posterior predictive).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> data = {"x": rng.uniform(0, 2, 30)}
+    >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+    >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+    >>> type(g).__name__, g.function_names
+    ('GumModel', ['f_x'])
     """
 
     def __init__(
@@ -140,7 +165,18 @@ class GumModel:
 
     @property
     def model(self) -> pm.Model:
-        """The ``pm.Model`` (built on first use, rebuilt after hyperparameter changes)."""
+        """The ``pm.Model`` (built on first use, rebuilt after hyperparameter changes).
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> sorted(v.name for v in g.model.free_RVs)
+        ['f_x_z', 'intercept_z']
+        """
         if self._model is None:
             self._model = build_pymc_model(
                 self.design,
@@ -154,17 +190,70 @@ class GumModel:
 
     @property
     def function_names(self) -> list[str]:
+        """Names of the model's functions (``f_x``, ``w_g``, ...), in declaration order.
+
+        Returns
+        -------
+        list of str
+            The keys of ``design.functions``.
+
+        Examples
+        --------
+
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> g.function_names
+        ['f_x']
+        """
         return list(self.design.functions)
 
     def hyperparameters(self) -> dict:
-        """Current hyperparameters per function (plus ``noise_sd`` for Gaussian data)."""
+        """Current hyperparameters per function (plus ``noise_sd`` for Gaussian data).
+
+        Returns
+        -------
+        dict
+            ``{function name: {hyperparameter: value}}``, plus the dispersion (``noise_sd`` or
+            ``alpha``) of families that have one.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> g.hyperparameters()
+        {'f_x': {'lengthscale': 0.5, 'variance': 1.0}}
+        """
         out = {name: dict(fn.hyper) for name, fn in self.design.functions.items()}
         if self.design.family in DISPERSION:
             out[DISPERSION[self.design.family]] = self.design.noise_sd
         return out
 
     def set_hyperparameters(self, values: dict) -> None:
-        """Set hyperparameters, e.g. ``{"f_x": {"lengthscale": 0.3}, "noise_sd": 0.5}``."""
+        """Set hyperparameters, e.g. ``{"f_x": {"lengthscale": 0.3}, "noise_sd": 0.5}``.
+
+        Parameters
+        ----------
+        values : dict
+            ``{function name: {hyperparameter: value}}`` and, for families with a dispersion,
+            ``"noise_sd"`` or ``"alpha"``: value. Values must be positive.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> g.set_hyperparameters({"f_x": {"lengthscale": 0.3}})
+        >>> g.hyperparameters()["f_x"]["lengthscale"]
+        0.3
+        """
         for name, settings in values.items():
             if name in ("noise_sd", "alpha") and self.design.family in DISPERSION:
                 self.design.noise_sd = check_positive(settings, name)
@@ -185,7 +274,29 @@ class GumModel:
 
     # ---------------------------------------------------------------- inference
     def map_point(self, u: np.ndarray | None = None) -> dict:
-        """Initial-value dict of the PyMC model at free vector ``u`` (default: Laplace MAP)."""
+        """Initial-value dict of the PyMC model at free vector ``u`` (default: Laplace MAP).
+
+        Parameters
+        ----------
+        u : numpy.ndarray, optional
+            A free vector (length ``design.n_free``); default the Laplace MAP (fitted if needed).
+
+        Returns
+        -------
+        dict
+            ``{value variable name: value}`` for the PyMC model's free variables, usable as
+            ``initvals``.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> sorted(g.map_point())
+        ['f_x_z', 'intercept_z']
+        """
         d = self.design
         if u is None:
             u = (self.laplace_result or self.fit_laplace()).u_map
@@ -261,6 +372,15 @@ class GumModel:
         arviz.InferenceData
             ``posterior`` (function values on their grids, offsets, intercept, hyper-
             parameters), ``sample_stats``, ``log_likelihood``, ``posterior_predictive``.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> idata = g.sample(draws=200, tune=200, chains=2)  # doctest: +SKIP
         """
         from pmctx.convergence import report_after_fit
         from pmctx.gum.backends import choose_backend, sample_nutpie
@@ -359,6 +479,28 @@ class GumModel:
             tiny posterior scales in the non-centred coordinates, where a cold start diverges.
         log_likelihood : bool, default True
             Add the pointwise ``log_likelihood`` group (size draws x N).
+        method : {"advi", "fullrank_advi"}, default "advi"
+            Mean-field or full-rank ADVI.
+        draws : int, default 500
+            Draws from the fitted approximation.
+        seed : int, default 0
+            Seed of the optimisation and of the draws.
+        **kwargs
+            Passed to :func:`pymc.fit` (e.g. ``obj_optimizer``, ``callbacks``).
+
+        Returns
+        -------
+        arviz.InferenceData
+            One chain of ``draws`` draws, with a ``log_likelihood`` group when requested.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> idata = g.advi(n=2000, draws=100)  # doctest: +SKIP
         """
         check_choice(method, "method", ("advi", "fullrank_advi"))
         kwargs.setdefault("progressbar", False)
@@ -388,7 +530,30 @@ class GumModel:
         return idata
 
     def fit_laplace(self, **kwargs) -> LaplaceResult:
-        """Newton MAP + Hessian at the current hyperparameters (see :mod:`pmctx.gum.laplace`)."""
+        """Newton MAP + Hessian at the current hyperparameters (see :mod:`pmctx.gum.laplace`).
+
+        Parameters
+        ----------
+        **kwargs
+            Options of :func:`pmctx.gum.laplace.laplace_fit` (e.g. ``max_iter``, ``n_starts``).
+
+        Returns
+        -------
+        pmctx.gum.laplace.LaplaceResult
+            The mode ``u_map``, its covariance and the Laplace log evidence; also stored as
+            ``laplace_result``.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> result = g.fit_laplace()
+        >>> result.u_map.shape == (g.design.n_free,)
+        True
+        """
         if self._free_dispersion():
             key = DISPERSION[self.design.family]
             raise ValueError(
@@ -424,6 +589,17 @@ class GumModel:
         -------
         arviz.InferenceData
             One chain of ``draws`` draws, with the same variables as :meth:`sample`.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> idata = g.laplace(draws=20)
+        >>> idata.posterior["f_x"].shape[:2], "log_evidence" in idata.posterior.attrs
+        ((1, 20), True)
         """
         result = result or self.laplace_result or self.fit_laplace()
         u = result.draws(draws, np.random.default_rng(seed))
@@ -496,10 +672,23 @@ class GumModel:
             Laplace draws when ``idata`` is None.
         seed : int, default 0
             Seed of the GP-conditional and response draws.
+        name : str, optional
+            Name of the returned DataArray (default: ``kind``, or the response's name).
 
         Returns
         -------
         xarray.DataArray with dims ``(chain, draw, obs)``.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> idata = g.laplace(draws=20)
+        >>> g.predict({"x": np.array([0.5, 1.5])}, idata, kind="mean").shape
+        (1, 20, 2)
         """
         check_choice(kind, "kind", KINDS)
         draws = check_int(draws, "draws", minimum=1)
@@ -519,14 +708,68 @@ class GumModel:
 
     def function_values(self, name, x, idata=None, *, draws=1000, seed=0) -> np.ndarray:
         """Draws (chain, draw, len(x)) of function ``name`` at inputs ``x`` (exact, not
-        interpolated from the support grid)."""
+        interpolated from the support grid).
+
+        Parameters
+        ----------
+        name : str
+            The function (one of :attr:`function_names`).
+        x : array_like
+            Inputs at which to evaluate it.
+        idata : arviz.InferenceData, optional
+            Posterior draws; default ``draws`` Laplace draws.
+        draws : int, default 1000
+            Laplace draws when ``idata`` is None.
+        seed : int, default 0
+            Seed of the Laplace and GP-conditional draws.
+
+        Returns
+        -------
+        numpy.ndarray
+            Draws of shape ``(chain, draw, len(x))``.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> g.function_values("f_x", np.array([0.5, 1.0]), draws=20).shape
+        (1, 20, 2)
+        """
         if name not in self.design.functions:
             raise ValueError(f"Unknown function {name!r}; have {self.function_names}.")
         return function_draws(self, name, x, idata, draws=draws, seed=seed)
 
     def add_posterior_predictive(self, idata: az.InferenceData, *, seed=0) -> az.InferenceData:
         """Add a ``posterior_predictive`` group (response draws at the training inputs), so
-        ``az.plot_ppc`` and ``az.loo_pit`` work on GUM fits."""
+        ``az.plot_ppc`` and ``az.loo_pit`` work on GUM fits.
+
+        Parameters
+        ----------
+        idata : arviz.InferenceData
+            Posterior draws of this model (NUTS, ADVI or Laplace); modified in place.
+        seed : int, default 0
+            Seed of the response draws.
+
+        Returns
+        -------
+        arviz.InferenceData
+            ``idata`` with a (replaced) ``posterior_predictive`` group; unchanged when the
+            dispersion is neither fixed nor sampled.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> idata = g.laplace(draws=20, posterior_predictive=False)
+        >>> g.add_posterior_predictive(idata).posterior_predictive["y"].shape
+        (1, 20, 30)
+        """
         d = self.design
         rho, noise = predict_draws(self, self._training_columns, d.n_obs, idata, seed=seed)
         rng = np.random.default_rng(None if seed is None else seed + 2)
@@ -540,7 +783,34 @@ class GumModel:
         return idata
 
     def to_idata(self, u: np.ndarray, *, result=None, log_likelihood=True) -> az.InferenceData:
-        """InferenceData of free-vector draws ``u`` (draws x D), named like the PyMC model."""
+        """InferenceData of free-vector draws ``u`` (draws x D), named like the PyMC model.
+
+        Parameters
+        ----------
+        u : numpy.ndarray, shape (draws, D)
+            Draws of the free vector.
+        result : pmctx.gum.laplace.LaplaceResult, optional
+            A Laplace fit whose log evidence and convergence flag go into the attributes.
+        log_likelihood : bool, default True
+            Add the pointwise ``log_likelihood`` group.
+
+        Returns
+        -------
+        arviz.InferenceData
+            One chain with the free variables, the functions on their grids, the intercept and
+            offsets, named as in the PyMC model.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> u = np.zeros((3, g.design.n_free))
+        >>> g.to_idata(u).log_likelihood["y"].shape
+        (1, 3, 30)
+        """
         d = self.design
         posterior, dims, coords = {}, {}, {"obs": np.arange(d.n_obs)}
         thetas, scalars = d.thetas(u), d.scalars(u)
@@ -579,15 +849,56 @@ class GumModel:
         )
 
     def pointwise_loglik(self, u: np.ndarray) -> np.ndarray:
-        """Log-likelihood of every observation at free vector ``u``."""
+        """Log-likelihood of every observation at free vector ``u``.
+
+        Parameters
+        ----------
+        u : numpy.ndarray, shape (D,)
+            A free vector.
+
+        Returns
+        -------
+        numpy.ndarray, shape (N,)
+            Log-likelihood of each observation.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> g.pointwise_loglik(np.zeros(g.design.n_free)).shape
+        (30,)
+        """
         return self.design.loglik(self.design.predictor(u))[0]
 
     def function_summary(self, idata: az.InferenceData, name: str, *, hdi_prob=0.94):
         """Posterior mean, sd and equal-tailed band of function ``name`` on its grid.
 
+        Parameters
+        ----------
+        idata : arviz.InferenceData
+            Posterior draws with the function ``name``.
+        name : str
+            The function (one of :attr:`function_names`).
+        hdi_prob : float, default 0.94
+            Probability mass of the equal-tailed band.
+
         Returns
         -------
         pandas.DataFrame with columns ``x``, ``mean``, ``sd``, ``lower``, ``upper``.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+
+        >>> table = g.function_summary(g.laplace(draws=20), "f_x")
+        >>> list(table.columns)
+        ['x', 'mean', 'sd', 'lower', 'upper']
         """
         if name not in self.design.functions:
             raise ValueError(f"Unknown function {name!r}; have {self.function_names}.")
