@@ -94,6 +94,15 @@ class SubjectFit:
     n_evals : int
         Particle-filter runs used.
     seconds : float
+
+    Examples
+    --------
+    >>> fit = SubjectFit(variant="lcm", params={}, free=("alpha", "a"), log_likelihood=-10.0,
+    ...                  pointwise=np.zeros(20), n_params=4, n_observed=20, V=np.zeros(20),
+    ...                  starts=[], n_evals=0, seconds=0.0)
+
+    >>> round(fit.bic, 3), fit.aic, round(fit.log_evidence_bic, 3)
+    (31.983, 28.0, -15.991)
     """
 
     variant: str
@@ -110,15 +119,64 @@ class SubjectFit:
 
     @property
     def bic(self) -> float:
+        """Bayesian information criterion, ``n_params log(n_observed) - 2 log_likelihood``.
+
+        Returns
+        -------
+        float
+            The BIC (lower is better).
+
+        Examples
+        --------
+
+        >>> fit = SubjectFit(variant="lcm", params={}, free=("alpha", "a"), log_likelihood=-10.0,
+        ...                  pointwise=np.zeros(20), n_params=4, n_observed=20, V=np.zeros(20),
+        ...                  starts=[], n_evals=0, seconds=0.0)
+
+        >>> round(fit.bic, 3)
+        31.983
+        """
         return float(self.n_params * np.log(self.n_observed) - 2 * self.log_likelihood)
 
     @property
     def aic(self) -> float:
+        """Akaike information criterion, ``2 n_params - 2 log_likelihood``.
+
+        Returns
+        -------
+        float
+            The AIC (lower is better).
+
+        Examples
+        --------
+
+        >>> fit = SubjectFit(variant="lcm", params={}, free=("alpha", "a"), log_likelihood=-10.0,
+        ...                  pointwise=np.zeros(20), n_params=4, n_observed=20, V=np.zeros(20),
+        ...                  starts=[], n_evals=0, seconds=0.0)
+
+        >>> fit.aic
+        28.0
+        """
         return float(2 * self.n_params - 2 * self.log_likelihood)
 
     @property
     def log_evidence_bic(self) -> float:
-        """BIC approximation of the log marginal likelihood, ``-BIC / 2``."""
+        """BIC approximation of the log marginal likelihood, ``-BIC / 2``.
+
+        Returns
+        -------
+        float
+            ``-bic / 2``.
+
+        Examples
+        --------
+        >>> fit = SubjectFit(variant="lcm", params={}, free=("alpha", "a"), log_likelihood=-10.0,
+        ...                  pointwise=np.zeros(20), n_params=4, n_observed=20, V=np.zeros(20),
+        ...                  starts=[], n_evals=0, seconds=0.0)
+
+        >>> round(fit.log_evidence_bic, 3)
+        -15.991
+        """
         return -0.5 * self.bic
 
 
@@ -185,6 +243,16 @@ def fit_subject(
     Returns
     -------
     SubjectFit
+
+    Examples
+    --------
+    >>> design = recovery_design(20)
+    >>> data = simulate_subject(design, {"alpha": 1.0, "a": 1.0, "gain": 1.0, "sd": 0.1},
+    ...                         variant="lcm", n_particles=20, rng=0)
+    >>> fit = fit_subject(data["responses"], design, variant="lcm", n_particles=20,
+    ...                   n_starts=1, max_evals=10, rng=1)
+    >>> fit.free, fit.n_observed
+    (('alpha', 'a'), 20)
     """
     gen = as_rng(rng)
     free, values = _variant(variant, free, fixed)
@@ -265,6 +333,34 @@ def compare_variants(responses, features, *, variants=tuple(LCM_VARIANTS), rng=N
     Columns: ``log_likelihood``, ``n_params``, ``bic``, ``aic``, ``log_evidence_bic`` and the
     fitted parameters; ``options`` go to :func:`fit_subject`. The same common random numbers
     (``rng``) are used for every variant, so differences are not filter noise.
+
+    Parameters
+    ----------
+    responses : array_like (trial,)
+        Conditioned responses, NaN where missing.
+    features : Design or array_like (trial, feature)
+        The trial design, as in :func:`fit_subject`.
+    variants : sequence of str, default all of :data:`LCM_VARIANTS`
+        The variants to fit.
+    rng : int or numpy.random.Generator, optional
+        Seeds the common random numbers shared by all variants.
+    **options
+        Passed to :func:`fit_subject` (``n_particles``, ``n_starts``, ``response``, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per variant; ``attrs["fits"]`` holds the :class:`SubjectFit` of each.
+
+    Examples
+    --------
+    >>> design = recovery_design(20)
+    >>> data = simulate_subject(design, {"alpha": 1.0, "a": 1.0, "gain": 1.0, "sd": 0.1},
+    ...                         variant="lcm", n_particles=20, rng=0)
+    >>> table = compare_variants(data["responses"], design, variants=("lcm", "lcm_one_cause"),
+    ...                          n_particles=20, n_starts=1, max_evals=10, rng=1)
+    >>> list(table.index), "log_evidence_bic" in table.columns
+    (['lcm', 'lcm_one_cause'], True)
     """
     import pandas as pd
 
