@@ -26,6 +26,24 @@ def slice_sample(log_density, x0: float, rng, *, width: float = 1.0, max_steps: 
 
     ``log_density`` is evaluated at scalars; the update leaves ``exp(log_density)``
     invariant for any fixed ``width`` (Neal 2003, Figs. 3 and 5).
+
+    Parameters
+    ----------
+    log_density : callable
+        Log density (up to a constant) of a scalar.
+    x0 : float
+        Current value (where ``log_density`` is finite).
+    rng : numpy.random.Generator
+        Random generator.
+    width : float, default 1.0
+        Initial bracket width.
+    max_steps : int, default 64
+        Maximum stepping-out steps.
+
+    Returns
+    -------
+    float
+        The new value.
     """
     log_y = float(log_density(x0)) - rng.exponential()
     left = x0 - width * rng.random()

@@ -43,7 +43,22 @@ def _registered_fit(name: str):
 
 def fit_ibp(data: dict, *, random_seed=None, **options):
     """IBP visuo-motor model: the registered fit (:func:`pmctx.models.ibp.fit_data`) on
-    ``F`` and/or ``X``; ``K_max`` and hyperparameters stored with the data are options."""
+    ``F`` and/or ``X``; ``K_max`` and hyperparameters stored with the data are options.
+
+    Parameters
+    ----------
+    data : dict
+        One unit's data: ``F`` and/or ``X`` and optional scalars ``K_max``, ``alpha``, ...
+    random_seed : int, optional
+        Seed of the fit.
+    **options
+        Options of :func:`pmctx.models.ibp.fit_data` (override the data's scalars).
+
+    Returns
+    -------
+    arviz.InferenceData
+        The unit's fit.
+    """
     from pmctx.steps.ibp_gibbs import HYPER_NAMES
 
     keys = ("K_max", *HYPER_NAMES)
@@ -64,6 +79,22 @@ def fit_crp(data: dict, *, random_seed=None, **options):
     draws of ``alpha``, log evidence in ``attrs``). Otherwise the registered batch posterior
     over causes (:func:`pmctx.models.crp_conditioning.fit_data`). The trial features are
     ``features`` (trials x features, US first) or, in a table, every other column in order.
+
+    Parameters
+    ----------
+    data : dict
+        One unit's data: ``features`` (or feature columns), optional ``responses``,
+        ``alphas`` and filter settings.
+    random_seed : int, optional
+        Seed of the fit.
+    **options
+        Options of the fit used (:func:`pmctx.conditioning.simulate.fit_alpha_posterior` or
+        :func:`pmctx.models.crp_conditioning.fit_data`).
+
+    Returns
+    -------
+    arviz.InferenceData
+        The unit's fit.
     """
     data = dict(data)
     responses = data.pop("responses", None)
@@ -85,7 +116,23 @@ def fit_crp(data: dict, *, random_seed=None, **options):
 
 def fit_vonmises(data: dict, *, random_seed=None, **options):
     """Orientation-map reconstruction: the registered fit
-    (:func:`pmctx.models.vonmises_map.fit_data`) on ``theta`` (and ``mask``)."""
+    (:func:`pmctx.models.vonmises_map.fit_data`) on ``theta`` (and ``mask``).
+
+    Parameters
+    ----------
+    data : dict
+        One unit's data: ``theta``, optional ``mask`` and scalars ``kappa``, ``kappa_obs``,
+        ``rank``.
+    random_seed : int, optional
+        Seed of the sampler.
+    **options
+        Options of :func:`pmctx.models.vonmises_map.fit_data` (override the data's scalars).
+
+    Returns
+    -------
+    arviz.InferenceData
+        The unit's fit.
+    """
     options = {k: _scalar(data[k]) for k in ("kappa", "kappa_obs", "rank") if k in data} | options
     unit = {"theta": data["theta"], "mask": data.get("mask")}
     return _registered_fit("vonmises")(unit, random_seed=random_seed, **options)
@@ -95,7 +142,27 @@ def fit_gum(data: dict, *, random_seed=None, method: str = "laplace", draws: int
             **options):  # fmt: skip
     """GUM by Laplace (default) or NUTS (``method="nuts"``, the registered fit
     :func:`pmctx.models.gum.fit_data`); ``formula`` and ``family`` come from ``options`` or
-    from the data (a ``.npz`` entry or a column)."""
+    from the data (a ``.npz`` entry or a column).
+
+    Parameters
+    ----------
+    data : dict
+        One unit's columns, optionally with ``formula``, ``family`` and ``noise_sd`` entries.
+    random_seed : int, optional
+        Seed of the Laplace draws or of NUTS.
+    method : {"laplace", "nuts"}, default "laplace"
+        Laplace approximation or NUTS through :func:`pmctx.models.gum.fit_data`.
+    draws : int, default 1000
+        Posterior draws.
+    **options
+        ``formula``, ``family`` and further :func:`pmctx.gum.gum` (Laplace) or
+        :func:`pmctx.models.gum.fit_data` (NUTS) options.
+
+    Returns
+    -------
+    arviz.InferenceData
+        The unit's fit.
+    """
     data = dict(data)
     formula = _text(options.pop("formula", None) or data.pop("formula", ""))
     family = _text(options.pop("family", None) or data.pop("family", "gaussian"))
@@ -141,7 +208,24 @@ def _spec(name: str):
 
 def resolve_fit(model):
     """The ``fit_unit`` callable of registered model ``model`` (a name such as ``"gum"``);
-    a callable is your own ``fit_unit`` and comes back unchanged."""
+    a callable is your own ``fit_unit`` and comes back unchanged.
+
+    Parameters
+    ----------
+    model : str or callable
+        A registered model name (``"ibp"``, ``"crp"``, ``"vonmises"``, ``"gum"``, ...) or your
+        own ``fit_unit(data, *, random_seed, **options)``.
+
+    Returns
+    -------
+    callable
+        ``fit_unit(data: dict, *, random_seed, **options) -> InferenceData``.
+
+    Examples
+    --------
+    >>> resolve_fit("gum").__name__
+    'fit_gum'
+    """
     if callable(model):
         return model
     spec = _spec(model)  # ValueError for an unknown model
@@ -153,7 +237,18 @@ def resolve_fit(model):
 
 
 def resolve_simulate(name: str):
-    """``simulate(rng, **options) -> (data, truth)`` of model ``name``."""
+    """``simulate(rng, **options) -> (data, truth)`` of model ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A registered model name.
+
+    Returns
+    -------
+    callable
+        ``simulate(rng, **options) -> (data, truth)``.
+    """
     import importlib
 
     spec = _spec(name)
@@ -168,6 +263,16 @@ def resolve_invariants(name: str):
     """``invariants(idata) -> dict`` of posterior draws of the quantities ``simulate`` ranks.
 
     Taken from the model's simulate module, whose names match its ``truth`` by construction.
+
+    Parameters
+    ----------
+    name : str
+        A model with a simulate module (``"ibp"``, ``"crp"``, ``"vonmises"``, ``"gum"``).
+
+    Returns
+    -------
+    callable
+        ``invariants(idata) -> dict`` of posterior draws by quantity name.
     """
     import importlib
 

@@ -36,7 +36,22 @@ __all__ = ["BMSResult", "evidence_table", "plot_bms", "random_effects_bms"]
 @dataclass(frozen=True)
 class BMSResult:
     """``table`` (per model: alpha, expected_frequency, sd, xp, pxp), ``bor``, the
-    posterior model probabilities of each unit ``unit_probabilities`` and free energies."""
+    posterior model probabilities of each unit ``unit_probabilities`` and free energies.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Per model: Dirichlet ``alpha``, ``expected_frequency``, ``sd``, exceedance ``xp`` and
+        protected exceedance ``pxp`` probabilities.
+    bor : float
+        Bayesian omnibus risk (probability that all models are equally frequent).
+    unit_probabilities : pandas.DataFrame
+        Posterior probability of each model (columns) for each unit (rows).
+    free_energy : float
+        Variational free energy of the random-effects model.
+    null_free_energy : float
+        Free energy of the null model (equal frequencies).
+    """
 
     table: pd.DataFrame
     bor: float
@@ -87,6 +102,16 @@ def random_effects_bms(
         Dirichlet prior ``alpha0`` on the model frequencies (default 1: uniform).
     n_samples : int
         Dirichlet draws for the exceedance probabilities (Monte Carlo; seeded by ``seed``).
+    models : sequence of str, optional
+        Model names (default the DataFrame's columns, else ``m0, m1, ...``).
+    units : sequence, optional
+        Unit names (default the DataFrame's index, else ``0, 1, ...``).
+    max_iter : int, default 1000
+        Maximum variational updates.
+    tol : float, default 1e-8
+        Convergence tolerance on the Dirichlet parameters.
+    seed : int, default 0
+        Seed of the exceedance-probability draws.
 
     Returns
     -------
@@ -144,6 +169,18 @@ def evidence_table(fits: dict, *, criterion: str = "auto") -> pd.DataFrame:
     ``log_likelihood`` group) or ``"auto"`` (log evidence where every fit of every model has
     it, else LOO for all: one table never mixes the two). Only units finished under every
     model are kept.
+
+    Parameters
+    ----------
+    fits : dict
+        ``{model name: batch output folder}``.
+    criterion : {"auto", "log_evidence", "loo"}, default "auto"
+        Which evidence to read (see above).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows ``unit``, one column per model; the input of :func:`random_effects_bms`.
     """
     import arviz as az
 
@@ -182,7 +219,18 @@ def evidence_table(fits: dict, *, criterion: str = "auto") -> pd.DataFrame:
 
 def plot_bms(result: BMSResult):
     """Expected model frequencies (with posterior sd) and (protected) exceedance
-    probabilities; returns the figure."""
+    probabilities; returns the figure.
+
+    Parameters
+    ----------
+    result : BMSResult
+        From :func:`random_effects_bms`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels: expected frequencies and (protected) exceedance probabilities.
+    """
     import matplotlib.pyplot as plt
 
     table = result.table

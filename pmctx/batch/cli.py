@@ -45,7 +45,13 @@ def _cluster_args(parser):
 
 
 def add_parser(subparsers) -> None:
-    """Add the ``batch`` and ``sbc`` sub-commands to an ``argparse`` sub-parser set."""
+    """Add the ``batch`` and ``sbc`` sub-commands to an ``argparse`` sub-parser set.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The sub-parser set of the ``pmctx`` command (``parser.add_subparsers()``).
+    """
     batch = subparsers.add_parser(
         "batch",
         help="fit a model to many units (subjects, sessions, neurons) on Dask",
@@ -147,7 +153,18 @@ def _sbc(args) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run a parsed ``batch`` or ``sbc`` command; returns the exit code."""
+    """Run a parsed ``batch`` or ``sbc`` command; returns the exit code.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments of the ``batch`` or ``sbc`` sub-command.
+
+    Returns
+    -------
+    int
+        Exit code: 0 on success, 2 on bad input (the message goes to stderr).
+    """
     try:
         return _batch(args) if args.command == "batch" else _sbc(args)
     except (ValueError, TypeError, FileNotFoundError) as err:

@@ -66,6 +66,26 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
     """Call ``write(tmp)`` on a temporary sibling of ``path``, then rename it onto ``path``.
 
     A reader (or a rerun after a crash) sees either no file or a complete one.
+
+    Parameters
+    ----------
+    path : path-like
+        Final file path (its folder is created).
+    write : callable
+        ``write(tmp_path)`` writes the complete file to the temporary path.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> target = Path(tempfile.mkdtemp()) / "note.txt"
+    >>> write_atomic(target, lambda tmp: tmp.write_text("done")).read_text()
+    'done'
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -120,6 +140,20 @@ def write_idata(idata, path, *, groups=UNIT_GROUPS) -> Path:
     written with the netCDF4 library directly when it is installed; anything else (strings,
     booleans, times) goes through xarray's encoders in one open file (``xarray.DataTree``),
     with netCDF4 or else h5netcdf.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        The fit to write.
+    path : path-like
+        Target ``.nc`` file.
+    groups : sequence of str or None, default UNIT_GROUPS
+        Groups to keep; None keeps all.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
     """
     import xarray as xr
 
@@ -188,6 +222,31 @@ def run_unit(
     InferenceData groups written (see :data:`UNIT_GROUPS`). A record already on disk with
     status ``ok`` is returned without refitting, which makes a rescheduled task (its first
     worker died after writing) idempotent.
+
+    Parameters
+    ----------
+    fit_unit : callable
+        ``fit_unit(data, *, random_seed, **options) -> InferenceData``.
+    source : pmctx.batch.units.UnitSource
+        The unit (its name and data).
+    out_dir : path-like
+        Batch output folder.
+    seed : int
+        The unit's random seed.
+    options : mapping, optional
+        Keyword arguments of ``fit_unit``.
+    summarize : callable, optional
+        ``summarize(idata) -> dict`` of scalar columns for the record.
+    run_id : str, default ""
+        Identifier of the batch run, stored in the record.
+    groups : sequence of str or None, default UNIT_GROUPS
+        InferenceData groups written.
+
+    Returns
+    -------
+    dict
+        The unit's record: ``unit``, ``status`` (``"ok"`` or ``"error"``), ``seed``, ``path``,
+        ``error``, timings and the ``summarize`` columns.
     """
     nc, js = _unit_paths(out_dir, source.name)
     done = _finished(out_dir, source.name, rerun_errors=True)
@@ -227,6 +286,20 @@ def connect(*, workers: int | None = None, scheduler: str | None = None, **clust
 
     Close it (``client.close()``; and ``client.cluster.close()`` for a local cluster) when done,
     or use it as a context manager.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Worker processes of a new local cluster (default: the number of CPUs).
+    scheduler : str, optional
+        Address of a running Dask scheduler.
+    **cluster_kwargs
+        Passed to ``distributed.LocalCluster``.
+
+    Returns
+    -------
+    distributed.Client
+        A client connected to the scheduler or the new local cluster.
     """
     from distributed import Client, LocalCluster
 
@@ -286,7 +359,18 @@ class _Summary:
 
 
 def load_records(out_dir) -> pd.DataFrame:
-    """The records of every unit written under ``out_dir`` so far (one row per unit)."""
+    """The records of every unit written under ``out_dir`` so far (one row per unit).
+
+    Parameters
+    ----------
+    out_dir : path-like
+        Batch output folder.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per unit record (empty, with the summary columns, when there is none).
+    """
     folder = Path(out_dir) / "units"
     records = [r for p in sorted(folder.glob("*.json")) if (r := _read_record(p)) is not None]
     if not records:
@@ -338,6 +422,12 @@ def run_batch(
     groups : sequence of str or None
         InferenceData groups written per unit (default :data:`UNIT_GROUPS`: all but the
         predictive draws); ``None`` writes every group.
+    workers : int, optional
+        Worker processes of a new local cluster (see :func:`connect`).
+    scheduler : str, optional
+        Address of a running Dask scheduler.
+    progressbar : bool, optional
+        Show progress (default: when running in a terminal).
 
     Returns
     -------

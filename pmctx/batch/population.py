@@ -70,6 +70,18 @@ def gather(out_dir, var_names=None) -> xr.Dataset:
     chain and draw dims); ``var_names`` picks variables, vector-valued ones included (their
     coordinates are outer-joined over units). Unit attributes (e.g. ``log_evidence``) become
     ``unit`` variables.
+
+    Parameters
+    ----------
+    out_dir : path-like
+        Batch output folder.
+    var_names : sequence of str, optional
+        Variables to gather (default: the scalar posterior and sample-stats variables).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``(unit, sample, ...)``, plus ``log_evidence`` per unit when the fits have it.
     """
     from pmctx.io import load_idata
 
@@ -88,7 +100,30 @@ def gather(out_dir, var_names=None) -> xr.Dataset:
 
 
 def per_unit_table(ds: xr.Dataset, names=None, *, hdi_prob: float = 0.94) -> pd.DataFrame:
-    """Mean, sd and equal-tailed interval of scalar quantities per unit (rows ``unit``)."""
+    """Mean, sd and equal-tailed interval of scalar quantities per unit (rows ``unit``).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        From :func:`gather`.
+    names : sequence of str, optional
+        Variables to summarise (default: every ``(unit, sample)`` variable).
+    hdi_prob : float, default 0.94
+        Mass of the equal-tailed interval.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``unit``; columns ``<name>_mean``, ``_sd``, ``_lower``, ``_upper``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ds = xr.Dataset({"mu": (("unit", "sample"), np.arange(6.0).reshape(2, 3))},
+    ...                 coords={"unit": ["a", "b"]})
+    >>> per_unit_table(ds)["mu_mean"].tolist()
+    [1.0, 4.0]
+    """
     names = names or [n for n, v in ds.data_vars.items() if set(v.dims) == {"unit", "sample"}]
     tail = (1.0 - hdi_prob) / 2.0
     columns = {}
@@ -108,6 +143,19 @@ def pooled_functions(out_dir, *, grid_size: int = 50) -> xr.Dataset:
     common grid spanning the units' grids; the pooled mean is
     ``sum_u m_u(x) / v_u(x) / sum_u 1 / v_u(x)`` and its sd ``(sum_u 1 / v_u(x))^-1/2``
     (the fixed-effect, inverse-variance average). Categorical functions are pooled by label.
+
+    Parameters
+    ----------
+    out_dir : path-like
+        Batch output folder of GUM fits.
+    grid_size : int, default 50
+        Points of the common grid of numeric functions.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``<f>_mean``, ``<f>_sd`` and ``<f>_units`` (number of units covering each point) per
+        function, on dims ``<f>_x``.
     """
     from pmctx.io import load_idata
 
@@ -165,6 +213,18 @@ def population_summary(model: str, out_dir) -> dict:
     Returns a dict: ``"units"`` (DataFrame, one row per unit), ``"population"`` (DataFrame,
     distribution over units of each per-unit posterior mean) and, for GUM, ``"functions"``
     (:func:`pooled_functions`).
+
+    Parameters
+    ----------
+    model : {"ibp", "crp", "vonmises", "gum", "any"}
+        The model the batch fitted (picks the headline quantities).
+    out_dir : path-like
+        Batch output folder.
+
+    Returns
+    -------
+    dict
+        ``"units"``, ``"population"`` and, for GUM, ``"functions"``.
     """
     check_choice(model, "model", ["ibp", "crp", "vonmises", "gum", "any"])
     if model == "vonmises":

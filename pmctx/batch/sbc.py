@@ -42,7 +42,27 @@ __all__ = [
 
 
 def rank_of(truth: float, draws: np.ndarray, rng: np.random.Generator) -> int:
-    """Number of ``draws`` below ``truth``, ties split uniformly at random."""
+    """Number of ``draws`` below ``truth``, ties split uniformly at random.
+
+    Parameters
+    ----------
+    truth : float
+        The true value.
+    draws : array_like
+        Posterior draws.
+    rng : numpy.random.Generator
+        Breaks ties.
+
+    Returns
+    -------
+    int
+        The rank, in ``0 .. len(draws)``.
+
+    Examples
+    --------
+    >>> rank_of(0.5, [0.1, 0.2, 0.9], np.random.default_rng(0))
+    2
+    """
     draws = np.asarray(draws, dtype=float).ravel()
     below = int(np.sum(draws < truth))
     equal = int(np.sum(draws == truth))
@@ -71,6 +91,19 @@ class SBCTask:
     (``(n_draws,)`` or ``(n_draws, k)`` arrays); by default they are read from the posterior
     (or ``sample_stats``) variables of the same names, with an index ``name[i]`` for one
     entry of a vector-valued variable.
+
+    Parameters
+    ----------
+    simulate : callable
+        ``simulate(rng, **simulate_options) -> (data, truth)``.
+    fit : callable
+        ``fit(data, *, random_seed, **options) -> InferenceData``.
+    n_ranks : int, default 99
+        Posterior draws kept (thinned) per rank.
+    simulate_options : mapping, optional
+        Keyword arguments of ``simulate``.
+    invariants : callable, optional
+        ``invariants(idata) -> dict`` of draws by truth name.
     """
 
     simulate: Callable
@@ -113,7 +146,18 @@ class SBCTask:
 
 
 def rank_columns(idata) -> dict:
-    """The ranks an :class:`SBCTask` stored on its InferenceData, as summary-table columns."""
+    """The ranks an :class:`SBCTask` stored on its InferenceData, as summary-table columns.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Returned by an :class:`SBCTask` call.
+
+    Returns
+    -------
+    dict
+        ``{"rank:<name>": rank}``.
+    """
     return {k: int(v) for k, v in idata.posterior.attrs.items() if k.startswith("rank:")}
 
 
@@ -122,6 +166,26 @@ def uniformity_tests(ranks: pd.DataFrame, n_ranks: int, *, bins: int = 10) -> pd
 
     The KS test uses ``(rank + U) / (n_ranks + 1)`` with ``U ~ Uniform(0, 1)`` (seeded), which
     is exactly Uniform(0, 1) under calibration.
+
+    Parameters
+    ----------
+    ranks : pandas.DataFrame
+        One row per replication, one column of ranks per quantity.
+    n_ranks : int
+        Draws per rank (ranks lie in ``0 .. n_ranks``).
+    bins : int, default 10
+        Histogram bins of the chi-square test; must divide ``n_ranks + 1``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Per quantity: ``reps``, ``chi2``, ``chi2_p``, ``ks``, ``ks_p``.
+
+    Examples
+    --------
+    >>> ranks = pd.DataFrame({"mu": np.arange(100) % 100})
+    >>> round(float(uniformity_tests(ranks, 99).loc["mu", "chi2_p"]), 3)
+    1.0
     """
     from scipy import stats
 
@@ -149,7 +213,19 @@ def uniformity_tests(ranks: pd.DataFrame, n_ranks: int, *, bins: int = 10) -> pd
 
 @dataclass
 class SBCResult:
-    """Ranks (one row per replication, one column per quantity) and their uniformity tests."""
+    """Ranks (one row per replication, one column per quantity) and their uniformity tests.
+
+    Parameters
+    ----------
+    ranks : pandas.DataFrame
+        One row per successful replication, one column per quantity.
+    tests : pandas.DataFrame
+        From :func:`uniformity_tests`.
+    n_ranks : int
+        Draws per rank.
+    summary : pandas.DataFrame
+        The batch summary (including failed replications).
+    """
 
     ranks: pd.DataFrame
     tests: pd.DataFrame
@@ -157,7 +233,20 @@ class SBCResult:
     summary: pd.DataFrame
 
     def write(self, out_dir, *, plot: bool = True) -> list[Path]:
-        """Write ``sbc_ranks.csv``, ``sbc_tests.csv`` and ``sbc_ranks.png``."""
+        """Write ``sbc_ranks.csv``, ``sbc_tests.csv`` and ``sbc_ranks.png``.
+
+        Parameters
+        ----------
+        out_dir : path-like
+            Output folder (created).
+        plot : bool, default True
+            Also write the rank histograms.
+
+        Returns
+        -------
+        list of pathlib.Path
+            The files written.
+        """
         from pmctx.io import save_figure
 
         out_dir = Path(out_dir)
@@ -171,7 +260,20 @@ class SBCResult:
 
 
 def plot_ranks(result: SBCResult, *, bins: int = 10):
-    """Rank histograms with the 99% band of a uniform histogram; returns the figure."""
+    """Rank histograms with the 99% band of a uniform histogram; returns the figure.
+
+    Parameters
+    ----------
+    result : SBCResult
+        From :func:`run_sbc`.
+    bins : int, default 10
+        Histogram bins.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One rank histogram per quantity.
+    """
     import matplotlib.pyplot as plt
     from scipy import stats
 
@@ -211,6 +313,34 @@ def run_sbc(
     ``batch_kwargs`` go to :func:`pmctx.batch.run_batch` (``client``, ``workers``,
     ``scheduler``, ``local``, ``progressbar``). Replications that raised are left out of the
     ranks and counted in ``summary``.
+
+    Parameters
+    ----------
+    simulate : callable
+        ``simulate(rng, **simulate_options) -> (data, truth)``.
+    fit : callable
+        ``fit(data, *, random_seed, **fit_options) -> InferenceData``.
+    reps : int
+        Replications.
+    out_dir : path-like
+        Batch output folder (rerunning resumes).
+    n_ranks : int, default 99
+        Posterior draws per rank.
+    bins : int, default 10
+        Histogram bins of the chi-square test.
+    simulate_options, fit_options : mapping, optional
+        Keyword arguments of ``simulate`` and ``fit``.
+    invariants : callable, optional
+        See :class:`SBCTask`.
+    seed : int, default 0
+        Batch seed.
+    **batch_kwargs
+        Passed to :func:`pmctx.batch.run_batch`.
+
+    Returns
+    -------
+    SBCResult
+        Ranks, uniformity tests and the batch summary.
     """
     from pmctx.batch.engine import run_batch
 

@@ -25,7 +25,26 @@ __all__ = ["normal_mean_fit", "normal_mean_simulate"]
 
 
 def normal_mean_simulate(rng, *, n: int = 10, sigma: float = 1.0, prior_sd: float = 1.0):
-    """A prior draw of ``mu`` and ``n`` observations: ``(data, truth)``, as for SBC."""
+    """A prior draw of ``mu`` and ``n`` observations: ``(data, truth)``, as for SBC.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator or int
+        Random generator or seed.
+    n : int, default 10
+        Observations.
+    sigma : float, default 1.0
+        Observation sd.
+    prior_sd : float, default 1.0
+        Prior sd of ``mu``.
+
+    Returns
+    -------
+    data : dict
+        ``{"y": observations}``.
+    truth : dict
+        ``{"mu": value}``.
+    """
     rng = np.random.default_rng(rng)
     mu = rng.normal(0.0, prior_sd)
     return {"y": rng.normal(mu, sigma, n)}, {"mu": mu}
@@ -50,6 +69,30 @@ def normal_mean_fit(
     worker process when ``data["name"]`` equals them (for failure tests). A unit whose data
     hold a file path under ``"hold"`` waits (at most two minutes) until that file exists, so
     that a test can pause units while it kills and replaces a worker.
+
+    Parameters
+    ----------
+    data : dict
+        ``y`` (and optionally ``name`` and ``hold``).
+    random_seed : int, optional
+        Seed of the draws.
+    draws : int, default 200
+        Posterior draws.
+    sigma : float, default 1.0
+        Known observation sd.
+    prior_sd : float, default 1.0
+        Prior sd of ``mu``.
+    bias : float, default 0.0
+        Shift of the draws (a broken sampler).
+    delay : float, default 0.0
+        Seconds to sleep.
+    fail_on, crash_on : str, optional
+        Unit name on which to raise, or to kill the worker.
+
+    Returns
+    -------
+    arviz.InferenceData
+        Posterior ``mu`` (one chain), ``log_likelihood`` and ``observed_data``.
     """
     name = str(data.get("name", ""))
     hold = data.get("hold")

@@ -37,6 +37,18 @@ def unit_seed(seed: int, unit: str) -> int:
     The same (seed, unit) always gives the same seed, whatever the order, worker or rerun, so
     a batch reproduces a plain loop ``fit(data, random_seed=unit_seed(seed, name))``.
 
+    Parameters
+    ----------
+    seed : int
+        The batch seed.
+    unit : str
+        The unit's name.
+
+    Returns
+    -------
+    int
+        A 32-bit seed.
+
     Examples
     --------
     >>> unit_seed(0, "s01") == unit_seed(0, "s01") != unit_seed(1, "s01")
@@ -60,6 +72,16 @@ def load_data_file(path) -> dict:
     """Read one unit's data file into a dict: ``.npz`` arrays, ``.csv`` columns, ``.nc`` vars.
 
     ``.npz`` files are read without pickles; 0-d entries become Python scalars.
+
+    Parameters
+    ----------
+    path : path-like
+        A ``.npz``, ``.csv`` or ``.nc`` file.
+
+    Returns
+    -------
+    dict
+        Named arrays (and scalars).
     """
     path = Path(path)
     if path.suffix == ".npz":
@@ -84,14 +106,35 @@ def load_data_file(path) -> dict:
 
 @dataclass(frozen=True)
 class UnitSource:
-    """Where one unit's data comes from: a file (``path``) or in-memory columns (``data``)."""
+    """Where one unit's data comes from: a file (``path``) or in-memory columns (``data``).
+
+    Parameters
+    ----------
+    name : str
+        The unit's name.
+    path : pathlib.Path, optional
+        Its data file.
+    data : dict, optional
+        Its data in memory (when there is no file).
+
+    Examples
+    --------
+    >>> UnitSource("s01", data={"y": [1.0]}).load()
+    {'y': [1.0]}
+    """
 
     name: str
     path: Path | None = None
     data: dict | None = field(default=None, compare=False, repr=False)
 
     def load(self) -> dict:
-        """The unit's data as a fresh dict (callers may modify it)."""
+        """The unit's data as a fresh dict (callers may modify it).
+
+        Returns
+        -------
+        dict
+            Named arrays of the unit.
+        """
         if self.path is not None:
             return load_data_file(self.path)
         return dict(self.data or {})
@@ -126,11 +169,28 @@ def discover_units(source, *, unit_column: str = "unit") -> dict[str, UnitSource
     (``.csv`` or ``.parquet`` with a ``unit`` column), a pandas DataFrame with that column, or
     a mapping ``{name: data dict}``.
 
+    Parameters
+    ----------
+    source : path-like, pandas.DataFrame or dict
+        A folder of files, a table file or DataFrame with a unit column, or ``{name: data}``.
+    unit_column : str, default "unit"
+        Column naming the unit in a table.
+
+    Returns
+    -------
+    dict
+        ``{unit name: UnitSource}``.
+
     Raises
     ------
     ValueError
         When the folder holds no data files, a table lacks the unit column, or two files
         share a stem.
+
+    Examples
+    --------
+    >>> sorted(discover_units({"s01": {"y": [1.0]}, "s02": {"y": [2.0]}}))
+    ['s01', 's02']
     """
     import pandas as pd
 
