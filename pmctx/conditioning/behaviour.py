@@ -49,7 +49,24 @@ RESPONSE_MODELS = ("logistic", "constant")
 
 
 def simulate_responses(V, *, slope=8.0, bias=0.0, rng=None) -> np.ndarray:
-    """Binary responses ``Bernoulli(sigmoid(bias + slope (V - 0.5)))``."""
+    """Binary responses ``Bernoulli(sigmoid(bias + slope (V - 0.5)))``.
+
+    Parameters
+    ----------
+    V : array_like (trial,)
+        US expectation on each trial, in [0, 1].
+    slope : float, default 8.0
+        Slope of the logistic link.
+    bias : float, default 0.0
+        Bias of the logistic link.
+    rng : int or numpy.random.Generator, optional
+        Random seed or generator.
+
+    Returns
+    -------
+    numpy.ndarray (trial,)
+        0/1 responses (int64).
+    """
     V = as_float_array(V, "V", ndim=1)
     return (as_rng(rng).random(V.shape) < expit(bias + slope * (V - 0.5))).astype(np.int64)
 
@@ -101,6 +118,25 @@ def response_evidence(
     rng=None,
 ):
     """Log marginal likelihood of responses given ``V`` and posterior draws of (bias, slope).
+
+    Parameters
+    ----------
+    responses : array_like (trial,)
+        Binary (0/1) or graded ([0, 1]) responses; NaN where missing.
+    V : array_like (trial,)
+        The model's US expectation on each trial.
+    response_model : {"logistic", "constant"}, default "logistic"
+        Link from ``V`` to the response probability.
+    kind : {"auto", "binary", "probability"}, default "auto"
+        Bernoulli or Beta likelihood (``"auto"``: binary when every response is 0 or 1).
+    phi : float, default 10.0
+        Beta precision of graded responses.
+    prior_sd : tuple of float, default (2.0, 10.0)
+        Normal prior sds of ``bias`` and ``slope``.
+    n_draws : int, default 2000
+        Importance draws (>= 10).
+    rng : int or numpy.random.Generator, optional
+        Random seed or generator.
 
     Returns
     -------
@@ -173,10 +209,28 @@ class AlphaFit:
 
     @property
     def best_alpha(self) -> float:
+        """The grid value of alpha with the highest posterior probability.
+
+        Returns
+        -------
+        float
+            ``alphas[argmax(posterior_alpha)]``.
+        """
         return float(self.alphas[np.argmax(self.posterior_alpha)])
 
     def compare(self, ic: str = "loo"):
-        """``arviz.compare`` over every fitted (response model, alpha) pair."""
+        """``arviz.compare`` over every fitted (response model, alpha) pair.
+
+        Parameters
+        ----------
+        ic : {"loo", "waic"}, default "loo"
+            Information criterion of :func:`arviz.compare`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The :func:`arviz.compare` table, best first.
+        """
         import arviz as az
 
         return az.compare(self.idata, ic=ic)

@@ -160,7 +160,18 @@ class Phase:
 
     @classmethod
     def from_dict(cls, spec: Mapping) -> Phase:
-        """Build a phase from a mapping, rejecting unknown fields with a clear error."""
+        """Build a phase from a mapping, rejecting unknown fields with a clear error.
+
+        Parameters
+        ----------
+        spec : mapping
+            Phase fields (``name``, ``n``, ``cs``, ``us``, ``context``, ``iti``, ...).
+
+        Returns
+        -------
+        Phase
+            The phase.
+        """
         unknown = sorted(set(spec) - set(_PHASE_FIELDS))
         if unknown:
             raise ValueError(
@@ -169,7 +180,13 @@ class Phase:
         return cls(**dict(spec))
 
     def us_values(self) -> np.ndarray:
-        """US of each trial: 1.0 delivered, 0.0 withheld, NaN unknown."""
+        """US of each trial: 1.0 delivered, 0.0 withheld, NaN unknown.
+
+        Returns
+        -------
+        numpy.ndarray (n,)
+            The US per trial of the phase.
+        """
         return _us_pattern(self.us, self.n, self.name)
 
 
@@ -234,10 +251,23 @@ class Design:
 
     @property
     def n_trials(self) -> int:
+        """Total number of trials over all phases.
+
+        Returns
+        -------
+        int
+            Sum of the phases' ``n``.
+        """
         return sum(p.n for p in self.phases)
 
     def phase_slices(self) -> dict[str, slice]:
-        """Trial range of each phase."""
+        """Trial range of each phase.
+
+        Returns
+        -------
+        dict of str to slice
+            ``{phase name: slice of trial indices}``.
+        """
         out, start = {}, 0
         for p in self.phases:
             out[p.name] = slice(start, start + p.n)
@@ -246,7 +276,13 @@ class Design:
 
     def trial_times(self) -> np.ndarray:
         """Time stamp of every trial: the first at 0, then ``iti`` apart within a phase and
-        ``interval_before`` (default the phase's ``iti``) between phases."""
+        ``interval_before`` (default the phase's ``iti``) between phases.
+
+        Returns
+        -------
+        numpy.ndarray (trial,)
+            Time stamps, non-decreasing.
+        """
         gaps = []
         for j, p in enumerate(self.phases):
             first = p.iti if p.interval_before is None else p.interval_before
@@ -254,10 +290,23 @@ class Design:
         return np.cumsum(gaps)
 
     def phase_of_trial(self) -> np.ndarray:
+        """Name of the phase of every trial.
+
+        Returns
+        -------
+        numpy.ndarray (trial,) of object
+            Phase names, in trial order.
+        """
         return np.concatenate([np.full(p.n, p.name, dtype=object) for p in self.phases])
 
     def to_array(self) -> np.ndarray:
-        """Trial x feature float matrix of 0/1 with NaN where the US is unknown."""
+        """Trial x feature float matrix of 0/1 with NaN where the US is unknown.
+
+        Returns
+        -------
+        numpy.ndarray (trial, feature)
+            Column 0 is the US; the others are the stimuli and contexts of ``feature_names``.
+        """
         names = self.feature_names
         col = {f: i for i, f in enumerate(names)}
         rows = []
@@ -272,7 +321,13 @@ class Design:
         return np.concatenate(rows, axis=0)
 
     def to_dataarray(self) -> xr.DataArray:
-        """The matrix with named ``trial`` and ``feature`` coordinates and a ``phase`` coord."""
+        """The matrix with named ``trial`` and ``feature`` coordinates and a ``phase`` coord.
+
+        Returns
+        -------
+        xarray.DataArray
+            Dims ``(trial, feature)``, named after the design.
+        """
         return xr.DataArray(
             self.to_array(),
             dims=("trial", "feature"),
@@ -379,6 +434,28 @@ def shipped_design(
     Test trials are non-reinforced (the US is observed absent), as in a real experiment; with
     ``probe=True`` their US is missing data instead (V on the first test trial is the same
     either way, later test trials differ).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`SHIPPED_DESIGNS`.
+    n_acquisition : int, default 15
+        Acquisition trials.
+    n_extinction : int, default 25
+        Extinction trials.
+    n_test : int, default 1
+        Test trials.
+    n_preexposure : int, default 20
+        Pre-exposure trials (latent inhibition designs).
+    probe : bool, default False
+        Code the US of test trials as missing instead of absent.
+    retention_interval : float, default 1.0
+        Time between extinction and test (spontaneous recovery).
+
+    Returns
+    -------
+    Design
+        The design.
 
     Examples
     --------

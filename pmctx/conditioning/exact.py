@@ -34,7 +34,25 @@ MAX_EXACT_TRIALS = 10
 
 
 def enumerate_partitions(n: int, max_blocks: int | None = None) -> np.ndarray:
-    """All set partitions of ``n`` items as restricted growth strings, shape (B_n, n)."""
+    """All set partitions of ``n`` items as restricted growth strings, shape (B_n, n).
+
+    Parameters
+    ----------
+    n : int
+        Number of items (trials).
+    max_blocks : int, optional
+        Largest number of blocks (causes) allowed (default ``n``).
+
+    Returns
+    -------
+    numpy.ndarray (n_partitions, n)
+        One partition per row, as block labels in order of first appearance.
+
+    Examples
+    --------
+    >>> enumerate_partitions(3).tolist()
+    [[0, 0, 0], [0, 0, 1], [0, 1, 0], [0, 1, 1], [0, 1, 2]]
+    """
     max_blocks = n if max_blocks is None else max_blocks
     if n == 0:
         return np.zeros((1, 0), dtype=np.int64)
@@ -73,6 +91,32 @@ def log_joint_partitions(
     ``a``, ``b``: Beta pseudo-counts (``b`` defaults to ``a``); ``kernel`` the temporal prior
     as returned by :func:`~pmctx.conditioning.particle_filter.temporal_settings`, with trial
     ``times``.
+
+    Parameters
+    ----------
+    parts : array_like (n_partitions, t)
+        Partitions from :func:`enumerate_partitions`.
+    F : numpy.ndarray (t, feature)
+        Features coded 0/1 with -1 for missing.
+    alpha : float
+        CRP concentration.
+    a : float
+        Beta pseudo-count of feature presence.
+    b : float, optional
+        Beta pseudo-count of absence (default ``a``).
+    stickiness : float, default 0.0
+        Extra prior weight of the previous trial's cause.
+    n_slots : int, optional
+        Largest number of causes (default ``t``).
+    times : array_like (t,), optional
+        Trial time stamps (default ``0, 1, ...``).
+    kernel : tuple, default (0, 1.0, 0.0)
+        Temporal prior ``(kind, timescale, decay)``.
+
+    Returns
+    -------
+    numpy.ndarray (n_partitions,)
+        Log joint probability of each partition and the features.
     """
     parts = np.asarray(parts)
     b = a if b is None else b
@@ -124,6 +168,32 @@ def exact_filter(
     result's ``n_causes`` has one column, the posterior mean number of causes after each
     trial; ``assignments`` lists every partition of all trials, with posterior probabilities
     in ``settings["partition_probs"]``.
+
+    Parameters
+    ----------
+    features : Design or array_like (trial, feature)
+        The trials (US first).
+    alpha : float, default 0.1
+        CRP concentration.
+    concentration : float, default 1.0
+        Beta pseudo-count used when ``a`` and ``b`` are not given.
+    a, b : float, optional
+        Beta pseudo-counts of feature presence and absence.
+    max_causes : int, optional
+        Largest number of causes.
+    stickiness : float, default 0.0
+        Extra prior weight of the previous trial's cause.
+    temporal_kernel : {None, "power", "exponential"}, optional
+        Temporal prior (None: the exchangeable CRP).
+    timescale, decay : float, default 1.0
+        Temporal-prior settings.
+    times : array_like, optional
+        Trial time stamps.
+
+    Returns
+    -------
+    CRPFilterResult
+        Exact ``V``, cause posterior and log marginal likelihood.
     """
     F, names = as_feature_matrix(features)
     T = F.shape[0]
@@ -202,6 +272,21 @@ def single_particle_paths(
     run is the path ``c_1..c_{T-1}`` (the last trial's cause does not enter ``V``). This lists
     every path with ``log P(path)`` (a product of those posteriors, from batch joints) and the
     ``V_t`` the filter reports along it, so ``E_u f(V)`` is an exact sum (at most 10 trials).
+
+    Parameters
+    ----------
+    features : Design or array_like (trial, feature)
+        The trials (at most 10).
+    alpha : float, default 0.1
+        CRP concentration.
+    a : float, default 1.0
+        Beta pseudo-count of feature presence.
+    b : float, optional
+        Beta pseudo-count of absence (default ``a``).
+    stickiness : float, default 0.0
+        Extra prior weight of the previous trial's cause.
+    max_causes : int, optional
+        Largest number of causes.
 
     Returns
     -------

@@ -67,6 +67,18 @@ def recovery_design(n_trials: int = 100, *, name: str = "recovery") -> Design:
     a phase where the reinforced tone alternates with a non-reinforced light every trial (in
     context C), where stickiness matters; ``n_trials`` (>= 20) is split 25/25/5/15/30 %.
 
+    Parameters
+    ----------
+    n_trials : int, default 100
+        Number of trials (>= 20).
+    name : str, default "recovery"
+        Name of the design.
+
+    Returns
+    -------
+    Design
+        The design.
+
     Examples
     --------
     >>> recovery_design(100).n_trials
@@ -174,7 +186,18 @@ class SubjectLikelihood:
         self.n_evals = 0
 
     def V(self, params: dict) -> np.ndarray:
-        """The filter's V_t at ``params`` (alpha, a, b, stickiness, decay)."""
+        """The filter's V_t at ``params`` (alpha, a, b, stickiness, decay).
+
+        Parameters
+        ----------
+        params : dict
+            Filter parameters; missing ones take :data:`FILTER_PARAMETERS`.
+
+        Returns
+        -------
+        numpy.ndarray (trial,)
+            The US expectation per trial.
+        """
         p = {**FILTER_PARAMETERS, **params}
         alpha, a, b, n_slots, stick = _common_checks(
             p["alpha"], 1.0, self.max_causes, p["stickiness"], self.F.shape[0], p["a"], p["b"]
@@ -203,7 +226,20 @@ class SubjectLikelihood:
         return self.method == "local_map"
 
     def profile(self, params: dict):
-        """(V, ResponseFit): the response parameters maximised at these filter parameters."""
+        """(V, ResponseFit): the response parameters maximised at these filter parameters.
+
+        Parameters
+        ----------
+        params : dict
+            Filter parameters.
+
+        Returns
+        -------
+        V : numpy.ndarray (trial,)
+            The filter's ``V_t``.
+        fit : ResponseFit
+            The response model's best parameters and log likelihood given ``V``.
+        """
         V = self.V(params)
         return V, self.response.fit(V, self.responses)
 
@@ -232,6 +268,36 @@ def simulate_subject(
     and optionally ``intercept`` for ``linear_gaussian``). ``V`` is one run of the filter with
     fresh random numbers from ``rng`` (``method="local_map"``: the deterministic local MAP).
     Returns a dict with ``V``, ``responses`` and ``params`` (the full filter parameters used).
+
+    Parameters
+    ----------
+    features : Design or array_like (trial, feature)
+        The trials.
+    params : dict
+        Filter and response parameters.
+    variant : {"lcm_sticky", "lcm", "lcm_one_cause"}, default "lcm_sticky"
+        Model variant (its fixed values override ``params``).
+    response : str or response model, default "linear_gaussian"
+        The response model.
+    n_particles : int, default 100
+        Particles of the filter.
+    method : {"particle", "local_map"}, default "particle"
+        Filter method.
+    max_causes : int, optional
+        Largest number of causes.
+    temporal_kernel : {None, "power", "exponential"}, optional
+        Temporal prior.
+    timescale : float, default 1.0
+        Temporal-prior timescale.
+    response_options : dict, optional
+        Options of the response model.
+    rng : int or numpy.random.Generator, optional
+        Random seed or generator.
+
+    Returns
+    -------
+    dict
+        ``V``, ``responses`` and ``params``.
     """
     gen = as_rng(rng)
     _, values = _variant(variant, None, None)

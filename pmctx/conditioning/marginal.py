@@ -37,6 +37,11 @@ def trial_log_likelihood(posterior, features):
         With ``weights`` (chain, draw, cause) and ``theta`` (chain, draw, cause, feature).
     features : array (n_trials, n_features)
         0/1 with -1 or NaN for missing entries (left out of the product).
+
+    Returns
+    -------
+    xarray.DataArray
+        Dims ``(chain, draw, trial)``.
     """
     import xarray as xr
 
@@ -73,6 +78,18 @@ def add_integrated_log_likelihood(idata, features=None):
     ``features`` defaults to the ones stored in ``idata`` (``observed_data`` plus the
     ``trial_index``/``feature_index`` data of :func:`pmctx.models.crp_conditioning.build_model`).
     Returns ``idata``.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of :func:`pmctx.models.crp_conditioning.build_model`; modified in place.
+    features : array_like (trial, feature), optional
+        The features (default: read from ``idata``).
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``idata`` with ``log_likelihood["trial_features"]``.
     """
     F = _features_from_idata(idata) if features is None else features
     idata.log_likelihood["trial_features"] = trial_log_likelihood(idata.posterior, F)

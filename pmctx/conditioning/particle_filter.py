@@ -276,6 +276,13 @@ class CRPFilterResult:
 
     @property
     def log_marginal_likelihood(self) -> float:
+        """Log marginal likelihood of all features, the sum of ``log_predictive``.
+
+        Returns
+        -------
+        float
+            ``log p(F_1, ..., F_T)`` as estimated by the filter.
+        """
         return float(self.log_predictive.sum())
 
     @property
@@ -284,7 +291,14 @@ class CRPFilterResult:
         return self.n_causes.mean(axis=1)
 
     def to_dataset(self) -> xr.Dataset:
-        """The result as an ``xarray.Dataset`` with ``trial``, ``cause`` and ``particle`` dims."""
+        """The result as an ``xarray.Dataset`` with ``trial``, ``cause`` and ``particle`` dims.
+
+        Returns
+        -------
+        xarray.Dataset
+            ``V``, ``V_weighted``, ``cause_posterior``, ``n_causes``, ``log_predictive`` and
+            ``assignments``; the settings and the log marginal likelihood as attributes.
+        """
         T, K = self.cause_posterior.shape
         return xr.Dataset(
             {
@@ -303,7 +317,14 @@ class CRPFilterResult:
         )
 
     def to_inference_data(self):
-        """``InferenceData``: particles as draws of one chain, filter summaries as a group."""
+        """``InferenceData``: particles as draws of one chain, filter summaries as a group.
+
+        Returns
+        -------
+        arviz.InferenceData
+            Posterior ``n_causes`` and ``assignment`` (chain 0, one draw per particle) and a
+            ``filtering`` group with ``V``, ``cause_posterior`` and ``log_predictive``.
+        """
         from pmctx.io import to_inference_data
 
         idata = to_inference_data(
@@ -334,7 +355,27 @@ TEMPORAL_KERNELS = ("exponential", "power")
 
 
 def trial_times(features, times, n_trials) -> np.ndarray:
-    """Time stamps of the trials: ``times``, else the design's, else ``0, 1, 2, ...``."""
+    """Time stamps of the trials: ``times``, else the design's, else ``0, 1, 2, ...``.
+
+    Parameters
+    ----------
+    features : Design or array_like
+        The trials; a Design supplies its own time stamps.
+    times : array_like (trial,) or None
+        Explicit time stamps (non-decreasing).
+    n_trials : int
+        Number of trials.
+
+    Returns
+    -------
+    numpy.ndarray (trial,)
+        Float time stamps.
+
+    Examples
+    --------
+    >>> trial_times(np.zeros((3, 2)), None, 3)
+    array([0., 1., 2.])
+    """
     from pmctx.conditioning.design import Design
     from pmctx.validation import as_float_array
 
@@ -356,7 +397,27 @@ def trial_times(features, times, n_trials) -> np.ndarray:
 
 
 def temporal_settings(temporal_kernel, timescale, decay):
-    """Validate the temporal prior; returns (kernel code, timescale, decay) for the kernel."""
+    """Validate the temporal prior; returns (kernel code, timescale, decay) for the kernel.
+
+    Parameters
+    ----------
+    temporal_kernel : {None, "power", "exponential"}
+        The temporal prior; None is the exchangeable CRP.
+    timescale : float
+        Kernel timescale (> 0; ``inf`` is the CRP limit).
+    decay : float
+        Kernel decay (>= 0).
+
+    Returns
+    -------
+    tuple
+        ``(kernel code, timescale, decay)``; code 0 is the CRP.
+
+    Examples
+    --------
+    >>> temporal_settings(None, 1.0, 1.0)
+    (0, 1.0, 0.0)
+    """
     if temporal_kernel is None:
         return 0, 1.0, 0.0
     check_choice(temporal_kernel, "temporal_kernel", TEMPORAL_KERNELS)
@@ -498,6 +559,27 @@ def particle_filter(
 
 
 def common_uniforms(n_trials: int, n_particles: int, rng=None):
-    """The two (n_trials, n_particles) uniform arrays the filter consumes (for CRN)."""
+    """The two (n_trials, n_particles) uniform arrays the filter consumes (for CRN).
+
+    Parameters
+    ----------
+    n_trials : int
+        Number of trials.
+    n_particles : int
+        Number of particles.
+    rng : int or numpy.random.Generator, optional
+        Random seed or generator.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Two ``(n_trials, n_particles)`` arrays of Uniform(0, 1) numbers.
+
+    Examples
+    --------
+    >>> u, v = common_uniforms(4, 10, rng=0)
+    >>> u.shape, v.shape
+    ((4, 10), (4, 10))
+    """
     gen = as_rng(rng)
     return gen.random((n_trials, n_particles)), gen.random((n_trials, n_particles))

@@ -26,7 +26,22 @@ def _phase_lines(ax, design):
 
 
 def plot_V(results, *, design=None, ax=None):
-    """Plot ``V_t`` of one or several results (a dict label -> result) against trial."""
+    """Plot ``V_t`` of one or several results (a dict label -> result) against trial.
+
+    Parameters
+    ----------
+    results : CRPFilterResult or dict
+        One filter result, or ``{label: result}``.
+    design : Design, optional
+        Draws the phase boundaries.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on (default: a new figure).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+    """
     import matplotlib.pyplot as plt
 
     if ax is None:
@@ -43,7 +58,22 @@ def plot_V(results, *, design=None, ax=None):
 
 
 def plot_cause_posterior(result, *, design=None, ax=None):
-    """Heat map of the filtering posterior over causes (cause x trial)."""
+    """Heat map of the filtering posterior over causes (cause x trial).
+
+    Parameters
+    ----------
+    result : CRPFilterResult
+        A filter result.
+    design : Design, optional
+        Draws the phase boundaries.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on (default: a new figure).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on (with a colour bar).
+    """
     import matplotlib.pyplot as plt
 
     if ax is None:

@@ -197,7 +197,20 @@ class ParticleMarginalMH(PmctxStep):
         return new
 
     def log_acceptance(self, logp_proposed, logp_current):
-        """Log Metropolis-Hastings ratio (symmetric proposal; ``u`` proposed from its prior)."""
+        """Log Metropolis-Hastings ratio (symmetric proposal; ``u`` proposed from its prior).
+
+        Parameters
+        ----------
+        logp_proposed : float
+            Estimated log posterior density of the proposal.
+        logp_current : float
+            Estimated log posterior density of the current state.
+
+        Returns
+        -------
+        float
+            ``logp_proposed - logp_current``.
+        """
         return logp_proposed - logp_current
 
     # --- one step -------------------------------------------------------------------------
@@ -227,6 +240,21 @@ class ParticleMarginalMH(PmctxStep):
         self._uniforms = states[k][0]
 
     def step(self, point):
+        """One pseudo-marginal Metropolis-Hastings update of the filter and response parameters.
+
+        Parameters
+        ----------
+        point : dict
+            The current point (value variables by name).
+
+        Returns
+        -------
+        point : dict
+            The new point (the proposal if accepted, else ``point``).
+        stats : list of dict
+            One stats dict: ``accept``, ``accepted``, ``tune``, ``scaling``, ``loglik``,
+            ``loglik_sd`` and ``n_filter_runs``.
+        """
         if self._states is None:  # first call of this chain: draw the start's u_1..u_R
             self._states = self._runs(point, self._draw_uniforms(self.n_runs))[1]
         # The current state's stored runs: their V are cached, so this reruns no filter, but

@@ -64,6 +64,11 @@ class FilterV(Op):
 
     No gradient (sample its inputs with a gradient-free step). The last input/output pair is
     cached, so evaluations that change only other variables do not rerun the filter.
+
+    Parameters
+    ----------
+    likelihood : SubjectLikelihood
+        The subject's likelihood; its filter and common random numbers are used.
     """
 
     def __init__(self, likelihood: SubjectLikelihood):
@@ -71,30 +76,78 @@ class FilterV(Op):
         self._cache = (None, None)
 
     def make_node(self, *inputs):
+        """The Apply node of the filter: five float64 scalar inputs, one float64 vector output.
+
+        Parameters
+        ----------
+        *inputs : scalar tensor-like
+            ``alpha, a, b, stickiness, decay``.
+
+        Returns
+        -------
+        pytensor.graph.basic.Apply
+            The node.
+        """
         inputs = [pt.as_tensor_variable(x, dtype="float64") for x in inputs]
         return Apply(self, inputs, [pt.dvector()])
 
     def perform(self, node, inputs, outputs):
+        """Run the filter (or reuse the cached ``V`` when the inputs repeat).
+
+        Parameters
+        ----------
+        node : pytensor.graph.basic.Apply
+            The node (unused).
+        inputs : list of numpy.ndarray
+            The five scalar inputs.
+        outputs : list of list
+            Output storage; ``outputs[0][0]`` receives ``V``.
+        """
         key = tuple(float(x) for x in inputs)
         if self._cache[0] != key:
             self._cache = (key, self.likelihood.V(dict(zip(_ORDER, key, strict=True))))
         outputs[0][0] = self._cache[1].copy()
 
     def reset(self, uniforms):
-        """Use new common random numbers (and drop the cache)."""
+        """Use new common random numbers (and drop the cache).
+
+        Parameters
+        ----------
+        uniforms : tuple of numpy.ndarray
+            The filter's two ``(trial, particle)`` uniform arrays.
+        """
         self.likelihood.uniforms = uniforms
         self._cache = (None, None)
 
     def set_uniforms(self, uniforms):
-        """Use ``uniforms`` from now on; the cache survives only if they are the same arrays."""
+        """Use ``uniforms`` from now on; the cache survives only if they are the same arrays.
+
+        Parameters
+        ----------
+        uniforms : tuple of numpy.ndarray
+            The filter's two ``(trial, particle)`` uniform arrays.
+        """
         if uniforms is not self.likelihood.uniforms:
             self.reset(uniforms)
 
     def get_state(self):
-        """(uniforms, cache): what :meth:`set_state` restores after a rejected proposal."""
+        """(uniforms, cache): what :meth:`set_state` restores after a rejected proposal.
+
+        Returns
+        -------
+        tuple
+            ``(uniforms, cache)``.
+        """
         return self.likelihood.uniforms, self._cache
 
     def set_state(self, state):
+        """Restore the uniforms and cache saved by :meth:`get_state`.
+
+        Parameters
+        ----------
+        state : tuple
+            ``(uniforms, cache)`` from :meth:`get_state`.
+        """
         self.likelihood.uniforms, self._cache = state
 
 
@@ -124,6 +177,39 @@ def build_subject_model(
     ``"slope"`` (binary) to ``("normal", mu, sigma)``, ``("halfnormal", sigma)`` or
     ``("uniform", low, high)``. A coverage study must draw its true parameters from the
     priors the fit uses (see :func:`~pmctx.conditioning.recovery.posterior_coverage`).
+
+    Parameters
+    ----------
+    responses : array_like (trial,)
+        Conditioned responses, NaN where missing.
+    features : Design or array_like (trial, feature)
+        The trials.
+    variant : {"lcm_sticky", "lcm", "lcm_one_cause"}, default "lcm_sticky"
+        Model variant.
+    response : str or response model, default "linear_gaussian"
+        The response model.
+    free, fixed : optional
+        Override the variant's free parameters and fixed values.
+    bounds : dict, optional
+        Uniform prior boxes of the filter parameters.
+    n_particles : int, default 100
+        Particles of the filter.
+    method : {"particle", "local_map"}, default "particle"
+        Filter method.
+    uniforms : tuple of numpy.ndarray, optional
+        Common random numbers (default: drawn from ``rng``).
+    max_causes : int, optional
+        Largest number of causes.
+    temporal_kernel : {None, "power", "exponential"}, optional
+        Temporal prior.
+    timescale : float, default 1.0
+        Temporal-prior timescale.
+    response_options : dict, optional
+        Options of the response model.
+    priors : dict, optional
+        Fixed priors of the response parameters (see above).
+    rng : int or numpy.random.Generator, optional
+        Random seed or generator.
 
     Returns
     -------

@@ -46,6 +46,23 @@ def draw_truth(variant: str, rng=None) -> dict:
 
     alpha log-uniform on [0.05, 5], a uniform on [0.6, 1.4], stickiness uniform on [0.5, 4]
     (variants that have them), gain uniform on [0.5, 1.5], sd uniform on [0.05, 0.15].
+
+    Parameters
+    ----------
+    variant : str
+        One of :data:`~pmctx.conditioning.fitting.LCM_VARIANTS`.
+    rng : int or numpy.random.Generator, optional
+        Random seed or generator.
+
+    Returns
+    -------
+    dict
+        Filter and response parameters by name.
+
+    Examples
+    --------
+    >>> sorted(draw_truth("lcm_sticky", rng=0))
+    ['a', 'alpha', 'gain', 'sd', 'stickiness']
     """
     gen = as_rng(rng)
     free = LCM_VARIANTS[variant][0]
@@ -66,6 +83,24 @@ def parameter_recovery(n_subjects=10, *, n_trials=100, variant="lcm", rng=None, 
     Columns ``true_<p>`` and ``fit_<p>`` for every generating parameter; ``fit_options`` go
     to :func:`~pmctx.conditioning.fitting.fit_subject` (and ``n_particles`` also to the
     simulation).
+
+    Parameters
+    ----------
+    n_subjects : int, default 10
+        Simulated subjects.
+    n_trials : int, default 100
+        Trials per subject (>= 20).
+    variant : str, default "lcm"
+        The generating and fitted variant.
+    rng : int or numpy.random.Generator, optional
+        Random seed or generator.
+    **fit_options
+        Passed to :func:`~pmctx.conditioning.fitting.fit_subject`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per subject; ``true_<p>``, ``fit_<p>`` and ``seconds``.
     """
     import pandas as pd
 
@@ -87,7 +122,26 @@ def parameter_recovery(n_subjects=10, *, n_trials=100, variant="lcm", rng=None, 
 def variant_confusion(
     n_subjects=5, *, n_trials=100, variants=tuple(LCM_VARIANTS), rng=None, **fit_options
 ):
-    """Confusion matrix of variant recovery by BIC (rows: true variant, columns: best fit)."""
+    """Confusion matrix of variant recovery by BIC (rows: true variant, columns: best fit).
+
+    Parameters
+    ----------
+    n_subjects : int, default 5
+        Simulated subjects per true variant.
+    n_trials : int, default 100
+        Trials per subject (>= 20).
+    variants : sequence of str, default all variants
+        The variants simulated and fitted.
+    rng : int or numpy.random.Generator, optional
+        Random seed or generator.
+    **fit_options
+        Passed to :func:`~pmctx.conditioning.fitting.fit_subject`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Counts, rows ``true`` variant, columns ``best_bic`` variant.
+    """
     import pandas as pd
 
     gen = as_rng(rng)
@@ -123,6 +177,22 @@ def draw_from_prior(variant: str, priors=None, bounds=None, rng=None) -> dict:
     Filter parameters uniform on ``bounds`` (default :data:`~.fitting.LCM_BOUNDS`), response
     parameters from ``priors`` (default :data:`COVERAGE_PRIORS`, uniform boxes); the returned
     dict also holds ``intercept = level - gain / 2`` for the simulation.
+
+    Parameters
+    ----------
+    variant : str
+        One of :data:`~pmctx.conditioning.fitting.LCM_VARIANTS`.
+    priors : dict, optional
+        Uniform priors of the response parameters, ``{name: ("uniform", low, high)}``.
+    bounds : dict, optional
+        Boxes of the filter parameters.
+    rng : int or numpy.random.Generator, optional
+        Random seed or generator.
+
+    Returns
+    -------
+    dict
+        Parameters by name, with ``intercept``.
 
     Examples
     --------
@@ -166,6 +236,31 @@ def posterior_coverage(
     its ``V`` from one run of the ``n_particles``-particle filter (or the local MAP), and it
     is fitted by :func:`~pmctx.conditioning.posterior.sample_subject`. ``n_trials`` is an int
     or a ``(low, high)`` range to draw from.
+
+    Parameters
+    ----------
+    n_subjects : int, default 6
+        Simulated subjects.
+    n_trials : int or tuple of int, default 60
+        Trials per subject, or a ``(low, high)`` range.
+    variant : str, default "lcm"
+        The generating and fitted variant.
+    probs : tuple of float, default (0.5, 0.8, 0.95)
+        Central interval probabilities.
+    rng : int or numpy.random.Generator, optional
+        Random seed or generator.
+    n_particles : int, default 30
+        Particles of the filter.
+    method : {"particle", "local_map"}, default "particle"
+        Filter method.
+    sampler : str, default "pmmh"
+        Sampler of :func:`~pmctx.conditioning.posterior.sample_subject`.
+    draws, tune, chains : int
+        As in :func:`pymc.sample` (defaults 500, 500, 2).
+    priors : dict, optional
+        Response-parameter priors (default :data:`COVERAGE_PRIORS`).
+    bounds : dict, optional
+        Filter-parameter boxes.
 
     Returns
     -------
@@ -233,7 +328,21 @@ def posterior_coverage(
 
 
 def coverage_table(df, probs=(0.5, 0.8, 0.95)):
-    """Per parameter: coverage of each interval, its binomial SE, and median ESS / 1,000 draws."""
+    """Per parameter: coverage of each interval, its binomial SE, and median ESS / 1,000 draws.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        From :func:`posterior_coverage`.
+    probs : tuple of float, default (0.5, 0.8, 0.95)
+        The interval probabilities used there.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per parameter and ``all``: ``cover<p>``, ``se<p>``, ``median_ess_per_1000``,
+        ``max_rhat``.
+    """
     import pandas as pd
 
     names = [c[len("true_") :] for c in df.columns if c.startswith("true_")]
@@ -267,6 +376,24 @@ def spontaneous_recovery_curve(
     in A after ``retention_interval`` time units), filtered with the temporal prior and,
     for comparison, with the CRP prior (which ignores time). Columns: ``retention_interval``,
     ``V_test`` (mean over ``n_seeds`` filter runs), ``se``, ``V_test_crp``.
+
+    Parameters
+    ----------
+    intervals : sequence of float, default (1, 10, 100, 1000)
+        Retention intervals.
+    alpha : float, default 0.1
+        CRP concentration.
+    temporal_kernel : {"power", "exponential"}, default "power"
+        The temporal prior.
+    n_particles : int, default 300
+        Particles of the filter.
+    n_seeds : int, default 5
+        Filter runs averaged per interval.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per interval.
     """
     import pandas as pd
 

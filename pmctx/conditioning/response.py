@@ -104,15 +104,48 @@ class LinearGaussian:
 
     @property
     def param_names(self):
+        """Names of the response parameters, in the order of ``fit``'s ``params``.
+
+        Returns
+        -------
+        tuple of str
+            The parameter names.
+        """
         return ("intercept", "gain", "sd") if self.intercept else ("gain", "sd")
 
     def check_responses(self, responses):
+        """Responses pass unchanged: any real value is a valid Gaussian response.
+
+        Parameters
+        ----------
+        responses : array_like (trial,)
+            The responses, NaN where missing.
+
+        Returns
+        -------
+        array_like
+            ``responses``.
+        """
         return responses
 
     def _design(self, V):
         return np.column_stack([np.ones_like(V), V]) if self.intercept else V[:, None]
 
     def fit(self, V, responses) -> ResponseFit:
+        """Best response parameters given ``V`` (the profile the per-subject fits optimise).
+
+        Parameters
+        ----------
+        V : array_like (trial,)
+            The latent-cause model's US expectation on each trial.
+        responses : array_like (trial,)
+            The responses, NaN where missing (skipped).
+
+        Returns
+        -------
+        ResponseFit
+            Parameters, maximised log likelihood and pointwise log likelihoods.
+        """
         V, y, seen = _check(V, responses)
         X, yo = self._design(V[seen]), y[seen]
         coef, *_ = np.linalg.lstsq(X, yo, rcond=None)
@@ -124,13 +157,59 @@ class LinearGaussian:
         return ResponseFit(params, float(pw.sum()), pw, int(seen.sum()), len(self.param_names))
 
     def mean(self, V, params):
+        """Mean response ``intercept + gain V``.
+
+        Parameters
+        ----------
+        V : array_like (trial,)
+            US expectation on each trial.
+        params : dict
+            ``gain`` and optionally ``intercept``.
+
+        Returns
+        -------
+        numpy.ndarray (trial,)
+            The mean CR.
+        """
         return params.get("intercept", 0.0) + params["gain"] * np.asarray(V)
 
     def pointwise(self, V, responses, params) -> np.ndarray:
+        """Log likelihood of each observed response at ``params``.
+
+        Parameters
+        ----------
+        V : array_like (trial,)
+            US expectation on each trial.
+        responses : array_like (trial,)
+            The responses, NaN where missing (skipped).
+        params : dict
+            Response parameters by name (see :attr:`param_names`).
+
+        Returns
+        -------
+        numpy.ndarray (n_observed,)
+            One log likelihood per non-missing response.
+        """
         V, y, seen = _check(V, responses)
         return stats.norm.logpdf(y[seen], self.mean(V[seen], params), params["sd"])
 
     def simulate(self, V, params, rng=None) -> np.ndarray:
+        """Draw responses given ``V``.
+
+        Parameters
+        ----------
+        V : array_like (trial,)
+            US expectation on each trial.
+        params : dict
+            Response parameters by name.
+        rng : int or numpy.random.Generator, optional
+            Random seed or generator.
+
+        Returns
+        -------
+        numpy.ndarray (trial,)
+            Simulated responses (float).
+        """
         V = as_float_array(V, "V", ndim=1)
         return self.mean(V, params) + params["sd"] * as_rng(rng).standard_normal(V.shape)
 
@@ -151,6 +230,23 @@ class BinaryChoice:
         self.name = link
 
     def check_responses(self, responses):
+        """Validate responses for this model (0 or 1).
+
+        Parameters
+        ----------
+        responses : array_like (trial,)
+            The responses, NaN where missing.
+
+        Returns
+        -------
+        array_like or numpy.ndarray
+            The responses (as a float array where they were checked).
+
+        Raises
+        ------
+        ValueError
+            When a response is not 0 or 1.
+        """
         y = as_float_array(responses, "responses", ndim=1, allow_nan=True)
         seen = y[~np.isnan(y)]
         if not np.isin(seen, (0, 1)).all():
@@ -167,12 +263,42 @@ class BinaryChoice:
         return stats.norm.logcdf(eta), stats.norm.logcdf(-eta)
 
     def pointwise(self, V, responses, params) -> np.ndarray:
+        """Log likelihood of each observed response at ``params``.
+
+        Parameters
+        ----------
+        V : array_like (trial,)
+            US expectation on each trial.
+        responses : array_like (trial,)
+            The responses, NaN where missing (skipped).
+        params : dict
+            Response parameters by name (see :attr:`param_names`).
+
+        Returns
+        -------
+        numpy.ndarray (n_observed,)
+            One log likelihood per non-missing response.
+        """
         V, y, seen = _check(V, self.check_responses(responses))
         eta = params["bias"] + params["slope"] * (V[seen] - 0.5)
         log_p1, log_p0 = self._log_p(eta)
         return np.where(y[seen] == 1, log_p1, log_p0)
 
     def fit(self, V, responses) -> ResponseFit:
+        """Best response parameters given ``V`` (the profile the per-subject fits optimise).
+
+        Parameters
+        ----------
+        V : array_like (trial,)
+            The latent-cause model's US expectation on each trial.
+        responses : array_like (trial,)
+            The responses, NaN where missing (skipped).
+
+        Returns
+        -------
+        ResponseFit
+            Parameters, maximised log likelihood and pointwise log likelihoods.
+        """
         V, y, seen = _check(V, self.check_responses(responses))
         x, yo = V[seen] - 0.5, y[seen]
 
@@ -187,6 +313,22 @@ class BinaryChoice:
         return ResponseFit(params, float(pw.sum()), pw, int(seen.sum()), 2)
 
     def simulate(self, V, params, rng=None) -> np.ndarray:
+        """Draw responses given ``V``.
+
+        Parameters
+        ----------
+        V : array_like (trial,)
+            US expectation on each trial.
+        params : dict
+            Response parameters by name.
+        rng : int or numpy.random.Generator, optional
+            Random seed or generator.
+
+        Returns
+        -------
+        numpy.ndarray (trial,)
+            Simulated responses (float).
+        """
         V = as_float_array(V, "V", ndim=1)
         eta = params["bias"] + params["slope"] * (V - 0.5)
         p = expit(eta) if self.link == "logistic" else stats.norm.cdf(eta)
@@ -212,9 +354,33 @@ class OrdinalRating:
 
     @property
     def param_names(self):
+        """Names of the response parameters, in the order of ``fit``'s ``params``.
+
+        Returns
+        -------
+        tuple of str
+            The parameter names.
+        """
         return ("slope", *(f"cut_{k}" for k in range(self.n_levels - 1)))
 
     def check_responses(self, responses):
+        """Validate responses for this model (an integer level 0..n_levels-1).
+
+        Parameters
+        ----------
+        responses : array_like (trial,)
+            The responses, NaN where missing.
+
+        Returns
+        -------
+        array_like or numpy.ndarray
+            The responses (as a float array where they were checked).
+
+        Raises
+        ------
+        ValueError
+            When a response is not an integer level 0..n_levels-1.
+        """
         y = as_float_array(responses, "responses", ndim=1, allow_nan=True)
         seen = y[~np.isnan(y)]
         ok = (seen == np.round(seen)) & (seen >= 0) & (seen < self.n_levels)
@@ -246,10 +412,40 @@ class OrdinalRating:
         return np.concatenate([[params["slope"], cuts[0]], np.log(np.diff(cuts))])
 
     def pointwise(self, V, responses, params) -> np.ndarray:
+        """Log likelihood of each observed response at ``params``.
+
+        Parameters
+        ----------
+        V : array_like (trial,)
+            US expectation on each trial.
+        responses : array_like (trial,)
+            The responses, NaN where missing (skipped).
+        params : dict
+            Response parameters by name (see :attr:`param_names`).
+
+        Returns
+        -------
+        numpy.ndarray (n_observed,)
+            One log likelihood per non-missing response.
+        """
         V, y, seen = _check(V, self.check_responses(responses))
         return self._pointwise_theta(self._theta(params), V[seen], y[seen])
 
     def fit(self, V, responses) -> ResponseFit:
+        """Best response parameters given ``V`` (the profile the per-subject fits optimise).
+
+        Parameters
+        ----------
+        V : array_like (trial,)
+            The latent-cause model's US expectation on each trial.
+        responses : array_like (trial,)
+            The responses, NaN where missing (skipped).
+
+        Returns
+        -------
+        ResponseFit
+            Parameters, maximised log likelihood and pointwise log likelihoods.
+        """
         V, y, seen = _check(V, self.check_responses(responses))
         Vo, yo = V[seen], y[seen]
         L = self.n_levels
@@ -266,6 +462,22 @@ class OrdinalRating:
         return ResponseFit(params, float(pw.sum()), pw, int(seen.sum()), L)
 
     def simulate(self, V, params, rng=None) -> np.ndarray:
+        """Draw responses given ``V``.
+
+        Parameters
+        ----------
+        V : array_like (trial,)
+            US expectation on each trial.
+        params : dict
+            Response parameters by name.
+        rng : int or numpy.random.Generator, optional
+            Random seed or generator.
+
+        Returns
+        -------
+        numpy.ndarray (trial,)
+            Simulated responses (float).
+        """
         V = as_float_array(V, "V", ndim=1)
         cuts = np.array([params[f"cut_{k}"] for k in range(self.n_levels - 1)])
         cdf = expit(cuts[None, :] - params["slope"] * V[:, None])
@@ -279,6 +491,19 @@ RESPONSE_MODELS = ("linear_gaussian", "logistic", "probit", "ordinal")
 
 def get_response_model(response, **options):
     """A response model from its name (or the model itself, returned unchanged).
+
+    Parameters
+    ----------
+    response : str or response model
+        One of :data:`RESPONSE_MODELS`, or a model instance.
+    **options
+        Constructor options (``intercept`` for ``linear_gaussian``, ``n_levels`` for
+        ``ordinal``).
+
+    Returns
+    -------
+    LinearGaussian, BinaryChoice or OrdinalRating
+        The response model.
 
     Examples
     --------

@@ -77,7 +77,38 @@ def simulate(
     alphas=ALPHA_GRID,
     n_particles: int = 500,
 ):
-    """One prior draw and its data: ``(data, truth)`` (see the module docstring)."""
+    """One prior draw and its data: ``(data, truth)`` (see the module docstring).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator or int
+        Random generator or seed.
+    target : {"causes", "alpha"}, default "causes"
+        Simulate a cause partition and features, or a subject's alpha and responses.
+    n_trials : int, default 8
+        Trials (``"causes"``).
+    n_features : int, default 3
+        Features (``"causes"``).
+    max_causes : int, default 4
+        Largest number of causes (``"causes"``).
+    alpha : float, default 1.0
+        CRP concentration (``"causes"``).
+    concentration : float, default 1.0
+        Beta pseudo-count of the feature probabilities (``"causes"``).
+    design : str, default "renewal_aba"
+        Shipped design (``"alpha"``).
+    alphas : array_like, default ALPHA_GRID
+        Alpha grid, the prior's support (``"alpha"``).
+    n_particles : int, default 500
+        Particles of the filter (``"alpha"``).
+
+    Returns
+    -------
+    data : dict
+        The simulated data.
+    truth : dict
+        The true label-invariant quantities.
+    """
     rng = np.random.default_rng(rng)
     if check_choice(target, "target", ["causes", "alpha"]) == "causes":
         return _simulate_causes(rng, n_trials, n_features, max_causes, alpha, concentration)
@@ -102,6 +133,28 @@ def fit_alpha_posterior(
     probabilities in ``constant_data``, the log likelihood of each response at each draw
     (from the draw's alpha) and ``attrs["log_evidence"]`` (log mean marginal likelihood over
     the grid) per response model.
+
+    Parameters
+    ----------
+    data : dict
+        ``responses``, ``features`` and optionally ``alphas``.
+    random_seed : int, optional
+        Seed of the filter runs and the draws.
+    alphas : array_like, optional
+        Alpha grid (default ``data["alphas"]`` or :data:`ALPHA_GRID`).
+    response_models : tuple of str, default ("logistic",)
+        Response models fitted (the first gives the draws).
+    n_particles : int, default 500
+        Particles of the filter.
+    draws : int, default 1000
+        Draws of alpha.
+    **options
+        Passed to :func:`pmctx.conditioning.behaviour.fit_alpha`.
+
+    Returns
+    -------
+    arviz.InferenceData
+        Posterior ``alpha``, ``log_likelihood`` and ``constant_data`` with the grid.
     """
     from pmctx.conditioning.behaviour import fit_alpha
     from pmctx.io import to_inference_data
@@ -141,7 +194,18 @@ def fit_alpha_posterior(
 
 
 def invariants(idata) -> dict:
-    """Posterior draws of ``n_occupied`` (partition fits) or ``alpha`` (alpha fits)."""
+    """Posterior draws of ``n_occupied`` (partition fits) or ``alpha`` (alpha fits).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of simulated data.
+
+    Returns
+    -------
+    dict
+        ``{"alpha": draws}`` or ``{"n_occupied": draws}``.
+    """
     if "alpha" in idata.posterior:
         return {"alpha": idata.posterior["alpha"].values.reshape(-1)}
     return {"n_occupied": idata.sample_stats["n_occupied"].values.reshape(-1)}
