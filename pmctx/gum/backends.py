@@ -56,7 +56,13 @@ NUTPIE_MIN_ITERATIONS = 4000
 
 
 def nutpie_available() -> bool:
-    """Whether the optional nutpie sampler is installed."""
+    """Whether the optional nutpie sampler is installed.
+
+    Returns
+    -------
+    bool
+        True when ``import nutpie`` would succeed.
+    """
     return importlib.util.find_spec("nutpie") is not None
 
 
@@ -64,7 +70,22 @@ def choose_backend(backend: str, *, draws: int, tune: int, chains: int, pymc_onl
     """Resolve ``backend`` (``"auto"``, ``"pymc"`` or ``"nutpie"``) by the rule above.
 
     ``pymc_only`` marks arguments only ``pm.sample`` understands (``step``, ``initvals`` of
-    a user, ``compile_kwargs``, ...)."""
+    a user, ``compile_kwargs``, ...).
+
+    Parameters
+    ----------
+    backend : {"auto", "pymc", "nutpie"}
+        The requested backend.
+    draws, tune, chains : int
+        The run's size (``"auto"`` picks nutpie for long runs).
+    pymc_only : bool
+        Whether arguments only ``pm.sample`` understands were given.
+
+    Returns
+    -------
+    str
+        ``"pymc"`` or ``"nutpie"``.
+    """
     check_choice(backend, "backend", BACKENDS)
     if backend == "nutpie":
         if not nutpie_available():
@@ -97,7 +118,28 @@ def sample_nutpie(
 ):
     """NUTS by nutpie (low-rank mass matrix) with ``log_likelihood`` and ``observed_data``
     (``observed``: name -> values) groups like ``pm.sample`` with
-    ``idata_kwargs={"log_likelihood": True}`` gives."""
+    ``idata_kwargs={"log_likelihood": True}`` gives.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        The model to sample.
+    draws, tune, chains, cores : int
+        As in :func:`pymc.sample`.
+    random_seed : int or None
+        Seed (reduced to one 31-bit integer for nutpie).
+    progressbar : bool or None
+        Show progress (None: in a terminal).
+    initial_point : dict
+        Initial values of the value variables.
+    observed : dict, optional
+        Observed data added as the ``observed_data`` group.
+
+    Returns
+    -------
+    arviz.InferenceData
+        Posterior, sample stats, ``log_likelihood`` (and ``observed_data``).
+    """
     import nutpie
 
     compiled = nutpie.compile_pymc_model(model, initial_points=initial_point)

@@ -44,7 +44,28 @@ def _indicator(x: np.ndarray, support: np.ndarray) -> np.ndarray:
 
 
 def quantile_bins(values: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
-    """Inner bin edges at the quantiles of ``values`` (equal counts) and each bin's mean."""
+    """Inner bin edges at the quantiles of ``values`` (equal counts) and each bin's mean.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Finite input values.
+    n_bins : int
+        Number of bins.
+
+    Returns
+    -------
+    edges : numpy.ndarray
+        Inner bin edges (unique, at most ``n_bins - 1``).
+    means : numpy.ndarray
+        Mean of the values in each bin.
+
+    Examples
+    --------
+    >>> edges, means = quantile_bins(np.arange(8.0), 2)
+    >>> edges.tolist(), means.tolist()
+    ([3.5], [1.5, 5.5])
+    """
     edges = np.unique(np.quantile(values, np.linspace(0, 1, int(n_bins) + 1)[1:-1]))
     index = np.searchsorted(edges, values, side="right")
     means = np.array([values[index == k].mean() for k in range(edges.size + 1)])
@@ -53,7 +74,24 @@ def quantile_bins(values: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarr
 
 def support_points(leaf, inputs: list[np.ndarray]) -> tuple[np.ndarray, bool, np.ndarray | None]:
     """Support points of ``leaf`` over all its inputs, whether they are exact, and the inner
-    bin edges of a binned GP (None otherwise)."""
+    bin edges of a binned GP (None otherwise).
+
+    Parameters
+    ----------
+    leaf : pmctx.gum.terms.Term
+        A leaf term (GP, categorical, linear, ...).
+    inputs : list of numpy.ndarray
+        Every input column of the leaf (NaN where absent).
+
+    Returns
+    -------
+    support : numpy.ndarray
+        The support points.
+    exact : bool
+        Whether every input is a support point.
+    edges : numpy.ndarray or None
+        Inner bin edges of a binned GP.
+    """
     support, exact = _support(leaf, inputs)
     if getattr(leaf, "binning", None) is None:
         return support, exact, None
@@ -80,7 +118,22 @@ def _support(leaf, inputs):
 
 
 def basis_matrix(leaf, fn, x: np.ndarray) -> np.ndarray:
-    """Basis (x.shape + (m,)) of ``fn`` (a FunctionDesign) at inputs ``x``."""
+    """Basis (x.shape + (m,)) of ``fn`` (a FunctionDesign) at inputs ``x``.
+
+    Parameters
+    ----------
+    leaf : pmctx.gum.terms.Term
+        The function's leaf term.
+    fn : pmctx.gum.design.FunctionDesign
+        The function's design (support, edges).
+    x : numpy.ndarray
+        Inputs (any shape; NaN gives a zero row).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``x.shape + (m,)``: indicator, interpolation or bin weights, times the leaf's scale.
+    """
     flat = x.reshape(-1)
     if isinstance(leaf, Linear):
         W = np.where(np.isfinite(flat), flat, 0.0)[:, None]

@@ -22,7 +22,20 @@ __all__ = ["build_pymc_model", "function_dim"]
 
 
 def function_dim(design: GumDesign, name: str) -> list[str]:
-    """Dims of the Deterministic of function ``name``."""
+    """Dims of the Deterministic of function ``name``.
+
+    Parameters
+    ----------
+    design : GumDesign
+        The model's design.
+    name : str
+        A function name.
+
+    Returns
+    -------
+    list of str
+        ``[]`` (linear), ``[name + "_level"]`` (categorical) or ``[name + "_x"]``.
+    """
     leaf = design.functions[name].leaf
     if isinstance(leaf, Linear):
         return []
@@ -75,6 +88,12 @@ def build_pymc_model(
         ``start(value_name) -> array or None``: the default initial value of each
         standard-normal ``*_z`` (e.g. :func:`pmctx.gum.init.laplace_start`, which
         ``GumModel.model`` passes); None: PyMC's zero start.
+
+    Returns
+    -------
+    pymc.Model
+        Standard-normal ``*_z`` free variables, the functions as Deterministics and the observed
+        response.
     """
     tensors = _data_tensors(design, minibatch_size)
     coords = {"obs": np.arange(design.n_obs)}

@@ -70,6 +70,19 @@ def projection(kind: str, m: int) -> tuple[np.ndarray, np.ndarray]:
         One of ``free``, ``first-zero``, ``mean-zero``, ``mean-one``, ``sum-one``.
     m : int
         Number of parameter values.
+
+    Returns
+    -------
+    P : numpy.ndarray (d, m)
+        Orthonormal basis of the free subspace.
+    theta0 : numpy.ndarray (m,)
+        Offset: parameters are ``theta0 + z @ P``.
+
+    Examples
+    --------
+    >>> P, theta0 = projection("mean-zero", 3)
+    >>> P.shape, bool(np.allclose(P.sum(axis=1), 0.0))
+    ((2, 3), True)
     """
     if kind == "free":
         return np.eye(m), np.zeros(m)
@@ -100,6 +113,13 @@ def _free_factor(block, user: dict) -> int:
 
 def resolve_constraints(blocks, intercept: bool) -> tuple[dict[str, str], dict]:
     """Apply the default rule to every leaf without a user constraint.
+
+    Parameters
+    ----------
+    blocks : list
+        Product blocks of the expanded formula (lists of factors of leaf terms).
+    intercept : bool
+        Whether the model has an intercept.
 
     Returns
     -------

@@ -86,7 +86,18 @@ def _layout(design: GumDesign):
 
 def theta_map(design: GumDesign) -> np.ndarray:
     """Dense M x D matrix ``d theta / d u`` (block diagonal: ``Q`` per function, the prior
-    sds of offsets and intercept); cached until the hyperparameters change."""
+    sds of offsets and intercept); cached until the hyperparameters change.
+
+    Parameters
+    ----------
+    design : GumDesign
+        The model's design.
+
+    Returns
+    -------
+    numpy.ndarray (M, D)
+        The Jacobian of the parameter vector in the free vector.
+    """
     cache = design._jacobian_cache
     if "theta_map" in cache:
         return cache["theta_map"]
@@ -131,7 +142,22 @@ def _transpose_times(cols, vals, vector, width):  # pragma: no cover - numba
 
 def theta_jacobian(design: GumDesign, values) -> tuple[np.ndarray, np.ndarray]:
     """``d rho / d theta`` (N x M) at the factor values ``values``, as padded sparse rows
-    (columns and values, N x k)."""
+    (columns and values, N x k).
+
+    Parameters
+    ----------
+    design : GumDesign
+        The model's design.
+    values : list
+        Factor values per block, at the current free vector.
+
+    Returns
+    -------
+    cols : numpy.ndarray (N, k)
+        Column index of each non-zero.
+    vals : numpy.ndarray (N, k)
+        Its value.
+    """
     starts, _, factors = _layout(design)
     n = design.n_obs
     cols, vals = [], []
@@ -172,7 +198,30 @@ def _theta_curvature(design: GumDesign, values, d1: np.ndarray) -> np.ndarray:
 
 def derivatives(design: GumDesign, u: np.ndarray, values, d1: np.ndarray, w: np.ndarray):
     """Gradient of the log joint, Gauss-Newton/Fisher matrix ``J^T W J + I`` and the exact
-    negative Hessian at ``u`` (``values``, ``d1``, ``w`` from the same ``u``)."""
+    negative Hessian at ``u`` (``values``, ``d1``, ``w`` from the same ``u``).
+
+    Parameters
+    ----------
+    design : GumDesign
+        The model's design.
+    u : numpy.ndarray (D,)
+        Free vector.
+    values : list
+        Factor values at ``u``.
+    d1 : numpy.ndarray (N,)
+        First derivative of the log-likelihood in the predictor at ``u``.
+    w : numpy.ndarray (N,)
+        Negative second derivative (curvature weight) at ``u``.
+
+    Returns
+    -------
+    grad : numpy.ndarray (D,)
+        Gradient of the log joint.
+    fisher : numpy.ndarray (D, D)
+        ``J^T W J + I``.
+    exact : numpy.ndarray (D, D)
+        The exact negative Hessian.
+    """
     T = theta_map(design)
     cols, vals = theta_jacobian(design, values)
     grad = T.T @ _transpose_times(cols, vals, d1, T.shape[0]) - u

@@ -28,7 +28,23 @@ __all__ = ["derive_column", "source_columns"]
 
 
 def source_columns(derive) -> tuple[str, ...]:
-    """Data columns a derived column is built from."""
+    """Data columns a derived column is built from.
+
+    Parameters
+    ----------
+    derive : tuple
+        ``(kind, args)`` of a derived column (``interaction``, ``nested``, ``lag``, ...).
+
+    Returns
+    -------
+    tuple of str
+        The data columns it reads.
+
+    Examples
+    --------
+    >>> source_columns(("interaction", ("a", "b")))
+    ('a', 'b')
+    """
     kind, args = derive
     return tuple(args) if kind in ("interaction", "nested") else (args[0],)
 
@@ -45,7 +61,20 @@ def _lagged(x: np.ndarray, lags) -> np.ndarray:
 
 
 def derive_column(derive, columns: dict) -> np.ndarray:
-    """Build the derived column ``derive = (kind, args)`` from data ``columns``."""
+    """Build the derived column ``derive = (kind, args)`` from data ``columns``.
+
+    Parameters
+    ----------
+    derive : tuple
+        ``(kind, args)`` of a derived column.
+    columns : dict
+        Data columns by name.
+
+    Returns
+    -------
+    numpy.ndarray
+        The derived column.
+    """
     kind, args = derive
     missing = [c for c in source_columns(derive) if c not in columns]
     if missing:

@@ -33,7 +33,33 @@ _JITTER = 1e-6
 
 @dataclass
 class FunctionDesign:
-    """One function: support, constraint and non-centred prior factor."""
+    """One function: support, constraint and non-centred prior factor.
+
+    Parameters
+    ----------
+    name : str
+        Function name (``f_x``, ``w_g``, ``b_x``).
+    leaf : pmctx.gum.terms.Term
+        The leaf term it comes from.
+    support : numpy.ndarray (m,)
+        Support points (or category codes).
+    constraint : str
+        Identifiability constraint (see :func:`pmctx.gum.constraints.projection`).
+    hyper : dict
+        Hyperparameters (``lengthscale``, ``variance``, ``sd``, ...).
+    exact : bool, default True
+        Whether every input is a support point.
+    P : numpy.ndarray (d, m)
+        Free-subspace basis of the constraint.
+    theta0 : numpy.ndarray (m,)
+        Constraint offset.
+    Q : numpy.ndarray (m, d)
+        Non-centred prior factor: ``theta = theta0 + Q z``.
+    L : numpy.ndarray
+        Cholesky factor of the projected prior covariance.
+    edges : numpy.ndarray, optional
+        Inner bin edges of a binned GP.
+    """
 
     name: str
     leaf: object
@@ -49,9 +75,23 @@ class FunctionDesign:
 
     @property
     def n_free(self) -> int:
+        """Number of free (standard-normal) coordinates of the function.
+
+        Returns
+        -------
+        int
+            Rows of ``P``.
+        """
         return self.P.shape[0]
 
     def prior_cov(self) -> np.ndarray:
+        """Prior covariance of the function's values on its support (with jitter).
+
+        Returns
+        -------
+        numpy.ndarray (m, m)
+            The kernel matrix of a GP, or ``sd^2 I`` of weights.
+        """
         m = len(self.support)
         if isinstance(self.leaf, GP):
             K = kernel_matrix(
@@ -76,7 +116,18 @@ class FunctionDesign:
         self.Q = self.P.T @ self.L
 
     def free_coordinates(self, theta: np.ndarray) -> np.ndarray:
-        """``z`` with ``theta0 + Q z`` closest to ``theta`` (warm starts across hyperparameters)."""
+        """``z`` with ``theta0 + Q z`` closest to ``theta`` (warm starts across hyperparameters).
+
+        Parameters
+        ----------
+        theta : numpy.ndarray (m,)
+            Function values on the support.
+
+        Returns
+        -------
+        numpy.ndarray (d,)
+            The least-squares free coordinates ``z``.
+        """
         if self.n_free == 0:
             return np.zeros(0)
         return np.linalg.solve(self.L, self.P @ (theta - self.theta0))
@@ -84,7 +135,17 @@ class FunctionDesign:
 
 @dataclass
 class Use:
-    """One occurrence of a function in a factor: its basis at the data (or fixed values)."""
+    """One occurrence of a function in a factor: its basis at the data (or fixed values).
+
+    Parameters
+    ----------
+    name : str
+        Function name.
+    basis : numpy.ndarray (N, P, m) or None
+        Basis at the data; None for fixed functions.
+    fixed_values : numpy.ndarray (N, P), optional
+        Values of a fixed function at the data.
+    """
 
     name: str
     basis: np.ndarray | None  # (N, P, m); None for fixed functions
@@ -93,7 +154,41 @@ class Use:
 
 @dataclass
 class GumDesign:
-    """Everything numeric about a GUM (see module docstring)."""
+    """Everything numeric about a GUM (see module docstring).
+
+    Parameters
+    ----------
+    response : str
+        Response column name.
+    y : numpy.ndarray (N,)
+        Responses.
+    family : str
+        Response family.
+    link : str
+        Link function.
+    functions : dict
+        ``{name: FunctionDesign}``.
+    blocks : list
+        Blocks -> factors -> lists of :class:`Use`.
+    masks : list of numpy.ndarray
+        Per block, the (N, P) 0/1 mask of present positions.
+    offsets : dict
+        ``{(block, factor): "free" or fixed value}``.
+    intercept : bool
+        Whether the model has an intercept.
+    intercept_sd : float
+        Prior sd of the intercept.
+    offset_sd : float
+        Prior sd of free offsets.
+    noise_sd : float or None
+        Dispersion (Gaussian sd or negative-binomial alpha); None when not fixed.
+    slices : dict, optional
+        Slices of the free vector per function, offset and intercept (set by :meth:`layout`).
+    _jacobian_cache : dict, optional
+        Cache of Jacobian pieces (internal).
+    weights : numpy.ndarray (N,), optional
+        Observation weights (None: all one).
+    """
 
     response: str
     y: np.ndarray
@@ -112,7 +207,22 @@ class GumDesign:
     weights: np.ndarray | None = None  # observation weights (None: all one)
 
     def loglik(self, rho: np.ndarray, y: np.ndarray | None = None, weights=None):
-        """``(ll, d1, w)`` of the family at ``rho`` (observation weights applied)."""
+        """``(ll, d1, w)`` of the family at ``rho`` (observation weights applied).
+
+        Parameters
+        ----------
+        rho : numpy.ndarray (N,)
+            Predictor values.
+        y : numpy.ndarray (N,), optional
+            Responses (default the model's).
+        weights : numpy.ndarray (N,), optional
+            Observation weights (default the model's).
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            Log-likelihood, first derivative and curvature weight per observation.
+        """
         noise = 1.0 if self.noise_sd is None else float(self.noise_sd)
         y = self.y if y is None else y
         weights = self.weights if weights is None and y is self.y else weights
@@ -120,10 +230,24 @@ class GumDesign:
 
     @property
     def n_obs(self) -> int:
+        """Number of observations.
+
+        Returns
+        -------
+        int
+            ``len(y)``.
+        """
         return len(self.y)
 
     @property
     def n_free(self) -> int:
+        """Length of the free vector ``u``.
+
+        Returns
+        -------
+        int
+            Free coordinates of all functions, offsets and the intercept.
+        """
         return max((s.stop for s in self.slices.values()), default=0)
 
     def layout(self) -> None:
@@ -141,7 +265,18 @@ class GumDesign:
             self.slices["intercept"] = slice(start, start + 1)
 
     def thetas(self, u: np.ndarray) -> dict:
-        """Function parameter values (support values or weights) for a free vector ``u``."""
+        """Function parameter values (support values or weights) for a free vector ``u``.
+
+        Parameters
+        ----------
+        u : numpy.ndarray (D,)
+            Free vector.
+
+        Returns
+        -------
+        dict
+            ``{function name: values on its support}``.
+        """
         return {
             name: fn.theta0 + fn.Q @ u[..., self.slices[name]].T
             if u.ndim == 1
@@ -150,7 +285,18 @@ class GumDesign:
         }
 
     def scalars(self, u: np.ndarray) -> dict:
-        """Offsets and intercept on their natural scale."""
+        """Offsets and intercept on their natural scale.
+
+        Parameters
+        ----------
+        u : numpy.ndarray (D,)
+            Free vector.
+
+        Returns
+        -------
+        dict
+            ``{offset name or "intercept": value}``.
+        """
         out = {}
         for key, value in self.offsets.items():
             name = offset_name(key)
@@ -164,7 +310,18 @@ class GumDesign:
         return out
 
     def factor_values(self, u: np.ndarray) -> list[list[np.ndarray]]:
-        """Value of every factor at the data, (N, P) arrays."""
+        """Value of every factor at the data, (N, P) arrays.
+
+        Parameters
+        ----------
+        u : numpy.ndarray (D,)
+            Free vector.
+
+        Returns
+        -------
+        list of list of numpy.ndarray
+            Per block and factor, the (N, P) values.
+        """
         thetas, scalars = self.thetas(u), self.scalars(u)
         values = []
         for i, block in enumerate(self.blocks):
@@ -183,7 +340,18 @@ class GumDesign:
         return values
 
     def predictor(self, u: np.ndarray) -> np.ndarray:
-        """``rho`` at the data for one free vector ``u``."""
+        """``rho`` at the data for one free vector ``u``.
+
+        Parameters
+        ----------
+        u : numpy.ndarray (D,)
+            Free vector.
+
+        Returns
+        -------
+        numpy.ndarray (N,)
+            The predictor ``rho``.
+        """
         rho = np.zeros(self.n_obs)
         for i, row in enumerate(self.factor_values(u)):
             rho += (np.prod(row, axis=0) * self.masks[i]).sum(axis=1)
@@ -192,7 +360,20 @@ class GumDesign:
         return rho
 
     def factor_jacobians(self, i: int, j: int) -> list[tuple[slice, np.ndarray]]:
-        """(slot, d factor / d u_slot) pairs of factor (i, j), each (N, P, d)."""
+        """(slot, d factor / d u_slot) pairs of factor (i, j), each (N, P, d).
+
+        Parameters
+        ----------
+        i : int
+            Block index.
+        j : int
+            Factor index within the block.
+
+        Returns
+        -------
+        list of tuple
+            ``(slot, derivative)`` pairs.
+        """
         if (i, j) in self._jacobian_cache:
             return self._jacobian_cache[(i, j)]
         pieces = []
@@ -206,7 +387,21 @@ class GumDesign:
         return pieces
 
     def jacobian(self, u: np.ndarray, values=None) -> np.ndarray:
-        """``d rho / d u`` (N x D)."""
+        """``d rho / d u`` (N x D).
+
+        Parameters
+        ----------
+        u : numpy.ndarray (D,)
+            Free vector.
+
+        values : list, optional
+            Factor values at ``u`` (computed when omitted).
+
+        Returns
+        -------
+        numpy.ndarray (N, D)
+            ``d rho / d u``.
+        """
         values = self.factor_values(u) if values is None else values
         J = np.zeros((self.n_obs, self.n_free))
         for i, row in enumerate(values):
@@ -219,7 +414,23 @@ class GumDesign:
         return J
 
     def curvature_term(self, u: np.ndarray, d1: np.ndarray, values=None) -> np.ndarray:
-        """``sum_n d1_n d^2 rho_n / du du^T`` (the part of the Hessian the GN step drops)."""
+        """``sum_n d1_n d^2 rho_n / du du^T`` (the part of the Hessian the GN step drops).
+
+        Parameters
+        ----------
+        u : numpy.ndarray (D,)
+            Free vector.
+
+        d1 : numpy.ndarray (N,)
+            First derivatives of the log-likelihood in ``rho``.
+        values : list, optional
+            Factor values at ``u``.
+
+        Returns
+        -------
+        numpy.ndarray (D, D)
+            The second-order term.
+        """
         values = self.factor_values(u) if values is None else values
         H2 = np.zeros((self.n_free, self.n_free))
         for i, row in enumerate(values):
@@ -235,7 +446,18 @@ class GumDesign:
         return H2
 
     def subset(self, rows: np.ndarray) -> GumDesign:
-        """The same model on a subset of the observations (functions are shared, not copied)."""
+        """The same model on a subset of the observations (functions are shared, not copied).
+
+        Parameters
+        ----------
+        rows : numpy.ndarray
+            Indices (or boolean mask) of the observations kept.
+
+        Returns
+        -------
+        GumDesign
+            The design on those rows.
+        """
         blocks = [
             [
                 [
@@ -269,7 +491,21 @@ class GumDesign:
         )
 
     def warm_start(self, u: np.ndarray, thetas: dict) -> np.ndarray:
-        """Free vector reproducing ``thetas`` (and ``u``'s scalars) under the current priors."""
+        """Free vector reproducing ``thetas`` (and ``u``'s scalars) under the current priors.
+
+        Parameters
+        ----------
+        u : numpy.ndarray (D,)
+            Free vector.
+
+        thetas : dict
+            ``{function name: values on its support}``.
+
+        Returns
+        -------
+        numpy.ndarray (D,)
+            The new free vector.
+        """
         new = np.array(u, dtype=float)
         for name, fn in self.functions.items():
             new[self.slices[name]] = fn.free_coordinates(thetas[name])
@@ -277,6 +513,23 @@ class GumDesign:
 
 
 def offset_name(key) -> str:
+    """Variable name of the offset of factor ``key = (block, factor)``.
+
+    Parameters
+    ----------
+    key : tuple of int
+        ``(block, factor)``.
+
+    Returns
+    -------
+    str
+        ``"c_<block>_<factor>"``.
+
+    Examples
+    --------
+    >>> offset_name((0, 1))
+    'c_0_1'
+    """
     return f"c_{key[0]}_{key[1]}"
 
 
@@ -304,7 +557,42 @@ def build_design(
     noise_sd: float | None = None,
     hyper: dict | None = None,
 ) -> GumDesign:
-    """Assemble a :class:`GumDesign` from normalised blocks and validated 2-D columns."""
+    """Assemble a :class:`GumDesign` from normalised blocks and validated 2-D columns.
+
+    Parameters
+    ----------
+    blocks : list
+        Normalised product blocks (factors of leaf terms).
+    columns : dict
+        Validated 2-D regressor columns.
+    y : numpy.ndarray (N,)
+        Responses.
+    response : str
+        Response name.
+    family : str
+        Response family.
+    link : str
+        Link function.
+    constraints : dict
+        ``{function name: constraint}``.
+    offsets : dict
+        ``{(block, factor): "free" or fixed value}``.
+    intercept : bool
+        Whether the model has an intercept.
+    intercept_sd : float, default 10.0
+        Prior sd of the intercept.
+    offset_sd : float, default 10.0
+        Prior sd of free offsets.
+    noise_sd : float, optional
+        Dispersion (None: not fixed).
+    hyper : dict, optional
+        Hyperparameter overrides per function.
+
+    Returns
+    -------
+    GumDesign
+        The laid-out design.
+    """
     hyper = hyper or {}
     inputs: dict[str, list] = {}
     leaves: dict[str, object] = {}

@@ -54,7 +54,20 @@ _DIRECTIONAL_STEP = 1e-4
 
 
 def cov_derivative(fn, key: str) -> np.ndarray:
-    """``d K / d log(key)`` of a function's prior covariance (m x m, with its jitter)."""
+    """``d K / d log(key)`` of a function's prior covariance (m x m, with its jitter).
+
+    Parameters
+    ----------
+    fn : pmctx.gum.design.FunctionDesign
+        A function with a prior covariance.
+    key : {"variance", "sd", "lengthscale", "period"}
+        The hyperparameter.
+
+    Returns
+    -------
+    numpy.ndarray (m, m)
+        Derivative of the prior covariance in the log hyperparameter.
+    """
     K = fn.prior_cov()
     if key in ("variance", "sd"):
         return K * (1.0 if key == "variance" else 2.0)

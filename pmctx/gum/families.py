@@ -41,6 +41,27 @@ def loglik(
     ``noise_sd`` is the family's dispersion parameter: the Gaussian noise sd, or the
     negative-binomial ``alpha`` (variance ``mu + mu^2 / alpha``). ``weights`` multiply every
     observation's log-likelihood (observation weights).
+
+    Parameters
+    ----------
+    family : {"gaussian", "bernoulli", "poisson", "negative_binomial"}
+        Response family.
+    link : str
+        Link function (``identity``, ``logit``, ``probit``, ``log``).
+    y : numpy.ndarray (N,)
+        Responses.
+    rho : numpy.ndarray (N,)
+        Predictor values.
+    noise_sd : float, default 1.0
+        Dispersion (Gaussian sd or negative-binomial alpha).
+    weights : numpy.ndarray (N,), optional
+        Observation weights.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Log-likelihood, its first derivative and its negative second derivative in ``rho``,
+        each (N,).
     """
     out = _loglik(family, link, y, rho, noise_sd)
     if weights is None:

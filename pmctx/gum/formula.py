@@ -107,7 +107,20 @@ def _number(node):
 
 
 def scaled(term, factor: float):
-    """``factor * term``: scales one factor of every product (a copy; parameters shared)."""
+    """``factor * term``: scales one factor of every product (a copy; parameters shared).
+
+    Parameters
+    ----------
+    term : Term, Sum, Product or list
+        A term expression.
+    factor : float
+        The scale factor.
+
+    Returns
+    -------
+    Term
+        The scaled copy.
+    """
     if isinstance(term, Sum):
         return Sum([scaled(t, factor) for t in term.terms])
     if isinstance(term, Product):

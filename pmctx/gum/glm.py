@@ -39,6 +39,13 @@ def glm(
     family, link : str
     sd : float
         Prior sd of the weights (Gaussian, as seed 002 Appendix B.1).
+    **kwargs
+        Further :func:`pmctx.gum.gum` options (``noise_sd``, ``weights``, ...).
+
+    Returns
+    -------
+    GumModel
+        The declared model.
     """
     regressors = list(regressors)
     if not regressors:
@@ -49,7 +56,24 @@ def glm(
 
 
 def psychophysics_glm(data, *, mapping=np.cos, response="choice", link=None) -> GumModel:
-    """Normative GLM ``sum_k w_k mapping(angle_k) + w0`` (Bernoulli)."""
+    """Normative GLM ``sum_k w_k mapping(angle_k) + w0`` (Bernoulli).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or dict
+        Columns ``angle`` and ``position`` (trials x positions) and the response.
+    mapping : callable, default numpy.cos
+        Fixed mapping of each angle.
+    response : str, default "choice"
+        Response column (binary).
+    link : str, optional
+        Bernoulli link (default logit).
+
+    Returns
+    -------
+    GumModel
+        The declared model.
+    """
     expr = Categorical("position", constraint="free") * Fixed("angle", fn=mapping)
     return gum(expr, data, response=response, family="bernoulli", link=link)
 
@@ -57,7 +81,26 @@ def psychophysics_glm(data, *, mapping=np.cos, response="choice", link=None) -> 
 def psychophysics_gum(
     data, *, response="choice", lengthscale=1.0, variance=1.0, max_points=24, link=None
 ) -> GumModel:
-    """GUM ``sum_k w_k f(angle_k) + w0`` with ``mean(w) = 1`` and a periodic-GP mapping ``f``."""
+    """GUM ``sum_k w_k f(angle_k) + w0`` with ``mean(w) = 1`` and a periodic-GP mapping ``f``.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or dict
+        Columns ``angle`` and ``position`` (trials x positions) and the response.
+    response : str, default "choice"
+        Response column (binary).
+    lengthscale, variance : float, default 1.0
+        Periodic-GP hyperparameters of ``f``.
+    max_points : int, default 24
+        Support points of the GP.
+    link : str, optional
+        Bernoulli link (default logit).
+
+    Returns
+    -------
+    GumModel
+        The declared model.
+    """
     expr = Categorical("position", constraint="mean-one") * GP(
         "angle",
         kernel="periodic",
@@ -71,7 +114,22 @@ def psychophysics_gum(
 
 
 def compare(idatas: dict, *, ic: str = "loo", **kwargs):
-    """``az.compare`` of InferenceData objects that carry a ``log_likelihood`` group."""
+    """``az.compare`` of InferenceData objects that carry a ``log_likelihood`` group.
+
+    Parameters
+    ----------
+    idatas : dict
+        ``{name: InferenceData}`` with ``log_likelihood`` groups.
+    ic : {"loo", "waic"}, default "loo"
+        Information criterion.
+    **kwargs
+        Passed to :func:`arviz.compare`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The :func:`arviz.compare` table.
+    """
     missing = [name for name, idata in idatas.items() if "log_likelihood" not in idata.groups()]
     if missing:
         raise ValueError(

@@ -86,7 +86,26 @@ def held_out_log_density(gum_model, data, idata=None, *, draws=1000, seed=0):
 
 
 def held_out_lpd(gum_model, data, idata=None, *, draws=1000, seed=0) -> np.ndarray:
-    """``log mean_s p(y*_i | draw s)`` for every held-out row (see the module doc)."""
+    """``log mean_s p(y*_i | draw s)`` for every held-out row (see the module doc).
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        The fitted model.
+    data : pandas.DataFrame or dict
+        Held-out rows (regressors and response).
+    idata : arviz.InferenceData, optional
+        Posterior draws (default: ``draws`` Laplace draws).
+    draws : int, default 1000
+        Laplace draws when ``idata`` is None.
+    seed : int, default 0
+        Seed of the draws.
+
+    Returns
+    -------
+    numpy.ndarray (n_rows,)
+        Log pointwise predictive density of each held-out row.
+    """
     ll = held_out_log_density(gum_model, data, idata, draws=draws, seed=seed).values
     flat = ll.reshape(-1, ll.shape[-1])
     return logsumexp(flat, axis=0) - np.log(flat.shape[0])

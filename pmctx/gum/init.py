@@ -57,6 +57,16 @@ def laplace_initvals(gum_model) -> dict | None:
 
     Gaussian responses with a sampled noise sd have no fixed-noise Laplace fit, and a
     Newton search that fails leaves no usable mode; such models keep PyMC's default start.
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        A model declared by :func:`pmctx.gum.gum`.
+
+    Returns
+    -------
+    dict or None
+        ``{value variable name: array}``, or None.
     """
     design = gum_model.design
     if design.family in ("gaussian", "negative_binomial") and design.noise_sd is None:
@@ -79,6 +89,14 @@ def set_laplace_initvals(gum_model, model) -> None:
     Not needed for ``GumModel.model``, which starts there already (:func:`start_normal`);
     for a model built another way. PyMC cannot convert a model with stored initial values to
     a graph (``pm.compute_log_likelihood``, ``pm.do`` fail on it afterwards).
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        A model declared by :func:`pmctx.gum.gum`.
+
+    model : pymc.Model
+        A model with the same free variables; its initial values are set.
     """
     point = laplace_initvals(gum_model)
     if point is None:
@@ -92,6 +110,16 @@ def laplace_start(gum_model) -> Callable[[str], np.ndarray | None]:
     """``start(value_name)``: the Laplace-mode value of one free vector (None: no mode).
 
     The Laplace fit runs on the first call and is cached on ``gum_model``.
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        A model declared by :func:`pmctx.gum.gum`.
+
+    Returns
+    -------
+    callable
+        ``start(value_name) -> numpy.ndarray or None``.
     """
     cache: dict = {}
 
@@ -125,7 +153,15 @@ class _LazyStart(Op):
 
 
 class StartNormalRV(NormalRV):
-    """``NormalRV`` whose support point is a lazily computed start (log density unchanged)."""
+    """``NormalRV`` whose support point is a lazily computed start (log density unchanged).
+
+    Parameters
+    ----------
+    start_op : Op
+        Zero-input Op that computes the start value when first evaluated.
+    **kwargs
+        Passed to ``NormalRV``.
+    """
 
     __props__ = (*NormalRV.__props__, "start_op")
 
@@ -154,6 +190,11 @@ def start_normal(name: str, *, dims=None, shape=(), start: Callable | None = Non
     start : callable, optional
         ``start(name) -> array or None`` (e.g. :func:`laplace_start`); None: a plain
         ``pm.Normal``.
+
+    Returns
+    -------
+    pytensor.tensor.TensorVariable
+        The registered random variable.
     """
     if start is None:
         return pm.Normal(name, 0.0, 1.0, dims=dims, shape=shape or None)

@@ -43,7 +43,27 @@ def _single_threaded_blas():
 
 @dataclass
 class LaplaceResult:
-    """MAP ``u_map``, negative Hessian ``hessian``, its Cholesky, and the log evidence."""
+    """MAP ``u_map``, negative Hessian ``hessian``, its Cholesky, and the log evidence.
+
+    Parameters
+    ----------
+    u_map : numpy.ndarray (D,)
+        The mode of the free vector.
+    hessian : numpy.ndarray (D, D)
+        Negative Hessian of the log joint at the mode.
+    chol : numpy.ndarray (D, D)
+        Its lower Cholesky factor.
+    log_evidence : float
+        Laplace log marginal likelihood.
+    log_lik : float
+        Log-likelihood at the mode.
+    n_iter : int
+        Newton iterations.
+    converged : bool
+        Whether the Newton decrement fell below the tolerance.
+    exact_hessian : bool
+        Whether ``hessian`` is the exact one (else Gauss-Newton).
+    """
 
     u_map: np.ndarray
     hessian: np.ndarray
@@ -61,7 +81,20 @@ class LaplaceResult:
         return inv_chol.T @ inv_chol
 
     def draws(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """Draws of ``u`` from ``N(u_map, hessian^-1)``, shape (n, D)."""
+        """Draws of ``u`` from ``N(u_map, hessian^-1)``, shape (n, D).
+
+        Parameters
+        ----------
+        n : int
+            Number of draws.
+        rng : numpy.random.Generator
+            Random generator.
+
+        Returns
+        -------
+        numpy.ndarray (n, D)
+            The draws.
+        """
         eps = rng.standard_normal((n, len(self.u_map)))
         return self.u_map + solve_triangular(self.chol, eps.T, lower=True, trans="T").T
 
@@ -71,7 +104,20 @@ def _noise(design: GumDesign) -> float:
 
 
 def log_joint(design: GumDesign, u: np.ndarray) -> float:
-    """``psi(u)``: log-likelihood plus standard-normal log prior (without its constant)."""
+    """``psi(u)``: log-likelihood plus standard-normal log prior (without its constant).
+
+    Parameters
+    ----------
+    design : GumDesign
+        The model's design.
+    u : numpy.ndarray (D,)
+        Free vector.
+
+    Returns
+    -------
+    float
+        The log joint, or ``-inf`` where it is not finite.
+    """
     with np.errstate(over="ignore", invalid="ignore"):
         rho = design.predictor(u)
         ll, _, _ = design.loglik(rho)
@@ -104,22 +150,25 @@ def laplace_fit(design: GumDesign, **kwargs) -> LaplaceResult:
     Parameters
     ----------
     design : GumDesign
-    u0 : ndarray, optional
-        Starting point (default: small random values, which break the saddle at zero of
-        products of functions).
-    max_iter : int, default 200
-    tol : float, default 1e-8
-        Convergence when the Newton decrement ``g^T H^-1 g / 2`` falls below ``tol``.
-    seed : int, default 0
-        Seed of the random starting points.
-    n_starts : int, default 4
-        Random restarts when ``u0`` is not given; the MAP with the highest log joint wins.
-        Products of functions have several local modes (e.g. a sign-flipped first factor
-        whose offset the intercept absorbs), so a single Newton run is not enough.
+        The model's numeric design.
+    **kwargs
+        Newton options:
+
+        - ``u0`` (ndarray, optional): starting point (default: small random values, which
+          break the saddle at zero of products of functions);
+        - ``max_iter`` (int, default 200): Newton iterations;
+        - ``tol`` (float, default 1e-8): convergence when the Newton decrement
+          ``g^T H^-1 g / 2`` falls below ``tol``;
+        - ``seed`` (int, default 0): seed of the random starting points;
+        - ``n_starts`` (int, default 4): random restarts when ``u0`` is not given; the MAP
+          with the highest log joint wins. Products of functions have several local modes
+          (e.g. a sign-flipped first factor whose offset the intercept absorbs), so a single
+          Newton run is not enough.
 
     Returns
     -------
     LaplaceResult
+        The best mode over the starts, its negative Hessian and the log evidence.
     """
     n_starts = kwargs.pop("n_starts", 4)
     # The matrices are small (free parameters x free parameters): BLAS threads only contend.

@@ -33,7 +33,26 @@ __all__ = ["GumCollection", "split_rows"]
 
 
 def split_rows(columns: dict, by: str) -> dict:
-    """``{level: columns restricted to that level's rows}`` (levels in sorted order)."""
+    """``{level: columns restricted to that level's rows}`` (levels in sorted order).
+
+    Parameters
+    ----------
+    columns : dict
+        Data columns.
+    by : str
+        The split column.
+
+    Returns
+    -------
+    dict
+        ``{level: {column: rows of that level}}``; the split column and scalars are dropped.
+
+    Examples
+    --------
+    >>> parts = split_rows({"g": np.array(["b", "a", "b"]), "y": np.arange(3)}, "g")
+    >>> {level: cols["y"].tolist() for level, cols in parts.items()}
+    {'a': [1], 'b': [0, 2]}
+    """
     if by not in columns:
         raise ValueError(f"Split column {by!r} is not in the data; it has {sorted(columns)}.")
     key = np.asarray(columns[by])
@@ -50,7 +69,15 @@ def split_rows(columns: dict, by: str) -> dict:
 
 
 class GumCollection(Mapping):
-    """One :class:`~pmctx.gum.api.GumModel` per level of a split column (a read-only dict)."""
+    """One :class:`~pmctx.gum.api.GumModel` per level of a split column (a read-only dict).
+
+    Parameters
+    ----------
+    models : dict
+        ``{level: GumModel}``.
+    by : str
+        Name of the split column.
+    """
 
     def __init__(self, models: dict, by: str):
         self.models, self.by = dict(models), by
@@ -65,21 +92,60 @@ class GumCollection(Mapping):
         return len(self.models)
 
     def laplace(self, **kwargs) -> dict:
-        """``{level: InferenceData}`` of every level's Laplace posterior."""
+        """``{level: InferenceData}`` of every level's Laplace posterior.
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to :meth:`GumModel.laplace`.
+
+        Returns
+        -------
+        dict
+            ``{level: InferenceData}``.
+        """
         return {level: g.laplace(**kwargs) for level, g in self.models.items()}
 
     def sample(self, **kwargs) -> dict:
-        """``{level: InferenceData}`` of NUTS fits, one per level."""
+        """``{level: InferenceData}`` of NUTS fits, one per level.
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to :meth:`GumModel.sample`.
+
+        Returns
+        -------
+        dict
+            ``{level: InferenceData}``.
+        """
         return {level: g.sample(**kwargs) for level, g in self.models.items()}
 
     def fit_evidence(self, **kwargs) -> dict:
-        """Evidence-fitted hyperparameters of every level (:func:`pmctx.gum.hyper.fit_evidence`)."""
+        """Evidence-fitted hyperparameters of every level (:func:`pmctx.gum.hyper.fit_evidence`).
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to :func:`pmctx.gum.hyper.fit_evidence`.
+
+        Returns
+        -------
+        dict
+            ``{level: fitted hyperparameters}``.
+        """
         from pmctx.gum.hyper import fit_evidence
 
         return {level: fit_evidence(g, **kwargs) for level, g in self.models.items()}
 
     def log_evidence(self) -> pd.Series:
-        """Laplace log evidence per level (and their sum: independent levels)."""
+        """Laplace log evidence per level (and their sum: independent levels).
+
+        Returns
+        -------
+        pandas.Series
+            ``log_evidence`` indexed by level.
+        """
         values = {
             level: (g.laplace_result or g.fit_laplace()).log_evidence
             for level, g in self.models.items()
@@ -87,7 +153,24 @@ class GumCollection(Mapping):
         return pd.Series(values, name="log_evidence")
 
     def function_table(self, name: str, x, idatas: dict | None = None, *, draws=1000):
-        """Posterior mean and sd of function ``name`` at inputs ``x`` for every level."""
+        """Posterior mean and sd of function ``name`` at inputs ``x`` for every level.
+
+        Parameters
+        ----------
+        name : str
+            A function name.
+        x : array_like
+            Inputs.
+        idatas : dict, optional
+            ``{level: InferenceData}`` (default: Laplace draws per level).
+        draws : int, default 1000
+            Laplace draws when ``idatas`` is None.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``level``, ``x``, ``mean``, ``sd``.
+        """
         x = np.asarray(x, dtype=float)
         rows = []
         for level, g in self.models.items():
@@ -101,6 +184,17 @@ class GumCollection(Mapping):
 
     def population_average(self, name: str, x, idatas: dict | None = None, *, draws=1000):
         """Precision-weighted average of function ``name`` across levels at inputs ``x``.
+
+        Parameters
+        ----------
+        name : str
+            A function name.
+        x : array_like
+            Inputs.
+        idatas : dict, optional
+            ``{level: InferenceData}`` (default: Laplace draws per level).
+        draws : int, default 1000
+            Laplace draws when ``idatas`` is None.
 
         Returns
         -------

@@ -42,6 +42,23 @@ def function_bands(gum_model, idata, *, x: dict | None = None, hdi_prob=0.94) ->
 
     On each function's support by default; ``x={"f_angle": grid}`` evaluates a function
     exactly at other inputs (GP conditional, see :mod:`pmctx.gum.predict`).
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        A model declared by :func:`pmctx.gum.gum`.
+
+    idata : arviz.InferenceData
+        Posterior draws of the model.
+    x : dict, optional
+        ``{function: inputs}`` to evaluate at instead of the support.
+    hdi_prob : float, default 0.94
+        Mass of the equal-tailed band.
+
+    Returns
+    -------
+    dict of pandas.DataFrame
+        Per function: ``x``, ``mean``, ``sd``, ``lower``, ``upper``.
     """
     out = {}
     tail = (1.0 - hdi_prob) / 2.0
@@ -66,7 +83,18 @@ def function_bands(gum_model, idata, *, x: dict | None = None, hdi_prob=0.94) ->
 def design_matrix(gum_model) -> pd.DataFrame:
     """Every function's basis at the data, summed over positions: one column per parameter
     (``f_x[0.25]`` a GP's support point, ``w_g[level]`` a weight, ``b_x`` a slope), plus the
-    values of fixed terms. In a product each column multiplies the other factors' values."""
+    values of fixed terms. In a product each column multiplies the other factors' values.
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        A model declared by :func:`pmctx.gum.gum`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per observation, one column per parameter (or fixed term).
+    """
     d = gum_model.design
     columns = {}
     for block in d.blocks:
@@ -86,7 +114,27 @@ def design_matrix(gum_model) -> pd.DataFrame:
 
 def binned_fit(gum_model, idata, column: str, *, bins=10, hdi_prob=0.94) -> pd.DataFrame:
     """Observed mean response against the posterior mean prediction in quantile bins of
-    regressor ``column`` (1-D), with a band of the predicted bin mean."""
+    regressor ``column`` (1-D), with a band of the predicted bin mean.
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        A model declared by :func:`pmctx.gum.gum`.
+
+    idata : arviz.InferenceData
+        Posterior draws of the model.
+    column : str
+        A 1-D regressor column.
+    bins : int, default 10
+        Quantile bins (>= 2).
+    hdi_prob : float, default 0.94
+        Mass of the band.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per bin: centre ``x``, observed and predicted means and the band.
+    """
     bins = check_int(bins, "bins", minimum=2)
     x = np.asarray(gum_model._training_columns[column], dtype=float)
     if x.shape[1] != 1:
@@ -117,7 +165,21 @@ def binned_fit(gum_model, idata, column: str, *, bins=10, hdi_prob=0.94) -> pd.D
 
 def explained_variance(gum_model, idata) -> pd.Series:
     """Bayesian R^2 (``az.r2_score`` of the mean response draws) and the fraction of the
-    response variance explained by the posterior mean prediction."""
+    response variance explained by the posterior mean prediction.
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        A model declared by :func:`pmctx.gum.gum`.
+
+    idata : arviz.InferenceData
+        Posterior draws of the model.
+
+    Returns
+    -------
+    pandas.Series
+        ``r2``, ``r2_sd`` and ``variance_explained``.
+    """
     mean = gum_model.predict(gum_model._training_columns, idata, kind="mean").values
     mean = mean.reshape(-1, gum_model.design.n_obs)
     y = gum_model.design.y
@@ -134,7 +196,20 @@ def explained_variance(gum_model, idata) -> pd.Series:
 
 def comparison_table(fits: dict, **kwargs) -> pd.DataFrame:
     """``az.compare`` of ``{name: (GumModel, InferenceData)}`` plus each model's Laplace log
-    evidence (NaN for models without a Laplace fit) and its difference to the best."""
+    evidence (NaN for models without a Laplace fit) and its difference to the best.
+
+    Parameters
+    ----------
+    fits : dict
+        ``{name: (GumModel, InferenceData)}``.
+    **kwargs
+        Passed to :func:`arviz.compare`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The compare table with ``log_evidence`` and ``log_evidence_diff`` columns.
+    """
     table = az.compare({name: idata for name, (_, idata) in fits.items()}, **kwargs)
     evidence = {
         name: (g.laplace_result.log_evidence if g.laplace_result is not None else np.nan)

@@ -142,7 +142,29 @@ def _posterior_arrays(gum_model, idata, draws, seed):
 
 
 def function_draws(gum_model, name: str, x, idata=None, *, draws=1000, seed=0) -> np.ndarray:
-    """Draws (chain, draw, len(x)) of function ``name`` at inputs ``x`` (see module doc)."""
+    """Draws (chain, draw, len(x)) of function ``name`` at inputs ``x`` (see module doc).
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        A model declared by :func:`pmctx.gum.gum`.
+
+    name : str
+        A function name.
+    x : array_like
+        Inputs.
+    idata : arviz.InferenceData, optional
+        Posterior draws (default: ``draws`` Laplace draws).
+    draws : int, default 1000
+        Laplace draws when ``idata`` is None.
+    seed : int, default 0
+        Seed of the Laplace and GP-conditional draws.
+
+    Returns
+    -------
+    numpy.ndarray (chain, draw, len(x))
+        Function values.
+    """
     fn = gum_model.design.functions[name]
     x = np.asarray(x, dtype=float).reshape(-1, 1)
     basis, extension = _new_basis(fn.leaf, fn, x, gum_model.labels.get(name))
@@ -154,7 +176,31 @@ def function_draws(gum_model, name: str, x, idata=None, *, draws=1000, seed=0) -
 
 
 def predict_draws(gum_model, columns: dict, n: int, idata=None, *, draws=1000, seed=0):
-    """Predictor draws (chain, draw, n) at the validated new ``columns``, and noise sds."""
+    """Predictor draws (chain, draw, n) at the validated new ``columns``, and noise sds.
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        A model declared by :func:`pmctx.gum.gum`.
+
+    columns : dict
+        Validated 2-D regressor columns of the new data.
+    n : int
+        Number of new rows.
+    idata : arviz.InferenceData, optional
+        Posterior draws (default: ``draws`` Laplace draws).
+    draws : int, default 1000
+        Laplace draws when ``idata`` is None.
+    seed : int, default 0
+        Seed of the draws.
+
+    Returns
+    -------
+    rho : numpy.ndarray (chain, draw, n)
+        Predictor draws.
+    noise : numpy.ndarray or float or None
+        Dispersion per draw (fixed, sampled) or None.
+    """
     d = gum_model.design
     rng = np.random.default_rng(seed)
     values, shape = _posterior_arrays(gum_model, idata, draws, seed)
@@ -203,7 +249,27 @@ def predict_draws(gum_model, columns: dict, n: int, idata=None, *, draws=1000, s
 
 
 def mean_response(family: str, link: str, rho: np.ndarray) -> np.ndarray:
-    """``E[y | rho]`` (the inverse link)."""
+    """``E[y | rho]`` (the inverse link).
+
+    Parameters
+    ----------
+    family : str
+        Response family.
+    link : str
+        Link function.
+    rho : numpy.ndarray
+        Predictor values.
+
+    Returns
+    -------
+    numpy.ndarray
+        Mean response, same shape.
+
+    Examples
+    --------
+    >>> mean_response("poisson", "log", np.zeros(2))
+    array([1., 1.])
+    """
     if family in ("poisson", "negative_binomial"):
         return np.exp(rho)
     if family == "bernoulli":
@@ -212,7 +278,28 @@ def mean_response(family: str, link: str, rho: np.ndarray) -> np.ndarray:
 
 
 def response_draws(family, link, rho, rng, *, noise_sd=None, alpha=None) -> np.ndarray:
-    """One response draw per predictor draw."""
+    """One response draw per predictor draw.
+
+    Parameters
+    ----------
+    family : str
+        Response family.
+    link : str
+        Link function.
+    rho : numpy.ndarray (chain, draw, n)
+        Predictor draws.
+    rng : numpy.random.Generator
+        Random generator.
+    noise_sd : float or numpy.ndarray, optional
+        Gaussian sd (or negative-binomial alpha) per draw.
+    alpha : float or numpy.ndarray, optional
+        Negative-binomial dispersion (default ``noise_sd``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Response draws, same shape as ``rho``.
+    """
     mean = mean_response(family, link, rho)
     if family == "bernoulli":
         return (rng.uniform(size=rho.shape) < mean).astype(np.int64)
@@ -227,6 +314,20 @@ def response_draws(family, link, rho, rng, *, noise_sd=None, alpha=None) -> np.n
 
 
 def as_dataarray(values: np.ndarray, name: str) -> xr.DataArray:
+    """Wrap ``(chain, draw, obs)`` draws as a named DataArray.
+
+    Parameters
+    ----------
+    values : numpy.ndarray (chain, draw, obs)
+        The draws.
+    name : str
+        Name of the DataArray.
+
+    Returns
+    -------
+    xarray.DataArray
+        Dims ``chain``, ``draw``, ``obs`` with integer coordinates.
+    """
     chains, draws, n = values.shape
     return xr.DataArray(
         values,

@@ -51,6 +51,28 @@ def simulate(
 
     ``data`` holds the regressor columns, the response, ``formula``, ``family`` and (Gaussian)
     ``noise_sd``, so that ``resolve_fit("gum")(data)`` fits the generating model.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator or int
+        Random generator or seed.
+    n : int, default 60
+        Observations.
+    formula : str, default DEFAULT_FORMULA
+        The generating GUM.
+    family : {"gaussian", "poisson", "bernoulli"}, default "gaussian"
+        Response family.
+    noise_sd : float, default 0.5
+        Gaussian noise sd.
+    grid_points : int, default 3
+        Support points per function.
+
+    Returns
+    -------
+    data : dict
+        Regressors, response and the model options.
+    truth : dict
+        Function values on their grids and the intercept.
     """
     from pmctx.gum import gum
 
@@ -84,7 +106,18 @@ def simulate(
 
 
 def invariants(idata) -> dict:
-    """Posterior draws of every function value on its grid (``"f[i]"``) and the intercept."""
+    """Posterior draws of every function value on its grid (``"f[i]"``) and the intercept.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A GUM fit.
+
+    Returns
+    -------
+    dict
+        Draws by quantity name (``"f_x[0]"``, ..., ``"intercept"``).
+    """
     post = idata.posterior
     out = {}
     for name, var in post.data_vars.items():

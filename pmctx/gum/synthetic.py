@@ -41,13 +41,42 @@ TRUE_FUNCTIONS = {
 
 
 def section_3_1_formula(*, max_points: int = 48) -> str:
-    """The section 3.1 formula with the seed's hyperparameters on ``max_points`` grids."""
+    """The section 3.1 formula with the seed's hyperparameters on ``max_points`` grids.
+
+    Parameters
+    ----------
+    max_points : int, default 48
+        Support points per GP (>= 3).
+
+    Returns
+    -------
+    str
+        The formula.
+    """
     max_points = check_int(max_points, "max_points", minimum=3)
     return SECTION_3_1_FORMULA.replace(")", f", max_points={max_points})")
 
 
 def seed_section_3_1(n: int, *, seed=0) -> dict:
-    """Draw the section 3.1 data set of size ``n``: ``x1, x3 ~ U[0, 2]``, ``x2 ~ U[0, pi]``."""
+    """Draw the section 3.1 data set of size ``n``: ``x1, x3 ~ U[0, 2]``, ``x2 ~ U[0, pi]``.
+
+    Parameters
+    ----------
+    n : int
+        Observations.
+    seed : int or numpy.random.Generator, default 0
+        Random seed or generator.
+
+    Returns
+    -------
+    dict
+        ``x1``, ``x2``, ``x3`` and Poisson ``y``.
+
+    Examples
+    --------
+    >>> sorted(seed_section_3_1(5))
+    ['x1', 'x2', 'x3', 'y']
+    """
     n = check_int(n, "n", minimum=1)
     rng = as_rng(seed)
     x1, x3 = rng.uniform(0, 2, n), rng.uniform(0, 2, n)
@@ -62,6 +91,16 @@ def match_constraints(grids: dict) -> dict:
     The default GUM ``(f1 free) * (f2 mean-one) + (f3 mean-zero) + c0`` identifies
     ``f2 / mean(f2)``, ``f1 * mean(f2)`` and ``f3 - mean(f3)`` (means over each grid); the
     true intercept is then ``mean(f3)``.
+
+    Parameters
+    ----------
+    grids : dict
+        Support points of ``f_x1``, ``f_x2``, ``f_x3``.
+
+    Returns
+    -------
+    dict
+        The transformed true functions and the true ``intercept``.
     """
     f1 = TRUE_FUNCTIONS["f_x1"](grids["f_x1"])
     f2 = TRUE_FUNCTIONS["f_x2"](grids["f_x2"])
@@ -100,6 +139,14 @@ def psychophysics(
         Position weights (default: mild recency, mean one).
     mapping : callable, optional
         Angle-to-evidence map (default: the normative ``cos``).
+    min_length, max_length : int, default 5 and 10
+        Range of gratings per trial.
+    kappa : float, default 0.3
+        Von Mises concentration of the angles.
+    bias : float, default 0.0
+        Observer's bias.
+    seed : int or numpy.random.Generator, default 0
+        Random seed or generator.
 
     Returns
     -------

@@ -69,7 +69,18 @@ def _check_term(other, op: str) -> None:
 
 @dataclass(eq=False)
 class Sum(Term):
-    """Sum of terms (flattened)."""
+    """Sum of terms (flattened).
+
+    Parameters
+    ----------
+    terms : list of Term
+        The summands (nested sums are flattened).
+
+    Examples
+    --------
+    >>> len(Sum([GP("x"), Sum([GP("y"), Linear("z")])]).terms)
+    3
+    """
 
     terms: list
 
@@ -81,7 +92,18 @@ class Sum(Term):
 
 @dataclass(eq=False)
 class Product(Term):
-    """Product of terms (flattened)."""
+    """Product of terms (flattened).
+
+    Parameters
+    ----------
+    terms : list of Term
+        The factors (nested products are flattened).
+
+    Examples
+    --------
+    >>> [t.name for t in (GP("x") * Categorical("g")).terms]
+    ['f_x', 'w_g']
+    """
 
     terms: list
 
@@ -94,7 +116,21 @@ class Product(Term):
 
 @dataclass(eq=False)
 class Function(Term):
-    """A leaf: one function of one regressor column."""
+    """A leaf: one function of one regressor column.
+
+    Parameters
+    ----------
+    column : str
+        Regressor name.
+    name : str, optional
+        Function name (default ``<prefix>_<column>``); leaves with one name share parameters.
+    constraint : str, optional
+        Identifiability constraint (default: the rule of :mod:`pmctx.gum.constraints`).
+    scale : float, default 1.0
+        Known multiplier (formula ``2*f(x)``, ``-f(y)``), not a parameter.
+    derive : tuple, optional
+        ``(kind, args)`` when the column is built from others (interactions, nesting, lags).
+    """
 
     column: str
     name: str | None = None
@@ -119,7 +155,13 @@ class Function(Term):
             )
 
     def options(self) -> tuple:
-        """Everything but the column: leaves sharing a name must agree on it."""
+        """Everything but the column: leaves sharing a name must agree on it.
+
+        Returns
+        -------
+        tuple
+            The leaf's kind and settings.
+        """
         return (type(self).__name__, self.constraint)
 
 
@@ -146,6 +188,15 @@ class GP(Function):
         O(N) per evaluation).
     name, constraint : str, optional
         Shared-parameter name, identifiability constraint (see :mod:`pmctx.gum.constraints`).
+    scale : float, default 1.0
+        Known multiplier, not a parameter.
+    derive : tuple, optional
+        ``(kind, args)`` when the column is built from others.
+
+    Examples
+    --------
+    >>> GP("x", kernel="periodic", period=6.28).name
+    'f_x'
     """
 
     kernel: str = "se"
@@ -177,6 +228,13 @@ class GP(Function):
             raise ValueError(f"binning must be at least 2 bins, got {self.binning!r}.")
 
     def options(self):
+        """Settings that leaves sharing a name must agree on.
+
+        Returns
+        -------
+        tuple
+            The leaf's kind, constraint and prior settings.
+        """
         return (
             *super().options(),
             self.kernel,
@@ -189,7 +247,29 @@ class GP(Function):
 
 @dataclass(eq=False)
 class Linear(Function):
-    """Linear weight ``w * x`` with prior ``w ~ N(0, sd^2)``."""
+    """Linear weight ``w * x`` with prior ``w ~ N(0, sd^2)``.
+
+    Parameters
+    ----------
+    column : str
+        Regressor name.
+    name : str, optional
+        Function name (default ``<prefix>_<column>``); leaves with one name share parameters.
+    constraint : str, optional
+        Identifiability constraint (default: the rule of :mod:`pmctx.gum.constraints`).
+    scale : float, default 1.0
+        Known multiplier (formula ``2*f(x)``, ``-f(y)``), not a parameter.
+    derive : tuple, optional
+        ``(kind, args)`` when the column is built from others (interactions, nesting, lags).
+
+    sd : float, default 10.0
+        Prior sd of the weight.
+
+    Examples
+    --------
+    >>> Linear("x").name
+    'b_x'
+    """
 
     sd: float = 10.0
     prefix = "b"
@@ -200,6 +280,13 @@ class Linear(Function):
             raise ValueError(f"sd of {self.name!r} must be positive, got {self.sd!r}.")
 
     def options(self):
+        """Settings that leaves sharing a name must agree on.
+
+        Returns
+        -------
+        tuple
+            The leaf's kind, constraint and prior settings.
+        """
         return (*super().options(), self.sd)
 
 
@@ -211,6 +298,29 @@ class Categorical(Function):
     is a hyperparameter shared by the levels, fitted by the Laplace evidence
     (:mod:`pmctx.gum.hyper`) and sampled under NUTS/ADVI with a ``HalfNormal(sd)`` prior as
     ``{name}_sd`` (a random effect).
+
+    Parameters
+    ----------
+    column : str
+        Regressor name.
+    name : str, optional
+        Function name (default ``<prefix>_<column>``); leaves with one name share parameters.
+    constraint : str, optional
+        Identifiability constraint (default: the rule of :mod:`pmctx.gum.constraints`).
+    scale : float, default 1.0
+        Known multiplier (formula ``2*f(x)``, ``-f(y)``), not a parameter.
+    derive : tuple, optional
+        ``(kind, args)`` when the column is built from others (interactions, nesting, lags).
+
+    sd : float, default 10.0
+        Prior sd of the weights (the shared hyperparameter when ``random``).
+    random : bool, default False
+        Partially pool the levels (a random effect).
+
+    Examples
+    --------
+    >>> Categorical("subject", random=True).name
+    'w_subject'
     """
 
     sd: float = 10.0
@@ -223,6 +333,13 @@ class Categorical(Function):
             raise ValueError(f"sd of {self.name!r} must be positive, got {self.sd!r}.")
 
     def options(self):
+        """Settings that leaves sharing a name must agree on.
+
+        Returns
+        -------
+        tuple
+            The leaf's kind, constraint and prior settings.
+        """
         return (*super().options(), self.sd, self.random)
 
 
@@ -231,6 +348,27 @@ class Fixed(Function):
     """Known function ``h(x)`` (no parameters), e.g. the normative mapping of a GLM.
 
     Without ``fn`` the regressor enters as is (a fixed offset term).
+
+    Parameters
+    ----------
+    column : str
+        Regressor name.
+    name : str, optional
+        Function name (default ``<prefix>_<column>``); leaves with one name share parameters.
+    constraint : str, optional
+        Identifiability constraint (default: the rule of :mod:`pmctx.gum.constraints`).
+    scale : float, default 1.0
+        Known multiplier (formula ``2*f(x)``, ``-f(y)``), not a parameter.
+    derive : tuple, optional
+        ``(kind, args)`` when the column is built from others (interactions, nesting, lags).
+
+    fn : callable, optional
+        The known function (default: identity, an offset term).
+
+    Examples
+    --------
+    >>> Fixed("angle", fn=np.cos).has_parameters
+    False
     """
 
     fn: Callable = field(default=None)
@@ -245,6 +383,13 @@ class Fixed(Function):
             raise TypeError(f"Fixed term {self.name!r} needs a callable fn, got {self.fn!r}.")
 
     def options(self):
+        """Settings that leaves sharing a name must agree on.
+
+        Returns
+        -------
+        tuple
+            The leaf's kind, constraint and prior settings.
+        """
         return (*super().options(), id(self.fn))
 
 
@@ -265,6 +410,24 @@ def normalize(term: Term, *, check: bool = True) -> list[list[list[Function]]]:
 
     Products of sums of products are expanded distributively, so every predictor becomes the
     seed's sum of products of sums.
+
+    Parameters
+    ----------
+    term : Term
+        A term expression.
+    check : bool, default True
+        Put the blocks in canonical order and check that shared names agree.
+
+    Returns
+    -------
+    list of list of list of Function
+        Blocks (products) of factors (sums) of leaves.
+
+    Examples
+    --------
+    >>> blocks = normalize((GP("x") + GP("y")) * Categorical("g"))
+    >>> [[[leaf.name for leaf in factor] for factor in block] for block in blocks]
+    [[['f_x', 'f_y'], ['w_g']]]
     """
     if isinstance(term, Function):
         blocks = [[[term]]]
@@ -300,6 +463,16 @@ def canonical_order(blocks):
     with more factors first.
 
     So ``w(position) * f(angle)`` and ``f(angle) * w(position)`` are the same model.
+
+    Parameters
+    ----------
+    blocks : list
+        Blocks of factors of leaves, as from :func:`normalize`.
+
+    Returns
+    -------
+    list
+        The same blocks in canonical order.
     """
     blocks = [
         sorted((sorted(factor, key=_leaf_key) for factor in block), key=_factor_key)

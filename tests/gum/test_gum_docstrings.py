@@ -23,6 +23,7 @@ MODULES = [
     "pmctx.gum.curvature",
     "pmctx.gum.evidence",
     "pmctx.gum.backends",
+    "pmctx.gum.design",
     "pmctx.models.gum",
 ]
 
