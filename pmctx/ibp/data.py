@@ -14,7 +14,23 @@ __all__ = ["VisuomotorData", "bar_images", "visuomotor_data"]
 
 @dataclass(frozen=True)
 class VisuomotorData:
-    """Observations ``F`` (N x D), ``X`` (N x T) and the true ``Z``, ``A``, ``Y``."""
+    """Observations ``F`` (N x D), ``X`` (N x T) and the true ``Z``, ``A``, ``Y``.
+
+    Parameters
+    ----------
+    F : numpy.ndarray (N, D)
+        Forces.
+    X : numpy.ndarray (N, T)
+        Binary cue images.
+    Z : numpy.ndarray (N, K)
+        True ownership.
+    A : numpy.ndarray (K, D)
+        True force bases.
+    Y : numpy.ndarray (K, T)
+        True cue images.
+    side : int
+        Image side length (``T = side^2``).
+    """
 
     F: np.ndarray
     X: np.ndarray
@@ -25,11 +41,34 @@ class VisuomotorData:
 
     @property
     def n_features(self) -> int:
+        """Number of true features (contexts).
+
+        Returns
+        -------
+        int
+            Columns of ``Z``.
+        """
         return self.Z.shape[1]
 
 
 def bar_images(side: int = 6) -> np.ndarray:
-    """Four prototypical cues, flattened: two horizontal and two vertical bars (4 x side^2)."""
+    """Four prototypical cues, flattened: two horizontal and two vertical bars (4 x side^2).
+
+    Parameters
+    ----------
+    side : int, default 6
+        Image side length (>= 4).
+
+    Returns
+    -------
+    numpy.ndarray (4, side^2)
+        The four 0/1 images.
+
+    Examples
+    --------
+    >>> bar_images(4).sum(axis=1).tolist()
+    [4, 4, 4, 4]
+    """
     side = check_int(side, "side", minimum=4)
     imgs = np.zeros((4, side, side), dtype=np.int64)
     imgs[0, 1, :] = 1
@@ -57,6 +96,26 @@ def visuomotor_data(
 
     Each trial owns each context with probability ``p_own``; forces are ``Z A`` plus
     ``N(0, sigma_n^2)`` noise and cues are noisy-OR images of the owned bars.
+
+    Parameters
+    ----------
+    n_trials : int, default 100
+        Trials.
+    p_own : float, default 0.4
+        Probability that a trial owns each context.
+    sigma_n : float, default 0.3
+        Force noise sd.
+    lam, eps : float, default 0.9 and 0.05
+        Noisy-OR strength and leak of the cues.
+    side : int, default 6
+        Image side length.
+    seed : int or numpy.random.Generator, default 0
+        Random seed or generator.
+
+    Returns
+    -------
+    VisuomotorData
+        Observations and the truth.
 
     Examples
     --------

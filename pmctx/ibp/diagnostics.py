@@ -23,6 +23,22 @@ def match_features(Z, Z_ref, *, A=None, A_ref=None, weight_a: float = 1.0) -> np
     The cost is the Hamming distance between ownership columns, plus (when given) the
     squared distance between force rows times ``weight_a``. ``Z`` may have more columns.
 
+    Parameters
+    ----------
+    Z : array_like (N, K)
+        Ownership to align.
+    Z_ref : array_like (N, K_ref)
+        Reference ownership (K_ref <= K).
+    A, A_ref : array_like, optional
+        Force bases of both, to include their distance in the cost.
+    weight_a : float, default 1.0
+        Weight of the force-basis distance.
+
+    Returns
+    -------
+    numpy.ndarray (K_ref,)
+        The column permutation.
+
     Examples
     --------
     >>> Z_ref = np.array([[1, 0], [0, 1], [1, 1]])
@@ -77,7 +93,20 @@ def align_features(idata, *, reference=None) -> dict:
 
 
 def label_invariant_summary(idata, **kwargs):
-    """``az.summary`` of the label-invariant quantities (``n_active``, ``loglik``)."""
+    """``az.summary`` of the label-invariant quantities (``n_active``, ``loglik``).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        An IBP fit.
+    **kwargs
+        Passed to :func:`arviz.summary`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The summary table.
+    """
     names = [v for v in LABEL_INVARIANT if v in idata.posterior]
     return az.summary(idata, var_names=names, **kwargs)
 
@@ -88,6 +117,22 @@ def recovery_report(idata, Z_true, F_true_mean=None, X_true_prob=None) -> dict:
     Returns the posterior probability of the true number of features, the posterior mode
     of ``n_active``, the RMSE of the posterior-mean ``F_hat`` to ``Z A`` and the mean
     absolute error of the posterior-mean ``X_prob`` to the true cue probabilities.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        An IBP fit.
+    Z_true : array_like (N, K)
+        True ownership.
+    F_true_mean : array_like (N, D), optional
+        True force means ``Z A``.
+    X_true_prob : array_like (N, T), optional
+        True cue probabilities.
+
+    Returns
+    -------
+    dict
+        ``k_true``, ``p_k_true``, ``k_mode`` and, when given, ``F_rmse`` and ``X_mae``.
     """
     k_true = int(np.asarray(Z_true).any(axis=0).sum())
     n_active = idata.posterior["n_active"].values.ravel()

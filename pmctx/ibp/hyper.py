@@ -60,27 +60,101 @@ def _inv_gamma(shape, scale, rng):
 
 
 def sample_noise_var(F, Z, A, prior, rng):
-    """``sigma_n^2 | F, Z, A ~ InvGamma(a + N D / 2, b + ||F - Z A||^2 / 2)``."""
+    """``sigma_n^2 | F, Z, A ~ InvGamma(a + N D / 2, b + ||F - Z A||^2 / 2)``.
+
+    Parameters
+    ----------
+    F : array_like (N, D)
+        Forces.
+    Z : array_like (N, K)
+        Ownership.
+    A : array_like (K, D)
+        Force bases.
+
+    prior : tuple of float
+        ``(a, b)`` of the conjugate prior.
+    rng : numpy.random.Generator
+        Random generator.
+
+    Returns
+    -------
+    float
+        A draw of ``sigma_n^2``.
+    """
     resid = np.asarray(F) - np.asarray(Z) @ np.asarray(A)
     sq = float(np.sum(resid * resid))
     return _inv_gamma(prior[0] + 0.5 * resid.size, prior[1] + 0.5 * sq, rng)
 
 
 def sample_basis_var(A, prior, rng):
-    """``sigma_A^2 | A ~ InvGamma(a + K_max D / 2, b + ||A||^2 / 2)`` (all K_max rows)."""
+    """``sigma_A^2 | A ~ InvGamma(a + K_max D / 2, b + ||A||^2 / 2)`` (all K_max rows).
+
+    Parameters
+    ----------
+    A : array_like (K_max, D)
+        Force bases.
+
+    prior : tuple of float
+        ``(a, b)`` of the conjugate prior.
+    rng : numpy.random.Generator
+        Random generator.
+
+    Returns
+    -------
+    float
+        A draw of ``sigma_A^2``.
+    """
     A = np.asarray(A)
     return _inv_gamma(prior[0] + 0.5 * A.size, prior[1] + 0.5 * float(np.sum(A * A)), rng)
 
 
 def sample_phi(Y, prior, rng):
-    """``phi | Y ~ Beta(a + sum Y, b + K_max T - sum Y)`` (all K_max rows)."""
+    """``phi | Y ~ Beta(a + sum Y, b + K_max T - sum Y)`` (all K_max rows).
+
+    Parameters
+    ----------
+    Y : array_like (K_max, T)
+        Cue images.
+
+    prior : tuple of float
+        ``(a, b)`` of the conjugate prior.
+    rng : numpy.random.Generator
+        Random generator.
+
+    Returns
+    -------
+    float
+        A draw of ``phi``.
+
+    Examples
+    --------
+    >>> 0 < sample_phi(np.ones((2, 3)), (1.0, 1.0), np.random.default_rng(0)) < 1
+    True
+    """
     Y = np.asarray(Y)
     on = float(Y.sum())
     return float(rng.beta(prior[0] + on, prior[1] + Y.size - on))
 
 
 def noisy_or_count_histogram(Z, Y, X):
-    """``(n0, n1)``: how many cue entries with ``c`` active causes are 0 and 1."""
+    """``(n0, n1)``: how many cue entries with ``c`` active causes are 0 and 1.
+
+    Parameters
+    ----------
+    Z : array_like (N, K)
+        Ownership.
+    Y : array_like (K, T)
+        Cue images.
+    X : array_like (N, T)
+        Binary cues.
+
+    Returns
+    -------
+    n0 : numpy.ndarray
+        Off entries per number of active causes.
+    n1 : numpy.ndarray
+        On entries per number of active causes.
+    """
     counts = (np.asarray(Z) @ np.asarray(Y)).ravel()
     x = np.asarray(X).ravel().astype(bool)
     size = int(counts.max(initial=0)) + 1
@@ -91,7 +165,22 @@ def noisy_or_count_histogram(Z, Y, X):
 
 
 def noisy_or_loglik_from_counts(n0, n1, lam, eps):
-    """Noisy-OR log-likelihood of all cues from the count histogram, in log space."""
+    """Noisy-OR log-likelihood of all cues from the count histogram, in log space.
+
+    Parameters
+    ----------
+    n0, n1 : numpy.ndarray
+        Histograms from :func:`noisy_or_count_histogram`.
+    lam : float
+        Noisy-OR strength.
+    eps : float
+        Noisy-OR leak.
+
+    Returns
+    -------
+    float
+        The log-likelihood of all cues.
+    """
     c = np.arange(n0.size)
     log_q = c * math.log1p(-lam) + math.log1p(-eps)
     log_p1 = np.where(log_q > -math.log(2.0), np.log(-np.expm1(log_q)), np.log1p(-np.exp(log_q)))
@@ -104,6 +193,24 @@ def slice_sample_logit(value, log_density, rng, *, width=1.0, max_steps=50):
     ``log_density(p)`` is the unnormalised log density of ``p`` on (0, 1); the Jacobian
     ``p (1 - p)`` of the logit is added here. Stepping out and shrinkage as in Neal (2003),
     which leave the target exactly invariant.
+
+    Parameters
+    ----------
+    value : float
+        Current probability in (0, 1).
+    log_density : callable
+        Unnormalised log density of the probability.
+    rng : numpy.random.Generator
+        Random generator.
+    width : float, default 1.0
+        Initial bracket width on the logit scale.
+    max_steps : int, default 50
+        Maximum stepping-out steps.
+
+    Returns
+    -------
+    float
+        The new probability.
     """
 
     def logf(u):

@@ -58,6 +58,13 @@ def reference_sweep(Z, A, Y, F, X, hyper, rng, *, k_new_cap: int = 12):
     X : ndarray (N, T) or None
     hyper : pmctx.ibp.sampler.IBPHyper
     rng : numpy.random.Generator
+    k_new_cap : int, default 12
+        Largest number of new features proposed per row.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The new ``(Z, A, Y)``.
 
     Examples
     --------
@@ -147,7 +154,26 @@ def reference_sweep(Z, A, Y, F, X, hyper, rng, *, k_new_cap: int = 12):
 
 
 def sample_ibp_prior(n, d, t, hyper, rng):
-    """Draw ``(Z, A, Y)`` from the untruncated IBP prior (the Indian buffet), used by Geweke."""
+    """Draw ``(Z, A, Y)`` from the untruncated IBP prior (the Indian buffet), used by Geweke.
+
+    Parameters
+    ----------
+    n : int
+        Rows (trials).
+    d : int
+        Force dimensions.
+    t : int
+        Cue pixels.
+    hyper : pmctx.ibp.sampler.IBPHyper
+        Hyperparameters.
+    rng : numpy.random.Generator
+        Random generator.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(Z, A, Y)``.
+    """
     cols = []
     for i in range(n):
         m = np.sum(cols, axis=0) if cols else np.zeros(0)
@@ -168,6 +194,24 @@ def enumerate_posterior(F, X, k_max: int, hyper):
     Returns ``(states, probs)``: each state is ``concat(Z.ravel(), Y.ravel())``. ``A`` and
     ``pi`` are integrated analytically (``F[:, d] ~ N(0, sigma_n^2 I + sigma_A^2 Z Z^T)``).
     Only for tiny problems: ``2^(N K + K T)`` states.
+
+    Parameters
+    ----------
+    F : numpy.ndarray (N, D)
+        Forces.
+    X : numpy.ndarray (N, T)
+        Binary cues.
+    k_max : int
+        Truncation level.
+    hyper : pmctx.ibp.sampler.IBPHyper
+        Hyperparameters.
+
+    Returns
+    -------
+    states : numpy.ndarray
+        One state per row.
+    probs : numpy.ndarray
+        Their posterior probabilities.
     """
     n, t = X.shape
     states, logps = [], []

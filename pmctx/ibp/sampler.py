@@ -23,7 +23,28 @@ MOVES = {"legacy": MOVES_LEGACY, "joint": MOVES_JOINT}
 
 @dataclass(frozen=True)
 class IBPHyper:
-    """Hyperparameters: IBP concentration, noise and basis scales, noisy-OR parameters."""
+    """Hyperparameters: IBP concentration, noise and basis scales, noisy-OR parameters.
+
+    Parameters
+    ----------
+    alpha : float, default 1.0
+        IBP concentration.
+    sigma_n : float, default 0.5
+        Force noise sd.
+    sigma_a : float, default 1.0
+        Prior sd of the force bases.
+    phi : float, default 0.5
+        Prior probability of a cue-image pixel.
+    lam : float, default 0.9
+        Noisy-OR strength.
+    eps : float, default 0.05
+        Noisy-OR leak.
+
+    Examples
+    --------
+    >>> IBPHyper(alpha=2.0).as_array(4).tolist()
+    [2.0, 0.5, 1.0, 0.5, 0.9, 0.05, 4.0]
+    """
 
     alpha: float = 1.0
     sigma_n: float = 0.5
@@ -33,6 +54,18 @@ class IBPHyper:
     eps: float = 0.05
 
     def as_array(self, k_max: int) -> np.ndarray:
+        """The hyperparameters and ``k_max`` as one float array (the numba kernels' layout).
+
+        Parameters
+        ----------
+        k_max : int
+            Truncation level.
+
+        Returns
+        -------
+        numpy.ndarray (7,)
+            ``alpha, sigma_n, sigma_a, phi, lam, eps, k_max``.
+        """
         return np.array(
             [self.alpha, self.sigma_n, self.sigma_a, self.phi, self.lam, self.eps, float(k_max)]
         )
@@ -40,7 +73,19 @@ class IBPHyper:
 
 @dataclass
 class IBPState:
-    """Sampler state; ``A`` has 0 columns without forces, ``Y`` 0 columns without cues."""
+    """Sampler state; ``A`` has 0 columns without forces, ``Y`` 0 columns without cues.
+
+    Parameters
+    ----------
+    Z : numpy.ndarray (N, K_max) int64
+        Ownership.
+    A : numpy.ndarray (K_max, D) float64
+        Force bases.
+    Y : numpy.ndarray (K_max, T) int64
+        Cue images.
+    pi_logit : numpy.ndarray (K_max,) float64
+        ``logit`` of the feature probabilities.
+    """
 
     Z: np.ndarray  # (N, K_max) int64
     A: np.ndarray  # (K_max, D) float64
@@ -49,6 +94,29 @@ class IBPState:
 
     @classmethod
     def from_arrays(cls, Z, A, Y, pi_logit=None):
+        """A state from arrays of any dtype, converted to the kernels' contiguous layout.
+
+        Parameters
+        ----------
+        Z : array_like (N, K_max)
+            Ownership.
+        A : array_like (K_max, D)
+            Force bases (D may be 0).
+        Y : array_like (K_max, T)
+            Cue images (T may be 0).
+        pi_logit : array_like (K_max,), optional
+            ``logit(pi)`` (default zeros).
+
+        Returns
+        -------
+        IBPState
+            The state.
+
+        Examples
+        --------
+        >>> IBPState.from_arrays(np.zeros((3, 2)), np.zeros((2, 1)), np.zeros((2, 0))).Y.shape
+        (2, 0)
+        """
         Z = np.ascontiguousarray(Z, dtype=np.int64)
         k_max = Z.shape[1]
         pi_logit = np.zeros(k_max) if pi_logit is None else pi_logit
@@ -61,6 +129,13 @@ class IBPState:
 
     @property
     def n_active(self) -> int:
+        """Number of features owned by at least one row.
+
+        Returns
+        -------
+        int
+            Non-empty columns of ``Z``.
+        """
         return int(np.count_nonzero(self.Z.any(axis=0)))
 
 
@@ -94,6 +169,13 @@ def gibbs_sweep(
         ``"joint"``: :mod:`pmctx.ibp.joint_row` (block and singletons together, removes the
         singleton-for-shared-features trap); ``"legacy"``: the original row update, kept
         for comparison (``new_features`` applies to it only).
+
+    Returns
+    -------
+    features_added : int
+        New features opened in this sweep.
+    truncation_hits : int
+        Times a move wanted more than ``K_max`` features.
 
     Examples
     --------

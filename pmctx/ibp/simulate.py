@@ -48,6 +48,32 @@ def simulate(
     hyperparameter as the fit must be told it (a number, or ``"prior"``), so that
     ``resolve_fit("ibp")(data)`` fits the model the data came from. ``truth`` holds
     ``n_active`` and the hyperparameters drawn from their priors.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator or int
+        Random generator or seed.
+    n_trials : int, default 12
+        Trials.
+    n_dims : int, default 2
+        Force dimensions.
+    n_pixels : int, default 0
+        Cue pixels (0: no cues).
+    K_max : int, default 4
+        Truncation level.
+    alpha, sigma_n : float or "prior", default "prior"
+        Fixed values, or ``"prior"`` to draw them from their priors.
+    sigma_A : float, default 1.0
+        Prior sd of the force bases.
+    phi, lam, eps : float, default 0.5, 0.9 and 0.05
+        Cue-model parameters.
+
+    Returns
+    -------
+    data : dict
+        Data and fit options.
+    truth : dict
+        ``n_active`` and the drawn hyperparameters.
     """
     rng = np.random.default_rng(rng)
     n = check_int(n_trials, "n_trials", minimum=1)
@@ -84,7 +110,18 @@ def simulate(
 
 
 def invariants(idata) -> dict:
-    """Posterior draws (flattened over chains) of the quantities :func:`simulate` ranks."""
+    """Posterior draws (flattened over chains) of the quantities :func:`simulate` ranks.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        An IBP fit.
+
+    Returns
+    -------
+    dict
+        Draws of ``alpha``, ``n_active`` and ``sigma_n`` (those present).
+    """
     post = idata.posterior
     return {
         name: post[name].values.reshape(-1)

@@ -40,12 +40,45 @@ _LOG3 = math.log(3.0)
 
 
 def log_allocations(m: int) -> float:
-    """``log(3^m - 2)``: allocations of ``m`` rows to two columns, both left non-empty."""
+    """``log(3^m - 2)``: allocations of ``m`` rows to two columns, both left non-empty.
+
+    Parameters
+    ----------
+    m : int
+        Rows to allocate (>= 1).
+
+    Returns
+    -------
+    float
+        ``log(3^m - 2)``.
+
+    Examples
+    --------
+    >>> round(float(np.exp(log_allocations(2))), 6)
+    7.0
+    """
     return m * _LOG3 + math.log1p(-2.0 * 3.0 ** (-m))
 
 
 def force_log_marginal(Z, F, sigma_n: float, sigma_a: float) -> float:
-    """``log p(F | Z)`` with ``A ~ N(0, sigma_A^2)`` integrated out, through K x K algebra."""
+    """``log p(F | Z)`` with ``A ~ N(0, sigma_A^2)`` integrated out, through K x K algebra.
+
+    Parameters
+    ----------
+    Z : array_like (N, K)
+        Ownership.
+    F : array_like (N, D)
+        Forces.
+    sigma_n : float
+        Noise sd.
+    sigma_a : float
+        Prior sd of the bases.
+
+    Returns
+    -------
+    float
+        ``log p(F | Z)``.
+    """
     F = np.asarray(F, dtype=np.float64)
     n, d = F.shape
     if d == 0:
@@ -68,6 +101,30 @@ def moved_rows_log_marginal(Z, Y, X, cols, phi, lam, eps):
     Rows that own none of ``cols`` do not depend on them and are left out (they are the same
     before and after a split or merge). Returns ``(total, states, logw)`` with ``logw`` of
     shape (2^len(cols), T).
+
+    Parameters
+    ----------
+    Z : array_like (N, K)
+        Ownership.
+    Y : array_like (K, T)
+        Cue images.
+    X : array_like (N, T)
+        Binary cues.
+    cols : sequence of int
+        The columns whose images are summed out.
+    phi : float
+        Prior probability of an image pixel.
+    lam, eps : float
+        Noisy-OR strength and leak.
+
+    Returns
+    -------
+    total : float
+        Log marginal over the states.
+    states : numpy.ndarray
+        The ``2^len(cols)`` pixel states.
+    logw : numpy.ndarray (2^len(cols), T)
+        Log weight of each state per pixel.
     """
     Z, Y, X = np.asarray(Z), np.asarray(Y), np.asarray(X)
     cols = list(cols)
@@ -100,10 +157,20 @@ def split_merge_move(Z, A, Y, F, X, hyper, rng, *, broken: str | None = None):
 
     Parameters
     ----------
-    Z : ndarray (N, K_max) int; A : ndarray (K_max, D); Y : ndarray (K_max, T) int
-    F : ndarray (N, D), D may be 0; X : ndarray (N, T), T may be 0
+    Z : ndarray (N, K_max) int
+        Feature ownership (updated in place).
+    A : ndarray (K_max, D)
+        Force bases (updated in place).
+    Y : ndarray (K_max, T) int
+        Cue images (updated in place).
+    F : ndarray (N, D)
+        Forces; D may be 0.
+    X : ndarray (N, T)
+        Binary cues; T may be 0.
     hyper : pmctx.ibp.sampler.IBPHyper
+        Hyperparameters.
     rng : numpy.random.Generator
+        Random generator.
     broken : str, optional
         For tests only: ``"no_allocation"`` drops the allocation count from the ratio.
 

@@ -10,6 +10,8 @@ MODULES = [
     "pmctx.ibp.diagnostics",
     "pmctx.ibp.data",
     "pmctx.ibp.reference",
+    "pmctx.ibp.conditionals",
+    "pmctx.ibp.hyper",
     "pmctx.steps.ibp_gibbs",
     "pmctx.models.ibp",
 ]
