@@ -43,6 +43,23 @@ def sample_edge_modes(o_a, o_b, kappa: float, modes, rng) -> np.ndarray:
     """Draw the mode of each edge ``(o_a, o_b)``: ``P(k) ∝ exp(kappa r_k · (o_a + o_b))``.
 
     ``o_a`` and ``o_b`` are 2-D arrays of the edges' endpoint angles (compiled kernel).
+
+    Parameters
+    ----------
+    o_a, o_b : array_like
+        Endpoint angles of the edges (same shape).
+    kappa : float
+        Smoothing concentration.
+    modes : numpy.ndarray (K, 2)
+        Mode unit vectors (:func:`~pmctx.vonmises.potentials.mode_vectors`).
+
+    rng : numpy.random.Generator
+        Random generator.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        Mode index of each edge, shape of ``o_a``.
     """
     o_a = np.asarray(o_a, dtype=np.float64)
     o_b = np.asarray(o_b, dtype=np.float64)
@@ -59,6 +76,25 @@ def sample_single_term_chains(node_vec, kappa: float, modes, rng):
 
     Same law as :func:`pmctx.vonmises.ffbs.sample_chains` with one component per node;
     ``node_vec`` has shape ``(B, M, 2)``. Returns ``(angles (B, M), log_evidence (B,))``.
+
+    Parameters
+    ----------
+    node_vec : numpy.ndarray (B, M, 2)
+        Natural vector of each node's factor.
+    kappa : float
+        Smoothing concentration.
+    modes : numpy.ndarray (K, 2)
+        Mode unit vectors.
+
+    rng : numpy.random.Generator
+        Random generator.
+
+    Returns
+    -------
+    angles : numpy.ndarray (B, M)
+        The drawn chains.
+    log_evidence : numpy.ndarray (B,)
+        Log normaliser of each chain's unnormalised density.
     """
     ext = np.concatenate([kappa * modes, np.zeros((1, 2))], axis=0)
     uniforms = rng.random(node_vec.shape[:2])

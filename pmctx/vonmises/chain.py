@@ -59,7 +59,22 @@ CHAIN_KAPPA_PRIOR = (2.0, 0.25)
 
 
 def chain_log_normaliser(kappa, rank: int, length: int):
-    """``log Z_T(kappa)`` of the chain prior with flat node priors (closed form; broadcasts)."""
+    """``log Z_T(kappa)`` of the chain prior with flat node priors (closed form; broadcasts).
+
+    Parameters
+    ----------
+    kappa : array_like
+        Smoothing concentration(s).
+    rank : int
+        Rank ``R`` of the potential.
+    length : int
+        Chain length ``T``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``log Z_T(kappa)``, shape of ``kappa``.
+    """
     kappa = np.asarray(kappa, dtype=np.float64)
     if length == 1:
         return np.full(kappa.shape, LOG_2PI)
@@ -70,13 +85,45 @@ def chain_log_normaliser(kappa, rank: int, length: int):
 
 
 def chain_log_potential(x, kappa, rank: int) -> float:
-    """Unnormalised ``sum_t log psi(x_t, x_{t+1})`` of a chain of angles ``x``."""
+    """Unnormalised ``sum_t log psi(x_t, x_{t+1})`` of a chain of angles ``x``.
+
+    Parameters
+    ----------
+    x : array_like (T,)
+        Angles.
+    kappa : float
+        Smoothing concentration.
+    rank : int
+        Rank of the potential.
+
+    Returns
+    -------
+    float
+        The sum of log edge potentials.
+    """
     x = np.asarray(x, dtype=np.float64)
     return float(np.sum(log_edge_potential(x[:-1], x[1:], kappa, rank)))
 
 
 def chain_kappa_log_conditional(kappa, x, rank: int, prior=CHAIN_KAPPA_PRIOR) -> float:
-    """Unnormalised ``log p(kappa | x)``: prior + edge potentials - ``log Z_T(kappa)``."""
+    """Unnormalised ``log p(kappa | x)``: prior + edge potentials - ``log Z_T(kappa)``.
+
+    Parameters
+    ----------
+    kappa : float
+        Smoothing concentration.
+    x : array_like (T,)
+        Angles.
+    rank : int
+        Rank of the potential.
+    prior : tuple of float, default CHAIN_KAPPA_PRIOR
+        Gamma ``(shape, rate)`` prior.
+
+    Returns
+    -------
+    float
+        The log conditional (``-inf`` for ``kappa <= 0``).
+    """
     if kappa <= 0:
         return -np.inf
     x = np.asarray(x, dtype=np.float64)
@@ -90,7 +137,28 @@ def chain_kappa_log_conditional(kappa, x, rank: int, prior=CHAIN_KAPPA_PRIOR) ->
 def sample_chain_kappa(
     x, kappa: float, rank: int, rng, *, prior=CHAIN_KAPPA_PRIOR, n_steps: int = 2
 ) -> float:
-    """``n_steps`` slice-sampling updates of the chain's ``kappa`` (exact conditional)."""
+    """``n_steps`` slice-sampling updates of the chain's ``kappa`` (exact conditional).
+
+    Parameters
+    ----------
+    x : array_like (T,)
+        Angles.
+    kappa : float
+        Current value.
+    rank : int
+        Rank of the potential.
+    rng : numpy.random.Generator
+        Random generator.
+    prior : tuple of float, default CHAIN_KAPPA_PRIOR
+        Gamma ``(shape, rate)`` prior.
+    n_steps : int, default 2
+        Slice-sampling updates.
+
+    Returns
+    -------
+    float
+        The new ``kappa``.
+    """
 
     x = np.asarray(x, dtype=np.float64)
     phases = 2.0 * np.pi * np.arange(rank + 1) / (rank + 1)
@@ -118,6 +186,25 @@ def sample_chain(field, kappa: float, rank: int, rng):
     ``field[t] = s_t kappa_obs (cos y_t, sin y_t)`` at observed samples, zero where missing
     (:func:`~pmctx.vonmises.potentials.natural_field`). Returns ``(x, log_evidence)``, the
     log evidence being ``log`` of the integral of the unnormalised posterior density.
+
+    Parameters
+    ----------
+    field : array_like (T, 2)
+        Natural parameters of the observations.
+    kappa : float
+        Smoothing concentration.
+    rank : int
+        Rank of the potential.
+
+    rng : numpy.random.Generator
+        Random generator.
+
+    Returns
+    -------
+    x : numpy.ndarray (T,)
+        The drawn angles.
+    log_evidence : float
+        Log normaliser of the unnormalised posterior.
     """
     field = np.asarray(field, dtype=np.float64)
     angles, log_evidence = sample_single_term_chains(field[None], kappa, mode_vectors(rank), rng)

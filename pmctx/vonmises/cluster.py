@@ -172,6 +172,26 @@ def cluster_sweep(o, field, kappa: float, rank: int, rng, *, n_moves: int = 1):
     """An augmented Gibbs sweep followed by ``n_moves`` reflection cluster moves.
 
     Same signature and invariant law as :func:`pmctx.vonmises.augmented.augmented_sweep`.
+
+    Parameters
+    ----------
+    o : numpy.ndarray (M, N)
+        Current doubled angles.
+    field : numpy.ndarray (M, N, 2)
+        Natural parameters of observations and node priors.
+    kappa : float
+        Smoothing concentration.
+    rank : int
+        Rank of the potential.
+    rng : numpy.random.Generator
+        Random generator.
+    n_moves : int, default 1
+        Cluster moves after the sweep.
+
+    Returns
+    -------
+    numpy.ndarray (M, N)
+        The updated angles.
     """
     from pmctx.vonmises.augmented import augmented_sweep
 

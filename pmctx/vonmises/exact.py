@@ -33,6 +33,24 @@ def grid_log_density(field, kappa: float, rank: int, points: int):
     """Unnormalised log joint of every node on a ``points``-per-angle midpoint grid.
 
     Returns an array with one axis per node (row-major node order) and the angle grid.
+
+    Parameters
+    ----------
+    field : numpy.ndarray (M, N, 2)
+        Natural parameters (tiny grids only).
+    kappa : float
+        Smoothing concentration.
+    rank : int
+        Rank of the potential.
+    points : int
+        Grid points per angle.
+
+    Returns
+    -------
+    log_density : numpy.ndarray
+        One axis of length ``points`` per node.
+    angles : numpy.ndarray (points,)
+        The angle grid.
     """
     field = np.asarray(field, dtype=np.float64)
     n_rows, n_cols = field.shape[:2]
@@ -65,6 +83,26 @@ def binned_joint(field, kappa: float, rank: int, *, n_bins: int = 3, points_per_
 
     Returns ``probs`` (one axis of length ``n_bins`` per node) and the fine-grid normalised
     joint (for exact expectations).
+
+    Parameters
+    ----------
+    field : numpy.ndarray (M, N, 2)
+        Natural parameters (tiny grids only).
+    kappa : float
+        Smoothing concentration.
+    rank : int
+        Rank of the potential.
+    n_bins : int, default 3
+        Bins per angle.
+    points_per_bin : int, default 12
+        Grid points per bin.
+
+    Returns
+    -------
+    probs : numpy.ndarray
+        Probability of each product of bins.
+    fine : tuple
+        ``(joint, angles)``: the normalised fine-grid joint and its angle grid.
     """
     log_density, angles = grid_log_density(field, kappa, rank, n_bins * points_per_bin)
     joint = np.exp(log_density - logsumexp(log_density))
@@ -75,7 +113,20 @@ def binned_joint(field, kappa: float, rank: int, *, n_bins: int = 3, points_per_
 
 
 def bin_index(o, n_bins: int) -> np.ndarray:
-    """Flat index of each sampled grid's product bin; ``o`` has shape ``(draws, M, N)``."""
+    """Flat index of each sampled grid's product bin; ``o`` has shape ``(draws, M, N)``.
+
+    Parameters
+    ----------
+    o : array_like (draws, M, N)
+        Sampled grids of angles in ``[-pi, pi)``.
+    n_bins : int
+        Bins per angle.
+
+    Returns
+    -------
+    numpy.ndarray (draws,)
+        Flat index of each draw's product bin.
+    """
     o = np.asarray(o, dtype=np.float64)
     per_node = np.floor((o + np.pi) / (2.0 * np.pi) * n_bins).astype(np.int64)
     per_node = np.clip(per_node, 0, n_bins - 1).reshape(len(o), -1)
@@ -87,6 +138,25 @@ def rejection_prior(shape, kappa: float, rank: int, n_draws: int, rng) -> np.nda
 
     Proposes uniform angles and accepts with probability ``prod_e psi_e / max psi^{#edges}``;
     practical only for few edges and small ``kappa``.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Grid shape ``(M, N)``.
+    kappa : float
+        Smoothing concentration.
+    rank : int
+        Rank of the potential.
+    n_draws : int
+        Draws wanted.
+
+    rng : numpy.random.Generator
+        Random generator.
+
+    Returns
+    -------
+    numpy.ndarray (n_draws, M, N)
+        Exact prior draws.
     """
     n_rows, n_cols = shape
     n_edges = n_rows * (n_cols - 1) + (n_rows - 1) * n_cols

@@ -63,6 +63,26 @@ def column_log_potentials(
 
     ``log_weights`` ``(B, M, C)`` and ``vectors`` ``(B, M, C, 2)`` describe the node factors;
     index ``K`` of ``a`` or ``b`` stands for "no vertical neighbour".
+
+    Parameters
+    ----------
+    log_weights : numpy.ndarray (B, M, C)
+        Log weights of the node factors' mixture terms.
+    vectors : numpy.ndarray (B, M, C, 2)
+        Natural vectors of those terms.
+    kappa : float
+        Smoothing concentration.
+    modes : numpy.ndarray (K, 2)
+        Mode unit vectors.
+
+    log_normaliser : callable, default log_circle_normaliser
+        ``log`` of the integral of ``exp(v . o)`` over the circle for ``|v| = r`` (the sphere
+        normaliser exists only to show that it is wrong).
+
+    Returns
+    -------
+    numpy.ndarray (B, M, K + 1, K + 1)
+        ``log C_i(a, b)``.
     """
     ext = _extended_modes(kappa, modes)
     n_ext = ext.shape[0]
@@ -149,6 +169,24 @@ def horizontal_neighbour_terms(o, columns, kappa: float, modes):
     """Mixture terms ``(len(columns), M, K*K)`` from the left and right neighbours of columns.
 
     ``psi(o_left, o) psi(o, o_right)`` summed over both horizontal modes (the seed's scheme).
+
+    Parameters
+    ----------
+    o : numpy.ndarray (M, N)
+        Current doubled angles.
+    columns : numpy.ndarray of int
+        The columns to be redrawn.
+    kappa : float
+        Smoothing concentration.
+    modes : numpy.ndarray (K, 2)
+        Mode unit vectors.
+
+    Returns
+    -------
+    log_weights : numpy.ndarray (len(columns), M, K*K)
+        Log weights of the terms.
+    vectors : numpy.ndarray (len(columns), M, K*K, 2)
+        Their natural vectors.
     """
     n_cols = o.shape[1]
     left_idx = np.clip(columns - 1, 0, n_cols - 1)
@@ -181,6 +219,9 @@ def ffbs_sweep(o, field, kappa: float, rank: int, rng, *, log_normaliser=log_cir
     rank : int
         Rank ``R`` (``R + 1`` modes).
     rng : numpy.random.Generator
+    log_normaliser : callable, default log_circle_normaliser
+        ``log`` of the integral of ``exp(v . o)`` over the circle for ``|v| = r`` (the sphere
+        normaliser exists only to show that it is wrong).
 
     Returns
     -------

@@ -56,13 +56,44 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 def log_i0(x):
-    """``log I0(x)`` for ``x >= 0``, stable for large ``x`` (``log i0e(x) + x``)."""
+    """``log I0(x)`` for ``x >= 0``, stable for large ``x`` (``log i0e(x) + x``).
+
+    Parameters
+    ----------
+    x : array_like
+        Non-negative values.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``log I0(x)``.
+
+    Examples
+    --------
+    >>> float(log_i0(0.0))
+    0.0
+    """
     x = np.asarray(x, dtype=np.float64)
     return np.log(i0e(x)) + x
 
 
 def log_gamma_density(x, shape: float, rate: float):
-    """Unnormalised log Gamma(shape, rate) density (``-inf`` for ``x <= 0``)."""
+    """Unnormalised log Gamma(shape, rate) density (``-inf`` for ``x <= 0``).
+
+    Parameters
+    ----------
+    x : array_like
+        Values.
+    shape : float
+        Gamma shape.
+    rate : float
+        Gamma rate.
+
+    Returns
+    -------
+    numpy.ndarray
+        The unnormalised log density.
+    """
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(x > 0, (shape - 1.0) * np.log(x) - rate * x, -np.inf)
@@ -75,6 +106,15 @@ class KappaObsStatistics:
     ``fit = sum_i s_i cos(z_i - o_i)``; ``signal_values`` and ``counts`` list the distinct
     signal strengths of the observed nodes and how often each occurs (one value for the
     usual uniform noise, so the normaliser costs one ``i0e`` per evaluation).
+
+    Parameters
+    ----------
+    fit : float
+        ``sum_i s_i cos(z_i - o_i)`` over observed nodes.
+    signal_values : numpy.ndarray
+        Distinct signal strengths.
+    counts : numpy.ndarray
+        Observed nodes per signal strength.
     """
 
     fit: float
@@ -87,6 +127,28 @@ def kappa_obs_statistics(o, z, mask=None, signal=None) -> KappaObsStatistics:
 
     ``mask`` (1 = observed) and ``signal`` (relative concentration per node, > 0) broadcast
     with ``o``; unobserved nodes are ignored whatever ``z`` holds there.
+
+    Parameters
+    ----------
+    o : array_like
+        Angles (doubled for orientations).
+    z : array_like
+        Observations, same shape.
+    mask : array_like of 0/1, optional
+        1 where observed (default: all).
+    signal : array_like, optional
+        Relative concentration per node (default 1).
+
+    Returns
+    -------
+    KappaObsStatistics
+        The sufficient statistics.
+
+    Examples
+    --------
+    >>> stats = kappa_obs_statistics(np.zeros(3), np.zeros(3), mask=[1, 1, 0])
+    >>> stats.fit, float(stats.counts.sum())
+    (2.0, 2.0)
     """
     o = np.asarray(o, dtype=np.float64)
     z = np.asarray(z, dtype=np.float64)
@@ -100,7 +162,22 @@ def kappa_obs_statistics(o, z, mask=None, signal=None) -> KappaObsStatistics:
 
 
 def kappa_obs_log_conditional(kappa_obs, stats: KappaObsStatistics, prior=KAPPA_OBS_PRIOR):
-    """Unnormalised ``log p(kappa_obs | o, z)`` (density in ``kappa_obs``; broadcasts)."""
+    """Unnormalised ``log p(kappa_obs | o, z)`` (density in ``kappa_obs``; broadcasts).
+
+    Parameters
+    ----------
+    kappa_obs : array_like
+        Values of the observation concentration.
+    stats : KappaObsStatistics
+        From :func:`kappa_obs_statistics`.
+    prior : tuple of float, default KAPPA_OBS_PRIOR
+        Gamma ``(shape, rate)`` prior.
+
+    Returns
+    -------
+    numpy.ndarray
+        The unnormalised log conditional.
+    """
     k = np.asarray(kappa_obs, dtype=np.float64)
     scaled = np.multiply.outer(k, stats.signal_values)
     normaliser = (log_i0(scaled) + _LOG_2PI) @ stats.counts
@@ -110,7 +187,26 @@ def kappa_obs_log_conditional(kappa_obs, stats: KappaObsStatistics, prior=KAPPA_
 def sample_kappa_obs(
     stats: KappaObsStatistics, kappa_obs: float, rng, *, prior=KAPPA_OBS_PRIOR, n_steps: int = 2
 ):
-    """``n_steps`` slice-sampling updates of ``kappa_obs`` from its exact conditional."""
+    """``n_steps`` slice-sampling updates of ``kappa_obs`` from its exact conditional.
+
+    Parameters
+    ----------
+    stats : KappaObsStatistics
+        From :func:`kappa_obs_statistics`.
+    kappa_obs : float
+        Current value.
+    rng : numpy.random.Generator
+        Random generator.
+    prior : tuple of float, default KAPPA_OBS_PRIOR
+        Gamma ``(shape, rate)`` prior.
+    n_steps : int, default 2
+        Slice-sampling updates.
+
+    Returns
+    -------
+    float
+        The new ``kappa_obs``.
+    """
 
     def log_density(k):
         return float(kappa_obs_log_conditional(k, stats, prior)) if k > 0 else -np.inf

@@ -36,6 +36,16 @@ def pinwheel_charges(theta) -> np.ndarray:
 
     Values are ``0``, ``+1/2`` (counter-clockwise around the cell corners
     (i, j) -> (i, j+1) -> (i+1, j+1) -> (i+1, j)) or ``-1/2``.
+
+    Parameters
+    ----------
+    theta : array_like (M, N)
+        Orientations.
+
+    Returns
+    -------
+    numpy.ndarray (M - 1, N - 1)
+        Charge of each plaquette.
     """
     o = 2.0 * np.asarray(theta, dtype=np.float64)
     corners = [o[:-1, :-1], o[:-1, 1:], o[1:, 1:], o[1:, :-1]]
@@ -44,20 +54,55 @@ def pinwheel_charges(theta) -> np.ndarray:
 
 
 def count_pinwheels(theta) -> tuple[int, int]:
-    """Numbers of ``+1/2`` and ``-1/2`` pinwheels of an orientation map."""
+    """Numbers of ``+1/2`` and ``-1/2`` pinwheels of an orientation map.
+
+    Parameters
+    ----------
+    theta : array_like (M, N)
+        Orientations.
+
+    Returns
+    -------
+    n_positive : int
+        ``+1/2`` pinwheels.
+    n_negative : int
+        ``-1/2`` pinwheels.
+    """
     charges = pinwheel_charges(theta)
     return int(np.sum(charges > 0)), int(np.sum(charges < 0))
 
 
 def smoothness(o) -> float:
-    """Mean ``cos`` of the difference of doubled angles ``o`` over all 4-neighbour edges."""
+    """Mean ``cos`` of the difference of doubled angles ``o`` over all 4-neighbour edges.
+
+    Parameters
+    ----------
+    o : array_like (M, N)
+        Doubled angles.
+
+    Returns
+    -------
+    float
+        In ``[-1, 1]``; 1 for a constant map.
+    """
     o = np.asarray(o, dtype=np.float64)
     edges = np.concatenate([np.cos(np.diff(o, axis=0)).ravel(), np.cos(np.diff(o, axis=1)).ravel()])
     return float(edges.mean())
 
 
 def orientation_error(theta_hat, theta) -> np.ndarray:
-    """Absolute orientation error ``1/2 |arg exp(2i (theta_hat - theta))|`` in ``[0, pi/2]``."""
+    """Absolute orientation error ``1/2 |arg exp(2i (theta_hat - theta))|`` in ``[0, pi/2]``.
+
+    Parameters
+    ----------
+    theta_hat, theta : array_like
+        Estimated and true orientations.
+
+    Returns
+    -------
+    numpy.ndarray
+        Errors in ``[0, pi/2]``.
+    """
     diff = 2.0 * (np.asarray(theta_hat, dtype=np.float64) - np.asarray(theta, dtype=np.float64))
     return 0.5 * np.abs(_wrap(diff))
 
@@ -67,6 +112,20 @@ def circular_moments(theta_draws, axis: int = 0) -> tuple[np.ndarray, np.ndarray
 
     Both use the doubled angle: the mean is ``arg(E exp(2i theta)) / 2`` in ``[0, pi)`` and the
     standard deviation ``sqrt(-2 log R) / 2`` with ``R = |E exp(2i theta)|``.
+
+    Parameters
+    ----------
+    theta_draws : array_like
+        Orientation draws.
+    axis : int, default 0
+        The draws' axis.
+
+    Returns
+    -------
+    mean : numpy.ndarray
+        Circular mean orientation in ``[0, pi)``.
+    sd : numpy.ndarray
+        Circular standard deviation.
     """
     resultant = np.mean(np.exp(2j * np.asarray(theta_draws, dtype=np.float64)), axis=axis)
     mean = np.mod(np.angle(resultant), 2.0 * np.pi) / 2.0

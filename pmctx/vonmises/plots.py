@@ -29,6 +29,22 @@ def plot_orientation_map(ax, theta, *, mark_pinwheels: bool = True, title: str |
 
     ``+1/2`` pinwheels are marked with white circles, ``-1/2`` with black crosses.
     Returns the image artist.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Axes to draw on.
+    theta : array_like (M, N)
+        Orientations.
+    mark_pinwheels : bool, default True
+        Mark the pinwheels.
+    title : str, optional
+        Axes title.
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+        The image.
     """
     theta = np.mod(np.asarray(theta, dtype=np.float64), np.pi)
     image = ax.imshow(theta, cmap="hsv", vmin=0.0, vmax=np.pi, interpolation="nearest")
@@ -52,6 +68,22 @@ def orientation_colorbar(fig, image, ax, *, label: str = "orientation (deg)"):
 
     Ticks at 0, 45, 90, 135 and 180 degrees (the colour map is cyclic: 0 and 180 are the
     same orientation and the same colour). Returns the colour bar.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    image : matplotlib.image.AxesImage
+        From :func:`plot_orientation_map`.
+    ax : matplotlib.axes.Axes
+        Axes the bar is attached to.
+    label : str, default "orientation (deg)"
+        Bar label.
+
+    Returns
+    -------
+    matplotlib.colorbar.Colorbar
+        The colour bar.
     """
     bar = fig.colorbar(image, ax=ax, fraction=0.046, ticks=np.linspace(0.0, np.pi, 5))
     bar.ax.set_yticklabels(["0", "45", "90", "135", "180"])
@@ -60,7 +92,22 @@ def orientation_colorbar(fig, image, ax, *, label: str = "orientation (deg)"):
 
 
 def plot_uncertainty_map(ax, circular_sd, *, title: str | None = None):
-    """Show a map of posterior circular standard deviations (radians of orientation)."""
+    """Show a map of posterior circular standard deviations (radians of orientation).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Axes to draw on.
+    circular_sd : array_like (M, N)
+        Circular standard deviations.
+    title : str, optional
+        Axes title.
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+        The image.
+    """
     image = ax.imshow(np.asarray(circular_sd), cmap="magma", interpolation="nearest")
     ax.set_xticks([])
     ax.set_yticks([])
@@ -70,7 +117,24 @@ def plot_uncertainty_map(ax, circular_sd, *, title: str | None = None):
 
 
 def plot_reconstruction(theta_obs, mean, circular_sd, *, truth=None):
-    """Figure with (true map,) observations, posterior mean and posterior circular sd."""
+    """Figure with (true map,) observations, posterior mean and posterior circular sd.
+
+    Parameters
+    ----------
+    theta_obs : array_like (M, N)
+        Observed orientations (NaN where missing).
+    mean : array_like (M, N)
+        Posterior mean orientation.
+    circular_sd : array_like (M, N)
+        Posterior circular sd.
+    truth : array_like (M, N), optional
+        True orientations.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure.
+    """
     import matplotlib.pyplot as plt
 
     panels = [("observed (white: missing)", theta_obs), ("posterior mean", mean)]
@@ -89,7 +153,18 @@ def plot_reconstruction(theta_obs, mean, circular_sd, *, truth=None):
 
 
 def plot_smoothness_trace(smoothness_by_chain):
-    """Trace plot of the map smoothness statistic, one line per chain ``(chain, draw)``."""
+    """Trace plot of the map smoothness statistic, one line per chain ``(chain, draw)``.
+
+    Parameters
+    ----------
+    smoothness_by_chain : array_like (chain, draw)
+        Smoothness per draw.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure.
+    """
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3))

@@ -43,6 +43,26 @@ def node_conditional_terms(o, rows, cols, field, kappa: float, modes):
 
     Returns ``log_weights`` ``(n, K^4)`` and natural vectors ``(n, K^4, 2)``; absent
     neighbours at the border contribute one neutral term, the rest have weight ``-inf``.
+
+    Parameters
+    ----------
+    o : numpy.ndarray (M, N)
+        Current doubled angles.
+    rows, cols : numpy.ndarray of int
+        The nodes.
+    field : numpy.ndarray (M, N, 2)
+        Natural parameters.
+    kappa : float
+        Smoothing concentration.
+    modes : numpy.ndarray (K, 2)
+        Mode unit vectors.
+
+    Returns
+    -------
+    log_weights : numpy.ndarray (n, K^4)
+        Log weights of the terms.
+    vectors : numpy.ndarray (n, K^4, 2)
+        Their natural vectors.
     """
     n_rows, n_cols = o.shape
     log_w = np.zeros((len(rows), 1))
@@ -71,6 +91,30 @@ def log_node_conditional(
 
     Normalised through the mixture's component masses ``log_normaliser(|v_c|)``; with the
     default circle normaliser this is exact.
+
+    Parameters
+    ----------
+    angles : array_like
+        Angles at which to evaluate.
+    o : numpy.ndarray (M, N)
+        Current doubled angles.
+    row, col : int
+        The node.
+    field : numpy.ndarray (M, N, 2)
+        Natural parameters.
+    kappa : float
+        Smoothing concentration.
+    rank : int
+        Rank of the potential.
+
+    log_normaliser : callable, default log_circle_normaliser
+        ``log`` of the integral of ``exp(v . o)`` over the circle for ``|v| = r`` (the sphere
+        normaliser exists only to show that it is wrong).
+
+    Returns
+    -------
+    numpy.ndarray
+        Log density at ``angles``.
     """
     modes = mode_vectors(rank)
     log_w, vecs = node_conditional_terms(
@@ -106,6 +150,14 @@ def pointwise_sweep(
     rank : int
         Rank ``R`` (``R + 1`` modes).
     rng : numpy.random.Generator
+    log_normaliser : callable, default log_circle_normaliser
+        ``log`` of the integral of ``exp(v . o)`` over the circle for ``|v| = r`` (the sphere
+        normaliser exists only to show that it is wrong).
+
+    Returns
+    -------
+    numpy.ndarray (M, N)
+        The updated angles.
     """
     o = np.array(o, dtype=np.float64)
     modes = mode_vectors(rank)

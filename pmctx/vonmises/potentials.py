@@ -44,12 +44,39 @@ LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 def wrap_angle(angle):
-    """Wrap angles into ``[-pi, pi)``."""
+    """Wrap angles into ``[-pi, pi)``.
+
+    Parameters
+    ----------
+    angle : array_like
+        Angles in radians.
+
+    Returns
+    -------
+    numpy.ndarray
+        Wrapped angles.
+
+    Examples
+    --------
+    >>> wrap_angle([np.pi, 3 * np.pi / 2]).round(3).tolist()
+    [-3.142, -1.571]
+    """
     return np.mod(np.asarray(angle, dtype=np.float64) + np.pi, 2.0 * np.pi) - np.pi
 
 
 def mode_vectors(rank: int) -> np.ndarray:
-    """Unit vectors ``r_k`` at angles ``2 pi k / (rank + 1)``, shape ``(rank + 1, 2)``."""
+    """Unit vectors ``r_k`` at angles ``2 pi k / (rank + 1)``, shape ``(rank + 1, 2)``.
+
+    Parameters
+    ----------
+    rank : int
+        Rank ``R``.
+
+    Returns
+    -------
+    numpy.ndarray (R + 1, 2)
+        The unit vectors.
+    """
     phases = 2.0 * np.pi * np.arange(rank + 1) / (rank + 1)
     return np.stack([np.cos(phases), np.sin(phases)], axis=-1)
 
@@ -59,6 +86,16 @@ def log_circle_normaliser(r):
 
     Equals ``log(2 pi I0(r))``, computed as ``log(2 pi) + log(i0e(r)) + r`` so that large
     concentrations do not overflow.
+
+    Parameters
+    ----------
+    r : array_like
+        Lengths of the natural vectors.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``log(2 pi I0(r))``.
     """
     r = np.asarray(r, dtype=np.float64)
     return LOG_2PI + np.log(i0e(r)) + r
@@ -69,6 +106,16 @@ def log_sphere_normaliser(r):
 
     ``C_3`` normalises the von Mises-Fisher density on the 2-sphere in R^3, not on the circle;
     it is here only so that tests can show that using it gives the wrong conditionals.
+
+    Parameters
+    ----------
+    r : array_like
+        Lengths of the natural vectors.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``log(4 pi sinh(r) / r)``.
     """
     r = np.asarray(r, dtype=np.float64)
     safe = np.maximum(r, 1e-8)
@@ -82,7 +129,22 @@ def log_sphere_normaliser(r):
 
 
 def log_edge_potential(o_a, o_b, kappa: float, rank: int):
-    """``log psi(o_a, o_b)`` of the rank-``rank`` von Mises edge potential (broadcasts)."""
+    """``log psi(o_a, o_b)`` of the rank-``rank`` von Mises edge potential (broadcasts).
+
+    Parameters
+    ----------
+    o_a, o_b : array_like
+        Endpoint angles (broadcast).
+    kappa : float
+        Smoothing concentration.
+    rank : int
+        Rank of the potential.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``log psi``.
+    """
     phases = 2.0 * np.pi * np.arange(rank + 1) / (rank + 1)
     a = np.asarray(o_a, dtype=np.float64)[..., None]
     b = np.asarray(o_b, dtype=np.float64)[..., None]
@@ -98,6 +160,26 @@ def natural_field(
     signal strength (``signal``, default 1); a von Mises node prior with mean ``prior_mean``
     adds ``prior_kappa (cos mu, sin mu)``. Missing nodes (mask 0) get only the prior. ``z``
     may hold anything finite at missing nodes.
+
+    Parameters
+    ----------
+    z : array_like (M, N)
+        Observed doubled angles.
+    mask : array_like (M, N) of 0/1
+        1 where observed.
+    kappa_obs : float
+        Observation concentration.
+    prior_mean : array_like, optional
+        Node-prior mean.
+    prior_kappa : float, default 0.0
+        Node-prior concentration.
+    signal : array_like, optional
+        Relative signal strength per node.
+
+    Returns
+    -------
+    numpy.ndarray (M, N, 2)
+        The natural parameters.
     """
     z = np.asarray(z, dtype=np.float64)
     weight = kappa_obs * np.asarray(mask, dtype=np.float64)
@@ -113,7 +195,24 @@ def natural_field(
 
 
 def log_joint(o, field, kappa: float, rank: int) -> float:
-    """Unnormalised ``log p(O | Z)`` of a grid ``o`` (M, N) given its natural ``field``."""
+    """Unnormalised ``log p(O | Z)`` of a grid ``o`` (M, N) given its natural ``field``.
+
+    Parameters
+    ----------
+    o : array_like (M, N)
+        Doubled angles.
+    field : numpy.ndarray (M, N, 2)
+        Natural parameters.
+    kappa : float
+        Smoothing concentration.
+    rank : int
+        Rank of the potential.
+
+    Returns
+    -------
+    float
+        The unnormalised log density.
+    """
     o = np.asarray(o, dtype=np.float64)
     total = float(np.sum(field[..., 0] * np.cos(o) + field[..., 1] * np.sin(o)))
     total += float(np.sum(log_edge_potential(o[:, :-1], o[:, 1:], kappa, rank)))
@@ -122,7 +221,21 @@ def log_joint(o, field, kappa: float, rank: int) -> float:
 
 
 def sample_categorical(log_weights, rng) -> np.ndarray:
-    """Draw one index per leading position from unnormalised ``log_weights`` (last axis)."""
+    """Draw one index per leading position from unnormalised ``log_weights`` (last axis).
+
+    Parameters
+    ----------
+    log_weights : array_like (..., K)
+        Unnormalised log weights.
+
+    rng : numpy.random.Generator
+        Random generator.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        One index per leading position.
+    """
     log_weights = np.asarray(log_weights, dtype=np.float64)
     probs = np.exp(log_weights - log_weights.max(axis=-1, keepdims=True))
     cdf = np.cumsum(probs, axis=-1)
@@ -136,6 +249,19 @@ def sample_von_mises(natural, rng) -> np.ndarray:
 
     ``natural`` has shape ``(..., 2)``: the mean direction is ``arg v``, the concentration
     ``|v|`` (a zero vector gives a uniform angle).
+
+    Parameters
+    ----------
+    natural : array_like (..., 2)
+        Natural vectors.
+
+    rng : numpy.random.Generator
+        Random generator.
+
+    Returns
+    -------
+    numpy.ndarray
+        Angles, shape ``natural.shape[:-1]``.
     """
     natural = np.asarray(natural, dtype=np.float64)
     kappa = np.hypot(natural[..., 0], natural[..., 1])
@@ -152,6 +278,24 @@ def neighbour_terms(o_neighbour, present, kappa: float, modes):
     ``-inf`` weights elsewhere, so all nodes share one array shape.
 
     Returns ``log_weights`` of shape ``(..., K)`` and ``vectors`` of shape ``(..., K, 2)``.
+
+    Parameters
+    ----------
+    o_neighbour : array_like
+        The neighbour's angles.
+    present : array_like of bool
+        Whether the neighbour exists.
+    kappa : float
+        Smoothing concentration.
+    modes : numpy.ndarray (K, 2)
+        Mode unit vectors.
+
+    Returns
+    -------
+    log_weights : numpy.ndarray (..., K)
+        Log weights of the terms.
+    vectors : numpy.ndarray (..., K, 2)
+        Their natural vectors.
     """
     o_neighbour = np.asarray(o_neighbour, dtype=np.float64)
     present = np.asarray(present, dtype=bool)
@@ -167,7 +311,22 @@ def neighbour_terms(o_neighbour, present, kappa: float, modes):
 
 
 def combine_terms(log_weights_a, vectors_a, log_weights_b, vectors_b):
-    """Products of two mixtures of ``exp(v · o)`` terms: all pairs, flattened on the last axis."""
+    """Products of two mixtures of ``exp(v · o)`` terms: all pairs, flattened on the last axis.
+
+    Parameters
+    ----------
+    log_weights_a, vectors_a : numpy.ndarray
+        First mixture (``(..., A)`` and ``(..., A, 2)``).
+    log_weights_b, vectors_b : numpy.ndarray
+        Second mixture (``(..., B)`` and ``(..., B, 2)``).
+
+    Returns
+    -------
+    log_weights : numpy.ndarray (..., A*B)
+        Log weights of the products.
+    vectors : numpy.ndarray (..., A*B, 2)
+        Their natural vectors.
+    """
     log_weights = log_weights_a[..., :, None] + log_weights_b[..., None, :]
     vectors = vectors_a[..., :, None, :] + vectors_b[..., None, :, :]
     lead = log_weights.shape[:-2]

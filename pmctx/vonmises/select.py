@@ -50,6 +50,17 @@ class CrossValidation:
     density per observed pixel), ``se_diff`` (paired standard error of its difference to the
     best pair), ``delta`` (score minus the best score) and ``kappa_obs`` (posterior mean,
     averaged over folds). ``pointwise`` holds the per-pixel log predictive densities.
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        One row per ``(kappa, rank)``.
+    best_kappa : float
+        The selected ``kappa``.
+    best_rank : int
+        The selected rank.
+    pointwise : numpy.ndarray
+        Per-pixel log predictive densities.
     """
 
     curve: pd.DataFrame
@@ -62,6 +73,22 @@ def heldout_log_predictive(z, o_draws, kappa_obs_draws, signal=None):
     """``log mean_s VonMises(z_i; o_i^(s), s_i kappa_obs^(s))`` for each held-out pixel.
 
     ``z`` ``(n,)``, ``o_draws`` ``(S, n)``, ``kappa_obs_draws`` ``(S,)``; ``signal`` ``(n,)``.
+
+    Parameters
+    ----------
+    z : numpy.ndarray (n,)
+        Held-out observations.
+    o_draws : numpy.ndarray (S, n)
+        Posterior draws of the angles there.
+    kappa_obs_draws : numpy.ndarray (S,)
+        Posterior draws of ``kappa_obs``.
+    signal : numpy.ndarray (n,), optional
+        Relative signal strength.
+
+    Returns
+    -------
+    numpy.ndarray (n,)
+        Log predictive density of each pixel.
     """
     strength = np.ones(o_draws.shape[1]) if signal is None else np.asarray(signal, np.float64)
     conc = np.asarray(kappa_obs_draws, np.float64)[:, None] * strength

@@ -45,6 +45,32 @@ def simulate(
 
     ``data`` holds ``theta`` (observed orientations in ``[0, pi)``, NaN where missing) and
     ``kappa``, ``kappa_obs``, ``rank`` for the fit.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator or int
+        Random generator or seed.
+    shape : tuple of int, default (6, 6)
+        Grid shape.
+    kappa : float, default 2.0
+        Smoothing concentration.
+    kappa_obs : float, default 2.0
+        Observation concentration.
+    rank : int, default 3
+        Rank of the potential.
+    missing : float, default 0.2
+        Probability that a node is missing.
+    n_sweeps : int, default 100
+        Prior sweeps.
+    sampler : str, default "augmented"
+        Sweep kernel.
+
+    Returns
+    -------
+    data : dict
+        ``theta`` and the fit's options.
+    truth : dict
+        The ranked statistics of the true map.
     """
     rng = np.random.default_rng(rng)
     n_rows, n_cols = (check_int(s, "shape", minimum=2) for s in shape)
@@ -70,7 +96,18 @@ def simulate(
 
 
 def invariants(idata) -> dict:
-    """Posterior draws of the statistics :func:`simulate` ranks (flattened over chains)."""
+    """Posterior draws of the statistics :func:`simulate` ranks (flattened over chains).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit from :func:`pmctx.models.vonmises_map.reconstruct`.
+
+    Returns
+    -------
+    dict
+        Draws of the statistics by name.
+    """
     o = idata.posterior["o"].values
     o = o.reshape(-1, *o.shape[2:])
     i, j = _centre(o.shape[1:])
