@@ -196,12 +196,38 @@ class IBPGibbs(PmctxStep):
         self.split_merge = check_int(split_merge, "split_merge", minimum=0)
 
     def current_hyper(self, point) -> IBPHyper:
+        """The hyperparameters at ``point``: fixed ones, or the current values of random ones.
+
+        Parameters
+        ----------
+        point : dict
+            The current point.
+
+        Returns
+        -------
+        pmctx.ibp.sampler.IBPHyper
+            The hyperparameters.
+        """
         if self._fixed_hyper is not None:
             return self._fixed_hyper
         values = [float(v) for v in self._hyper_fn(point)]
         return IBPHyper(*values)
 
     def step(self, point):
+        """One update of ``Z``, ``A``, ``Y`` and ``pi`` (one sweep and the split-merge moves); the other variables of ``point`` are kept.
+
+        Parameters
+        ----------
+        point : dict
+            The current point (value variables by name).
+
+        Returns
+        -------
+        point : dict
+            The new point.
+        stats : list of dict
+            One stats dict (see ``stats_dtypes_shapes``).
+        """
         hyper = self.current_hyper(point)
         n = self._F.shape[0]
         A = point["A"] if self.F is not None else np.zeros((self.k_max, 0))
@@ -293,12 +319,39 @@ class IBPAlphaGibbs(PmctxStep):
         self._pi_logit = isinstance(model.rvs_to_transforms.get(model["pi"]), LogOddsTransform)
 
     def conditional(self, point):
-        """Shape and rate of ``alpha | pi``."""
+        """Shape and rate of ``alpha | pi``.
+
+        Parameters
+        ----------
+        point : dict
+            The current point (``pi``'s value is read).
+
+        Returns
+        -------
+        shape : float
+            Gamma shape of ``alpha | pi``.
+        rate : float
+            Gamma rate.
+        """
         value = np.asarray(point[self._pi_key], dtype=np.float64)
         log_pi = -np.logaddexp(0.0, -value) if self._pi_logit else np.log(value)
         return self.shape + self.k_max, self.rate - log_pi.sum() / self.k_max
 
     def step(self, point):
+        """One update of ``alpha`` from its Gamma conditional; the other variables of ``point`` are kept.
+
+        Parameters
+        ----------
+        point : dict
+            The current point (value variables by name).
+
+        Returns
+        -------
+        point : dict
+            The new point.
+        stats : list of dict
+            One stats dict (``alpha``).
+        """
         shape, rate = self.conditional(point)
         alpha = self.rng.gamma(shape, 1.0 / rate)
         new = dict(point)
@@ -386,6 +439,20 @@ class IBPHyperGibbs(PmctxStep):
         return np.asarray(np.log(x) - np.log1p(-x), dtype=np.float64)
 
     def step(self, point):
+        """One update of the model's random hyperparameters (conjugate and slice updates); the other variables of ``point`` are kept.
+
+        Parameters
+        ----------
+        point : dict
+            The current point (value variables by name).
+
+        Returns
+        -------
+        point : dict
+            The new point.
+        stats : list of dict
+            One stats dict (``sigma_n``, ``sigma_A``, ``phi``, ``lam``, ``eps``).
+        """
         values = dict(zip(HYPER_NAMES, (float(v) for v in self._hyper_fn(point))))
         n = self._F.shape[0]
         Z = np.asarray(point["Z"]).reshape(n, self.k_max)

@@ -53,6 +53,13 @@ class ModelParameters:
     Shared data containers are read directly; anything else (a random variable such as
     ``kappa_obs="prior"``, or an expression) is compiled as a function of the point, with
     random variables replaced by their value variables.
+
+    Parameters
+    ----------
+    step : PmctxStep
+        The step (its model and compiler are used).
+    names : sequence of str
+        Names of the model quantities to read.
     """
 
     def __init__(self, step: PmctxStep, names):
@@ -162,6 +169,17 @@ class ColumnFFBSVonMises(_VonMisesMapStep):
 
     Same parameters as :class:`PointwiseVonMisesGibbs`.
 
+    Parameters
+    ----------
+    vars : list, optional
+        The angle grid variable (default: the model's ``o``).
+    model : pm.Model, optional
+        The model (default: the context's).
+    rng : int or Generator, optional
+        Random seed or generator.
+    n_sweeps : int, default 1
+        Kernel sweeps per PyMC draw.
+
     Examples
     --------
     >>> import numpy as np, pymc as pm
@@ -180,6 +198,17 @@ class AugmentedVonMisesGibbs(_VonMisesMapStep):
     """Auxiliary-variable block Gibbs: all columns, then all rows, exactly and at once.
 
     Same parameters as :class:`PointwiseVonMisesGibbs`.
+
+    Parameters
+    ----------
+    vars : list, optional
+        The angle grid variable (default: the model's ``o``).
+    model : pm.Model, optional
+        The model (default: the context's).
+    rng : int or Generator, optional
+        Random seed or generator.
+    n_sweeps : int, default 1
+        Kernel sweeps per PyMC draw.
 
     Examples
     --------
@@ -202,6 +231,17 @@ class ClusterVonMisesGibbs(_VonMisesMapStep):
     The cluster move (:mod:`pmctx.vonmises.cluster`) reflects connected regions about one of
     the ``R + 1`` symmetry axes of the edge potential, accepting each region by heat bath on
     the observations. Same parameters as :class:`PointwiseVonMisesGibbs`.
+
+    Parameters
+    ----------
+    vars : list, optional
+        The angle grid variable (default: the model's ``o``).
+    model : pm.Model, optional
+        The model (default: the context's).
+    rng : int or Generator, optional
+        Random seed or generator.
+    n_sweeps : int, default 1
+        Kernel sweeps per PyMC draw.
 
     Examples
     --------
@@ -277,6 +317,20 @@ class KappaObsSlice(PmctxStep):
         self.prior = tuple(float(v) for v in prior)
 
     def step(self, point):
+        """One update of ``kappa_obs`` by slice sampling; the other variables of ``point`` are kept.
+
+        Parameters
+        ----------
+        point : dict
+            The current point (value variables by name).
+
+        Returns
+        -------
+        point : dict
+            The new point.
+        stats : list of dict
+            One stats dict (``kappa_obs``).
+        """
         params = self._parameters(point)
         stats = kappa_obs_statistics(
             params[self._angles], params["z_filled"], params["obs_mask"], params.get("signal")
@@ -303,6 +357,15 @@ class ChainFFBSVonMises(PmctxStep):
 
     Reads ``kappa``, ``kappa_obs`` (numbers or random variables), the observations and the
     signal strengths from the model built by :func:`pmctx.models.vonmises_chain.build_model`.
+
+    Parameters
+    ----------
+    vars : list, optional
+        The angle variable (default: the model's ``x``).
+    model : pm.Model, optional
+        The model (default: the context's).
+    rng : int or Generator, optional
+        Random seed or generator.
 
     Examples
     --------
@@ -333,6 +396,20 @@ class ChainFFBSVonMises(PmctxStep):
         )
 
     def step(self, point):
+        """One update of the chain's angles ``x`` (an exact joint draw); the other variables of ``point`` are kept.
+
+        Parameters
+        ----------
+        point : dict
+            The current point (value variables by name).
+
+        Returns
+        -------
+        point : dict
+            The new point.
+        stats : list of dict
+            One stats dict (``log_evidence``).
+        """
         params = self._parameters(point)
         field = natural_field(
             params["z_filled"],
@@ -353,6 +430,17 @@ class ChainKappaSlice(PmctxStep):
     The chain prior's normaliser ``Z_T(kappa)`` is known in closed form
     (:func:`pmctx.vonmises.chain.chain_log_normaliser`), so ``p(kappa | x)`` is exact under the
     ``Gamma(2, 0.25)`` prior of ``build_model(kappa="prior")``.
+
+    Parameters
+    ----------
+    vars : list, optional
+        The ``kappa`` variable (default: the model's ``kappa``).
+    prior : (float, float), default CHAIN_KAPPA_PRIOR
+        Shape and rate of the Gamma prior; must match the model's.
+    model : pm.Model, optional
+        The model (default: the context's).
+    rng : int or Generator, optional
+        Random seed or generator.
 
     Examples
     --------
@@ -384,6 +472,20 @@ class ChainKappaSlice(PmctxStep):
         self._parameters = ModelParameters(self, ["x"])
 
     def step(self, point):
+        """One update of ``kappa`` by slice sampling; the other variables of ``point`` are kept.
+
+        Parameters
+        ----------
+        point : dict
+            The current point (value variables by name).
+
+        Returns
+        -------
+        point : dict
+            The new point.
+        stats : list of dict
+            One stats dict (``kappa``).
+        """
         x = self._parameters(point)["x"]
         key = self.value_names[0]
         current = float(np.exp(point[key]) if self._log_space else point[key])
