@@ -95,6 +95,7 @@ VALIDATED = [
     "pmctx.ibp.sweep",
     "pmctx.io",
     "pmctx.kfold",
+    "pmctx.models",
     "pmctx.models.crp_conditioning",
     "pmctx.models.gum",
     "pmctx.models.ibp",

@@ -214,7 +214,9 @@ class IBPGibbs(PmctxStep):
         return IBPHyper(*values)
 
     def step(self, point):
-        """One update of ``Z``, ``A``, ``Y`` and ``pi`` (one sweep and the split-merge moves); the other variables of ``point`` are kept.
+        """One update of ``Z``, ``A``, ``Y`` and ``pi`` (one sweep and the split-merge moves).
+
+        The other variables of ``point`` are kept.
 
         Parameters
         ----------
@@ -338,7 +340,9 @@ class IBPAlphaGibbs(PmctxStep):
         return self.shape + self.k_max, self.rate - log_pi.sum() / self.k_max
 
     def step(self, point):
-        """One update of ``alpha`` from its Gamma conditional; the other variables of ``point`` are kept.
+        """One update of ``alpha`` from its Gamma conditional.
+
+        The other variables of ``point`` are kept.
 
         Parameters
         ----------
@@ -439,7 +443,9 @@ class IBPHyperGibbs(PmctxStep):
         return np.asarray(np.log(x) - np.log1p(-x), dtype=np.float64)
 
     def step(self, point):
-        """One update of the model's random hyperparameters (conjugate and slice updates); the other variables of ``point`` are kept.
+        """One update of the model's random hyperparameters (conjugate and slice updates).
+
+        The other variables of ``point`` are kept.
 
         Parameters
         ----------

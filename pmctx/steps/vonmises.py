@@ -317,7 +317,9 @@ class KappaObsSlice(PmctxStep):
         self.prior = tuple(float(v) for v in prior)
 
     def step(self, point):
-        """One update of ``kappa_obs`` by slice sampling; the other variables of ``point`` are kept.
+        """One update of ``kappa_obs`` by slice sampling.
+
+        The other variables of ``point`` are kept.
 
         Parameters
         ----------
@@ -396,7 +398,9 @@ class ChainFFBSVonMises(PmctxStep):
         )
 
     def step(self, point):
-        """One update of the chain's angles ``x`` (an exact joint draw); the other variables of ``point`` are kept.
+        """One update of the chain's angles ``x`` (an exact joint draw).
+
+        The other variables of ``point`` are kept.
 
         Parameters
         ----------
@@ -472,7 +476,9 @@ class ChainKappaSlice(PmctxStep):
         self._parameters = ModelParameters(self, ["x"])
 
     def step(self, point):
-        """One update of ``kappa`` by slice sampling; the other variables of ``point`` are kept.
+        """One update of ``kappa`` by slice sampling.
+
+        The other variables of ``point`` are kept.
 
         Parameters
         ----------
