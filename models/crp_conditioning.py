@@ -219,6 +219,15 @@ def sample_posterior(
         ``posterior`` (``z``, ``weights``, ``theta``), ``sample_stats`` (with
         ``n_occupied``), ``log_likelihood`` (``features``, ``trial_features``),
         ``posterior_predictive`` and ``observed_data``.
+
+    Examples
+    --------
+    >>> from pmctx.conditioning import shipped_design
+    >>> design = shipped_design("renewal_aba", n_acquisition=2, n_extinction=2)
+    >>> idata = sample_posterior(design, max_causes=3, draws=20, tune=5, chains=1,
+    ...                          random_seed=0, check_convergence=False, progressbar=False)
+    >>> idata.posterior["z"].shape
+    (1, 20, 5)
     """
     random_seed = resolve_seed(random_seed, seed)
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
@@ -279,6 +288,14 @@ def predict(idata=None, design=None, *, alpha=None, n_particles=1000, slope=8.0,
     -------
     xarray.Dataset
         ``V`` and ``response_prob`` over ``trial``.
+
+    Examples
+    --------
+    >>> from pmctx.conditioning import shipped_design
+    >>> design = shipped_design("renewal_aba", n_acquisition=2, n_extinction=2)
+    >>> pred = predict(design=design, alpha=1.0, n_particles=50, random_seed=0)
+    >>> sorted(pred.data_vars)
+    ['V', 'response_prob']
     """
     import xarray as xr
 
@@ -319,6 +336,18 @@ def invariants(idata):
     xarray.Dataset
         ``n_occupied`` (chain, draw), ``coassigned`` (chain, draw, pair) and ``V``
         (chain, draw, trial).
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> z = np.array([[[0, 0, 1, 1], [0, 1, 1, 1]]])  # 1 chain, 2 draws, 4 trials
+    >>> idata = az.from_dict(posterior={"z": z, "theta": np.full((1, 2, 2, 3), 0.5)},
+    ...                      sample_stats={"n_occupied": np.array([[2, 2]])},
+    ...                      dims={"z": ["trial"], "theta": ["cause", "feature"]})
+
+    >>> inv = invariants(idata)
+    >>> sorted(inv.data_vars), inv["n_occupied"].values.tolist()
+    (['V', 'coassigned', 'n_occupied'], [[2.0, 2.0]])
     """
     import xarray as xr
 
@@ -367,6 +396,17 @@ def coassignment(idata) -> np.ndarray:
     -------
     numpy.ndarray
         Symmetric (trial, trial) matrix of probabilities, ones on the diagonal.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> z = np.array([[[0, 0, 1, 1], [0, 1, 1, 1]]])  # 1 chain, 2 draws, 4 trials
+    >>> idata = az.from_dict(posterior={"z": z, "theta": np.full((1, 2, 2, 3), 0.5)},
+    ...                      sample_stats={"n_occupied": np.array([[2, 2]])},
+    ...                      dims={"z": ["trial"], "theta": ["cause", "feature"]})
+
+    >>> coassignment(idata)[0].tolist()
+    [1.0, 0.5, 0.0, 0.0]
     """
     z = idata.posterior["z"].values.reshape(-1, idata.posterior["z"].shape[-1])
     return (z[:, :, None] == z[:, None, :]).mean(axis=0)
@@ -396,6 +436,12 @@ def phenomena_table(*, alpha=0.1, n_particles=500, n_seeds=5, seed=0, **sizes):
     -------
     pandas.DataFrame
         Indexed by design, averaged over ``n_seeds`` filter runs.
+
+    Examples
+    --------
+    >>> table = phenomena_table(n_particles=20, n_seeds=1, n_acquisition=2, n_extinction=2)
+    >>> table.shape[0] > 0
+    True
     """
     import pandas as pd
 
@@ -441,6 +487,10 @@ def write_outputs(idata, out_dir, prefix="crp", *, design=None, results=None) ->
     -------
     list of pathlib.Path
         The files written.
+
+    Examples
+    --------
+    >>> paths = write_outputs(idata, "pmctx-out")  # doctest: +SKIP
     """
     from pmctx.conditioning.plots import plot_cause_posterior, plot_V
     from pmctx.io import save_figure, save_idata, write_standard_outputs
@@ -485,6 +535,10 @@ def demo(
     -------
     list of pathlib.Path
         The files written.
+
+    Examples
+    --------
+    >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
     """
     from pmctx.conditioning import particle_filter, shipped_design
 
@@ -547,6 +601,15 @@ def fit_data(
     -------
     arviz.InferenceData
         The fit, as :func:`sample_posterior` returns it.
+
+    Examples
+    --------
+    >>> from pmctx.conditioning import shipped_design
+    >>> features = shipped_design("renewal_aba", n_acquisition=2, n_extinction=2).to_array()
+    >>> idata = fit_data({"features": features}, max_causes=3, draws=20, tune=5, chains=1,
+    ...                  random_seed=0, check_convergence=False, progressbar=False)
+    >>> idata.posterior["z"].shape
+    (1, 20, 5)
     """
     return sample_posterior(
         data["features"],
@@ -603,6 +666,10 @@ def fit(
     -------
     list of pathlib.Path
         The files written: posterior, summary, diagnostics and the model's figures.
+
+    Examples
+    --------
+    >>> paths = fit("trials.csv", out_dir="pmctx-fit")  # doctest: +SKIP
     """
     from pmctx.conditioning import particle_filter
 

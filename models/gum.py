@@ -66,6 +66,18 @@ def plot_functions(gum_model: GumModel, idata, *, truth: dict | None = None, tit
     -------
     matplotlib.figure.Figure
         One panel per function.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> data = {"x": rng.uniform(0, 2, 30)}
+    >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+    >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+    >>> idata = g.laplace(draws=20)
+
+    >>> fig = plot_functions(g, idata)
+    >>> len(fig.axes)
+    1
     """
     import matplotlib.pyplot as plt
 
@@ -100,6 +112,17 @@ def invariants(idata):
     -------
     xarray.Dataset
         Function values on their grids, offsets, intercept and hyperparameters.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> data = {"x": rng.uniform(0, 2, 30)}
+    >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+    >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+    >>> idata = g.laplace(draws=20)
+
+    >>> sorted(invariants(idata).data_vars)
+    ['f_x', 'intercept']
     """
     names = [v for v in idata.posterior.data_vars if not str(v).endswith("_z")]
     return idata.posterior[names]
@@ -129,6 +152,17 @@ def predict(idata, new_data, *, gum_model, kind: str = "mean", **kwargs):
     -------
     xarray.DataArray or xarray.Dataset
         Draws of the prediction at the new inputs, as ``GumModel.predict`` returns them.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> data = {"x": rng.uniform(0, 2, 30)}
+    >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+    >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+    >>> idata = g.laplace(draws=20)
+
+    >>> predict(idata, {"x": np.array([0.5, 1.5])}, gum_model=g).shape
+    (1, 20, 2)
     """
     if not hasattr(gum_model, "predict"):
         raise NotImplementedError(
@@ -161,6 +195,10 @@ def write_outputs(idata, out_dir: Path, prefix: str = "gum", *, gum_model=None, 
     -------
     list of pathlib.Path
         The files written.
+
+    Examples
+    --------
+    >>> paths = write_outputs(idata, "pmctx-out", gum_model=g)  # doctest: +SKIP
     """
     from pmctx.io import write_standard_outputs
 
@@ -203,6 +241,10 @@ def demo(
     -------
     list of pathlib.Path
         The files written.
+
+    Examples
+    --------
+    >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
     """
     seed = resolve_seed(random_seed, seed)
     n = 200 if quick else 500
@@ -270,6 +312,11 @@ def fit_data(
     -------
     arviz.InferenceData
         The fit, as ``GumModel.sample`` returns it.
+
+    Examples
+    --------
+    >>> idata = fit_data({"columns": data}, formula="y ~ f(x)", family="poisson",
+    ...                  draws=200, tune=200, chains=2)  # doctest: +SKIP
     """
     if not formula:
         raise ValueError(
@@ -331,6 +378,10 @@ def fit(
     -------
     list of pathlib.Path
         The files written: posterior, summary, diagnostics and the model's figures.
+
+    Examples
+    --------
+    >>> paths = fit("data.npz", out_dir="pmctx-fit")  # doctest: +SKIP
     """
     from pmctx.schema import load_gum
 

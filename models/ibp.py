@@ -115,6 +115,12 @@ def validate_inputs(F, X, K_max, hyper):
     -------
     tuple
         ``(F, X, K_max, hyper)`` validated: float64/int64 arrays, an int, checked numbers.
+
+    Examples
+    --------
+    >>> F, X, K_max, hyper = validate_inputs(np.zeros((3, 2)), None, 4, {"alpha": 1.0})
+    >>> F.dtype, X, K_max
+    (dtype('float64'), None, 4)
     """
     if F is None and X is None:
         raise ValueError("Pass forces F, visual cues X, or both; got neither.")
@@ -374,6 +380,14 @@ def predict(idata, *, X=None, F=None, max_draws: int = 500):
     -------
     xarray.Dataset
         Predictions per new trial (see :func:`pmctx.ibp.predict.predict`).
+
+    Examples
+    --------
+    >>> from pmctx.ibp.data import visuomotor_data
+    >>> data = visuomotor_data(n_trials=12, seed=0)
+    >>> idata = sample(data.F[:10], data.X[:10], K_max=6, draws=20, tune=10, chains=1,
+    ...                check_convergence=False, progressbar=False)  # doctest: +SKIP
+    >>> predict(idata, X=data.X[10:])["F"].dims  # doctest: +SKIP
     """
     from pmctx.ibp.predict import predict as _predict
 
@@ -395,6 +409,14 @@ def invariants(idata):
     -------
     xarray.Dataset
         The quantities present among ``n_active``, ``loglik``, ``F_hat``, ``X_prob``.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> idata = az.from_dict(posterior={"n_active": np.array([[2, 3]]),
+    ...                                 "Z": np.zeros((1, 2, 4, 3))})
+    >>> sorted(invariants(idata).data_vars)
+    ['n_active']
     """
     names = [v for v in ("n_active", "loglik", "F_hat", "X_prob") if v in idata.posterior]
     return idata.posterior[names]
@@ -422,6 +444,13 @@ def plot_bases(Y, A=None, *, side=None, titles=None):
     -------
     matplotlib.figure.Figure
         One column per feature.
+
+    Examples
+    --------
+    >>> from pmctx.ibp.data import bar_images
+    >>> fig = plot_bases(bar_images(6), A=np.eye(4, 2))
+    >>> len(fig.axes) >= 4
+    True
     """
     import matplotlib.pyplot as plt
 
@@ -474,6 +503,10 @@ def write_outputs(idata, out_dir, prefix="ibp", *, reference=None, side=None) ->
     -------
     list of pathlib.Path
         The files written.
+
+    Examples
+    --------
+    >>> paths = write_outputs(idata, "pmctx-out")  # doctest: +SKIP
     """
     import matplotlib.pyplot as plt
 
@@ -524,6 +557,10 @@ def demo(
     -------
     list of pathlib.Path
         The files written.
+
+    Examples
+    --------
+    >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
     """
     from pmctx.ibp.data import visuomotor_data
 
@@ -575,6 +612,15 @@ def fit_data(
     -------
     arviz.InferenceData
         The fit, as :func:`sample` returns it.
+
+    Examples
+    --------
+    >>> from pmctx.ibp.data import visuomotor_data
+    >>> data = visuomotor_data(n_trials=8, seed=1)
+    >>> idata = fit_data({"X": data.X}, K_max=6, draws=20, tune=10, chains=1,
+    ...                  check_convergence=False, progressbar=False)
+    >>> idata.posterior["Z"].shape
+    (1, 20, 8, 6)
     """
     return sample(
         data.get("F"),
@@ -630,6 +676,10 @@ def fit(
     -------
     list of pathlib.Path
         The files written: posterior, summary, diagnostics and the model's figures.
+
+    Examples
+    --------
+    >>> paths = fit("trials.npz", out_dir="pmctx-fit")  # doctest: +SKIP
     """
     from pmctx.schema import load_ibp
 
