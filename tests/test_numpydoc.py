@@ -141,6 +141,14 @@ VALIDATED_OBJECTS = [
 
 EXAMPLES_REQUIRED = {
     "pmctx",
+    "pmctx.batch.adapters",
+    "pmctx.batch.bms",
+    "pmctx.batch.cli",
+    "pmctx.batch.engine",
+    "pmctx.batch.population",
+    "pmctx.batch.sbc",
+    "pmctx.batch.toy",
+    "pmctx.batch.units",
     "pmctx.cli",
     "pmctx.compare",
     "pmctx.conditioning.fitting",

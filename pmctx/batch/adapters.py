@@ -58,6 +58,12 @@ def fit_ibp(data: dict, *, random_seed=None, **options):
     -------
     arviz.InferenceData
         The unit's fit.
+
+    Examples
+    --------
+    >>> from pmctx.ibp.data import visuomotor_data
+    >>> idata = fit_ibp({"X": visuomotor_data(8, seed=0).X, "K_max": 6}, random_seed=0,
+    ...                 draws=20, tune=10, chains=1)  # doctest: +SKIP
     """
     from pmctx.steps.ibp_gibbs import HYPER_NAMES
 
@@ -95,6 +101,15 @@ def fit_crp(data: dict, *, random_seed=None, **options):
     -------
     arviz.InferenceData
         The unit's fit.
+
+    Examples
+    --------
+    >>> from pmctx.conditioning import shipped_design
+    >>> features = shipped_design("renewal_aba", n_acquisition=2, n_extinction=2).to_array()
+    >>> idata = fit_crp({"features": features}, random_seed=0, max_causes=3, draws=20, tune=5,
+    ...                 chains=1, check_convergence=False, progressbar=False)
+    >>> idata.posterior["z"].shape
+    (1, 20, 5)
     """
     data = dict(data)
     responses = data.pop("responses", None)
@@ -132,6 +147,14 @@ def fit_vonmises(data: dict, *, random_seed=None, **options):
     -------
     arviz.InferenceData
         The unit's fit.
+
+    Examples
+    --------
+    >>> idata = fit_vonmises({"theta": np.full((3, 3), 0.5), "rank": 3}, random_seed=0,
+    ...                      draws=10, tune=5, chains=1, check_convergence=False,
+    ...                      progressbar=False)
+    >>> idata.posterior["theta"].shape
+    (1, 10, 3, 3)
     """
     options = {k: _scalar(data[k]) for k in ("kappa", "kappa_obs", "rank") if k in data} | options
     unit = {"theta": data["theta"], "mask": data.get("mask")}
@@ -162,6 +185,14 @@ def fit_gum(data: dict, *, random_seed=None, method: str = "laplace", draws: int
     -------
     arviz.InferenceData
         The unit's fit.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> unit = {"x": rng.uniform(0, 2, 30), "formula": "y ~ f(x)"}
+    >>> unit["y"] = rng.normal(np.sin(unit["x"]), 0.3)
+    >>> fit_gum(unit, random_seed=0, draws=50, noise_sd=0.3).posterior["f_x"].shape[:2]
+    (1, 50)
     """
     data = dict(data)
     formula = _text(options.pop("formula", None) or data.pop("formula", ""))
@@ -248,6 +279,12 @@ def resolve_simulate(name: str):
     -------
     callable
         ``simulate(rng, **options) -> (data, truth)``.
+
+    Examples
+    --------
+    >>> data, truth = resolve_simulate("gum")(np.random.default_rng(0), n=10)
+    >>> "formula" in data
+    True
     """
     import importlib
 
@@ -273,6 +310,11 @@ def resolve_invariants(name: str):
     -------
     callable
         ``invariants(idata) -> dict`` of posterior draws by quantity name.
+
+    Examples
+    --------
+    >>> resolve_invariants("vonmises").__module__
+    'pmctx.vonmises.simulate'
     """
     import importlib
 

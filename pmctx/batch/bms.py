@@ -51,6 +51,12 @@ class BMSResult:
         Variational free energy of the random-effects model.
     null_free_energy : float
         Free energy of the null model (equal frequencies).
+
+    Examples
+    --------
+    >>> result = random_effects_bms(np.array([[0.0, -5.0], [0.0, -4.0], [-3.0, 0.0]]))
+    >>> type(result).__name__, list(result.table.index)
+    ('BMSResult', ['m0', 'm1'])
     """
 
     table: pd.DataFrame
@@ -116,6 +122,13 @@ def random_effects_bms(
     Returns
     -------
     BMSResult
+
+    Examples
+    --------
+    >>> L = pd.DataFrame({"A": [0.0, 0.0, 0.0], "B": [-5.0, -4.0, -6.0]}, index=["s1", "s2", "s3"])
+    >>> result = random_effects_bms(L)
+    >>> bool(result.table.loc["A", "xp"] > 0.5), list(result.unit_probabilities.index)
+    (True, ['s1', 's2', 's3'])
     """
     if isinstance(log_evidence, pd.DataFrame):
         models = list(log_evidence.columns) if models is None else models
@@ -181,6 +194,20 @@ def evidence_table(fits: dict, *, criterion: str = "auto") -> pd.DataFrame:
     -------
     pandas.DataFrame
         Rows ``unit``, one column per model; the input of :func:`random_effects_bms`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pmctx.batch import run_batch
+    >>> from pmctx.batch.toy import normal_mean_fit
+    >>> units = {"a": {"y": np.linspace(0, 1, 10)}, "b": {"y": np.linspace(1, 2, 10)}}
+    >>> fits = {}
+    >>> for name, prior_sd in [("narrow", 0.5), ("wide", 5.0)]:
+    ...     fits[name] = tempfile.mkdtemp()
+    ...     _ = run_batch(normal_mean_fit, units, fits[name], options={"prior_sd": prior_sd},
+    ...                   local=True)
+    >>> evidence_table(fits, criterion="loo").shape
+    (2, 2)
     """
     import arviz as az
 
@@ -230,6 +257,12 @@ def plot_bms(result: BMSResult):
     -------
     matplotlib.figure.Figure
         Two panels: expected frequencies and (protected) exceedance probabilities.
+
+    Examples
+    --------
+    >>> fig = plot_bms(random_effects_bms(np.array([[0.0, -5.0], [-3.0, 0.0]])))
+    >>> len(fig.axes)
+    2
     """
     import matplotlib.pyplot as plt
 

@@ -51,6 +51,14 @@ def add_parser(subparsers) -> None:
     ----------
     subparsers : argparse._SubParsersAction
         The sub-parser set of the ``pmctx`` command (``parser.add_subparsers()``).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pmctx")
+    >>> add_parser(parser.add_subparsers(dest="command"))
+    >>> parser.parse_args(["batch", "gum", "--data", "units/", "--out", "fits/"]).model
+    'gum'
     """
     batch = subparsers.add_parser(
         "batch",
@@ -164,6 +172,15 @@ def run(args: argparse.Namespace) -> int:
     -------
     int
         Exit code: 0 on success, 2 on bad input (the message goes to stderr).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pmctx")
+    >>> add_parser(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["batch", "gum", "--data", "no-such-folder", "--out", "fits"])
+    >>> run(args)  # the error goes to stderr
+    2
     """
     try:
         return _batch(args) if args.command == "batch" else _sbc(args)

@@ -154,6 +154,17 @@ def write_idata(idata, path, *, groups=UNIT_GROUPS) -> Path:
     -------
     pathlib.Path
         ``path``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pmctx.batch.toy import normal_mean_fit
+
+    >>> from pmctx.io import load_idata
+    >>> path = write_idata(normal_mean_fit({"y": [0.5]}, random_seed=0),
+    ...                    Path(tempfile.mkdtemp()) / "unit.nc")
+    >>> load_idata(path).posterior["mu"].shape
+    (1, 200)
     """
     import xarray as xr
 
@@ -247,6 +258,17 @@ def run_unit(
     dict
         The unit's record: ``unit``, ``status`` (``"ok"`` or ``"error"``), ``seed``, ``path``,
         ``error``, timings and the ``summarize`` columns.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pmctx.batch.toy import normal_mean_fit
+
+    >>> from pmctx.batch.units import UnitSource
+    >>> record = run_unit(normal_mean_fit, UnitSource("s01", data={"y": [0.5]}),
+    ...                   tempfile.mkdtemp(), seed=1)
+    >>> record["unit"], record["status"]
+    ('s01', 'ok')
     """
     nc, js = _unit_paths(out_dir, source.name)
     done = _finished(out_dir, source.name, rerun_errors=True)
@@ -300,6 +322,11 @@ def connect(*, workers: int | None = None, scheduler: str | None = None, **clust
     -------
     distributed.Client
         A client connected to the scheduler or the new local cluster.
+
+    Examples
+    --------
+    >>> client = connect(workers=2)  # doctest: +SKIP
+    >>> client.close(); client.cluster.close()  # doctest: +SKIP
     """
     from distributed import Client, LocalCluster
 
@@ -370,6 +397,16 @@ def load_records(out_dir) -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per unit record (empty, with the summary columns, when there is none).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pmctx.batch.toy import normal_mean_fit
+
+    >>> out = tempfile.mkdtemp()
+    >>> _ = run_batch(normal_mean_fit, {"a": {"y": [0.1]}}, out, local=True)
+    >>> load_records(out)["unit"].tolist()
+    ['a']
     """
     folder = Path(out_dir) / "units"
     records = [r for p in sorted(folder.glob("*.json")) if (r := _read_record(p)) is not None]
@@ -435,6 +472,16 @@ def run_batch(
         One row per unit: ``unit, status, seconds, cpu_seconds, seed, path, worker, run_id,
         error`` and the ``summarize`` columns. ``status`` is ``ok`` or ``error``;
         ``cpu_seconds`` is the CPU time of the process that ran the unit (fit and writing).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pmctx.batch.toy import normal_mean_fit
+
+    >>> table = run_batch(normal_mean_fit, {"a": {"y": [0.1]}, "b": {"y": [1.0]}},
+    ...                   tempfile.mkdtemp(), local=True)
+    >>> sorted(table["unit"]), set(table["status"])
+    (['a', 'b'], {'ok'})
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -82,6 +82,16 @@ def gather(out_dir, var_names=None) -> xr.Dataset:
     -------
     xarray.Dataset
         Dims ``(unit, sample, ...)``, plus ``log_evidence`` per unit when the fits have it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pmctx.batch import run_batch
+    >>> from pmctx.batch.toy import normal_mean_fit
+    >>> out = tempfile.mkdtemp()
+    >>> _ = run_batch(normal_mean_fit, {"a": {"y": [0.0]}, "b": {"y": [2.0]}}, out, local=True)
+    >>> gather(out)["mu"].sizes["unit"]
+    2
     """
     from pmctx.io import load_idata
 
@@ -156,6 +166,10 @@ def pooled_functions(out_dir, *, grid_size: int = 50) -> xr.Dataset:
     xarray.Dataset
         ``<f>_mean``, ``<f>_sd`` and ``<f>_units`` (number of units covering each point) per
         function, on dims ``<f>_x``.
+
+    Examples
+    --------
+    >>> functions = pooled_functions("gum-fits/")  # doctest: +SKIP
     """
     from pmctx.io import load_idata
 
@@ -225,6 +239,17 @@ def population_summary(model: str, out_dir) -> dict:
     -------
     dict
         ``"units"``, ``"population"`` and, for GUM, ``"functions"``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pmctx.batch import run_batch
+    >>> from pmctx.batch.toy import normal_mean_fit
+    >>> out = tempfile.mkdtemp()
+    >>> _ = run_batch(normal_mean_fit, {"a": {"y": [0.0]}, "b": {"y": [2.0]}}, out, local=True)
+    >>> summary = population_summary("any", out)
+    >>> summary["units"].shape[0], sorted(summary)
+    (2, ['population', 'units'])
     """
     check_choice(model, "model", ["ibp", "crp", "vonmises", "gum", "any"])
     if model == "vonmises":

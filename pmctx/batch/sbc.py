@@ -104,6 +104,14 @@ class SBCTask:
         Keyword arguments of ``simulate``.
     invariants : callable, optional
         ``invariants(idata) -> dict`` of draws by truth name.
+
+    Examples
+    --------
+    >>> from pmctx.batch.toy import normal_mean_fit, normal_mean_simulate
+    >>> task = SBCTask(normal_mean_simulate, normal_mean_fit, n_ranks=19)
+    >>> idata = task({}, random_seed=0)
+    >>> 0 <= rank_columns(idata)["rank:mu"] <= 19
+    True
     """
 
     simulate: Callable
@@ -157,6 +165,13 @@ def rank_columns(idata) -> dict:
     -------
     dict
         ``{"rank:<name>": rank}``.
+
+    Examples
+    --------
+    >>> from pmctx.batch.toy import normal_mean_fit, normal_mean_simulate
+    >>> idata = SBCTask(normal_mean_simulate, normal_mean_fit, n_ranks=19)({}, random_seed=0)
+    >>> list(rank_columns(idata))
+    ['rank:mu']
     """
     return {k: int(v) for k, v in idata.posterior.attrs.items() if k.startswith("rank:")}
 
@@ -225,6 +240,16 @@ class SBCResult:
         Draws per rank.
     summary : pandas.DataFrame
         The batch summary (including failed replications).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pmctx.batch.toy import normal_mean_fit, normal_mean_simulate
+    >>> result = run_sbc(normal_mean_simulate, normal_mean_fit, 10, tempfile.mkdtemp(),
+    ...                  n_ranks=19, local=True)
+
+    >>> result.ranks.shape, result.n_ranks
+    ((10, 1), 19)
     """
 
     ranks: pd.DataFrame
@@ -246,6 +271,16 @@ class SBCResult:
         -------
         list of pathlib.Path
             The files written.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from pmctx.batch.toy import normal_mean_fit, normal_mean_simulate
+        >>> result = run_sbc(normal_mean_simulate, normal_mean_fit, 10, tempfile.mkdtemp(),
+        ...                  n_ranks=19, local=True)
+
+        >>> [p.name for p in result.write(tempfile.mkdtemp(), plot=False)]
+        ['sbc_ranks.csv', 'sbc_tests.csv']
         """
         from pmctx.io import save_figure
 
@@ -273,6 +308,16 @@ def plot_ranks(result: SBCResult, *, bins: int = 10):
     -------
     matplotlib.figure.Figure
         One rank histogram per quantity.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pmctx.batch.toy import normal_mean_fit, normal_mean_simulate
+    >>> result = run_sbc(normal_mean_simulate, normal_mean_fit, 10, tempfile.mkdtemp(),
+    ...                  n_ranks=19, local=True)
+
+    >>> len(plot_ranks(result).axes)
+    1
     """
     import matplotlib.pyplot as plt
     from scipy import stats
@@ -341,6 +386,16 @@ def run_sbc(
     -------
     SBCResult
         Ranks, uniformity tests and the batch summary.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pmctx.batch.toy import normal_mean_fit, normal_mean_simulate
+    >>> result = run_sbc(normal_mean_simulate, normal_mean_fit, 10, tempfile.mkdtemp(),
+    ...                  n_ranks=19, local=True)
+
+    >>> list(result.tests.columns)
+    ['reps', 'chi2', 'chi2_p', 'ks', 'ks_p']
     """
     from pmctx.batch.engine import run_batch
 

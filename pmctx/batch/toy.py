@@ -44,6 +44,12 @@ def normal_mean_simulate(rng, *, n: int = 10, sigma: float = 1.0, prior_sd: floa
         ``{"y": observations}``.
     truth : dict
         ``{"mu": value}``.
+
+    Examples
+    --------
+    >>> data, truth = normal_mean_simulate(0, n=5)
+    >>> data["y"].shape, sorted(truth)
+    ((5,), ['mu'])
     """
     rng = np.random.default_rng(rng)
     mu = rng.normal(0.0, prior_sd)
@@ -93,6 +99,12 @@ def normal_mean_fit(
     -------
     arviz.InferenceData
         Posterior ``mu`` (one chain), ``log_likelihood`` and ``observed_data``.
+
+    Examples
+    --------
+    >>> idata = normal_mean_fit({"y": [0.2, 0.4]}, random_seed=0, draws=50)
+    >>> idata.posterior["mu"].shape, "log_likelihood" in idata.groups()
+    ((1, 50), True)
     """
     name = str(data.get("name", ""))
     hold = data.get("hold")

@@ -82,6 +82,15 @@ def load_data_file(path) -> dict:
     -------
     dict
         Named arrays (and scalars).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "s01.npz"
+    >>> np.savez(path, y=np.arange(3.0), K_max=4)
+    >>> data = load_data_file(path)
+    >>> data["y"].tolist(), data["K_max"]
+    ([0.0, 1.0, 2.0], 4)
     """
     path = Path(path)
     if path.suffix == ".npz":
@@ -134,6 +143,14 @@ class UnitSource:
         -------
         dict
             Named arrays of the unit.
+
+        Examples
+        --------
+        >>> source = UnitSource("s01", data={"y": [1.0]})
+        >>> data = source.load()
+        >>> data["y"] = []  # a fresh dict: the source keeps its data
+        >>> source.load()
+        {'y': [1.0]}
         """
         if self.path is not None:
             return load_data_file(self.path)
