@@ -223,10 +223,11 @@ def collapsed_update(
             value += float(log_gamma_density(k, *kappa_prior)) + math.log(k)
         if learn_kappa_obs:
             value += float(log_gamma_density(k_obs, *kappa_obs_prior)) + math.log(k_obs)
-        return value
+        # NaN would never enter a slice (the shrinkage loop would not end): treat it as -inf.
+        return value if math.isfinite(value) else -np.inf
 
     def finite(u):
-        return -40.0 < u < 40.0  # exp(u) overflows/underflows the Bessel terms beyond
+        return -30.0 < u < 30.0  # concentrations e^-30..e^30: beyond, float64 terms break down
 
     for _ in range(n_steps):
         if learn_kappa:
