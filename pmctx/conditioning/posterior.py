@@ -229,7 +229,12 @@ def _steps(model, sampler, n_filter_runs="auto"):
 
 
 def _add_log_likelihood(idata, lik):
-    """``log_likelihood["cr"]`` (chain, draw, response) from each draw's recorded ``V``."""
+    """``log_likelihood["cr"]`` (chain, draw, response) from each draw's recorded ``V``.
+
+    The recorded ``V`` is the one the model's log density used at that draw (PMMH: the
+    draw's stored filter run; the frozen-noise samplers: the chain's common random numbers),
+    so this equals PyMC's pointwise ``logp`` of ``cr`` there, without rerunning the filter.
+    """
     import xarray as xr
     from scipy import stats
     from scipy.special import expit, log_expit
@@ -332,14 +337,16 @@ def sample_subject(
                     random_seed=int(gen.integers(2**31 - 1)),
                     progressbar=progressbar,
                     compute_convergence_checks=False,
-                    # PMMH: V depends on each draw's stored random numbers, so the pointwise
-                    # log likelihood is computed below from the recorded V, not recomputed.
-                    idata_kwargs={"log_likelihood": sampler != "pmmh"},
+                    # The pointwise log likelihood is computed below from each draw's recorded
+                    # V, for every sampler: PMMH's V depends on the draw's stored random
+                    # numbers, and PyMC's compute_log_likelihood cannot convert the ordinal
+                    # model (its cutpoints carry an initial value) -- it raised
+                    # NotImplementedError for response="ordinal" with the demz samplers.
+                    idata_kwargs={"log_likelihood": False},
                 )
             )
     idata = az.concat(parts, dim="chain") if chains > 1 else parts[0]
-    if sampler == "pmmh":
-        _add_log_likelihood(idata, op.likelihood)
+    _add_log_likelihood(idata, op.likelihood)
     # Particle noise of the likelihood at the posterior mean, over fresh uniforms.
     lik = op.likelihood
     mean = {p: float(idata.posterior[p].mean()) for p in model.filter_free}
