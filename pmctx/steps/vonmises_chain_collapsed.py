@@ -107,6 +107,18 @@ class ChainCollapsedGibbs(PmctxStep):
         self._parameters = ModelParameters(self, names)
 
     def step(self, point):
+        """One collapsed update; returns ``(new point, [stats])``.
+
+        Parameters
+        ----------
+        point : dict
+            Current values of the model's value variables.
+
+        Returns
+        -------
+        tuple of (dict, list of dict)
+            The point with new ``x`` (and learned concentrations), and this step's stats.
+        """
         params = self._parameters(point)
         state = collapsed_update(
             params["z_filled"],

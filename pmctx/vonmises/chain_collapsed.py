@@ -130,7 +130,19 @@ def log_marginal_posterior(
 ) -> float:
     """Unnormalised ``log p(kappa, kappa_obs | y)`` (density in ``kappa, kappa_obs``).
 
-    A prior of ``None`` means that concentration is fixed (its prior term is left out).
+    Parameters
+    ----------
+    z, observed, kappa, kappa_obs, rank, signal
+        As in :func:`log_marginal_likelihood`.
+    kappa_prior, kappa_obs_prior : (float, float) or None
+        Gamma(shape, rate) priors; ``None`` leaves that concentration's prior term out
+        (a fixed concentration).
+
+    Returns
+    -------
+    float
+        ``log p(y | kappa, kappa_obs)`` plus the log prior densities (``-inf`` outside
+        ``kappa, kappa_obs > 0``).
     """
     if kappa <= 0 or kappa_obs <= 0:
         return -np.inf
