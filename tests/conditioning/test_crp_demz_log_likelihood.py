@@ -19,7 +19,10 @@ from pmctx.conditioning.response import OrdinalRating
 DESIGN = recovery_design(24)
 
 
-@pytest.mark.parametrize("sampler", ["demz", "demz+nuts"])
+@pytest.mark.parametrize(
+    "sampler",
+    ["demz", pytest.param("demz+nuts", marks=pytest.mark.slow)],  # NUTS compile: ~10 s more
+)
 def test_ordinal_demz_log_likelihood_is_the_exact_per_trial_likelihood(sampler):
     truth = {"alpha": 1.0, "a": 1.0, "slope": 4.0, "cut_0": 0.5, "cut_1": 2.5}
     data = simulate_subject(
