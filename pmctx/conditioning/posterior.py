@@ -45,8 +45,10 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from pymc.distributions.distribution import _support_point
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
+from pytensor.tensor.random.basic import NormalRV
 
 from pmctx.conditioning.fitting import LCM_BOUNDS, SubjectLikelihood, _variant
 from pmctx.conditioning.particle_filter import common_uniforms
@@ -184,13 +186,14 @@ def build_subject_model(
             pm.Bernoulli("cr", p=p, observed=yo, dims="response")
         elif isinstance(resp, OrdinalRating):
             L = resp.n_levels
-            cuts = pm.Normal(
+            # N(0, 5) cut points, ordered, starting evenly spaced in [-1, 1] (PyMC's default
+            # start, all zeros, is not ordered). The start is the support point, not a stored
+            # initval, which would stop PyMC converting the model to a graph
+            # (compute_log_likelihood, pm.do raised NotImplementedError).
+            cuts = pm.modelcontext(None).register_rv(
+                _ORDERED_START_NORMAL(0.0, 5.0, size=(L - 1,)),
                 "cutpoints",
-                0.0,
-                5.0,
-                shape=L - 1,
                 transform=pm.distributions.transforms.ordered,
-                initval=np.linspace(-1.0, 1.0, L - 1),
             )
             slope = pm.Normal("slope", 0.0, 10.0)
             pm.OrderedLogistic(
@@ -199,6 +202,18 @@ def build_subject_model(
     model.filter_op = op
     model.filter_free = tuple(p for p in _ORDER if p in free)
     return model
+
+
+class _OrderedStartNormalRV(NormalRV):
+    """``NormalRV`` whose support point is evenly spaced in ``[-1, 1]`` (same log density)."""
+
+
+@_support_point.register(_OrderedStartNormalRV)
+def _ordered_start(op, rv, *inputs):
+    return pt.broadcast_to(pt.linspace(-1.0, 1.0, rv.shape[-1]), rv.shape).astype(rv.dtype)
+
+
+_ORDERED_START_NORMAL = _OrderedStartNormalRV()
 
 
 def _prior(name, priors, default):
