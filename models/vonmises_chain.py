@@ -8,7 +8,9 @@ known relative signal strength, 1 by default) and missing samples are NaN. The c
 tree, so inference is exact: :func:`smoothing_marginals` (forward-backward),
 :func:`pmctx.vonmises.chain.sample_chain` (forward-filter backward-sample), and the prior
 normaliser ``Z_T(kappa)`` in closed form, so ``kappa`` and ``kappa_obs`` can be learned
-(``"prior"``) by exact slice updates inside ``pm.sample``.
+(``"prior"``) inside ``pm.sample``: by default with the angles summed out (the collapsed
+step :class:`~pmctx.steps.vonmises_chain_collapsed.ChainCollapsedGibbs`), or, with
+``hyper_update="conditional"``, by exact slice updates given the angles.
 
 Examples
 --------
@@ -29,8 +31,9 @@ from pymc.distributions import transforms
 
 from pmctx.convergence import report_after_fit
 from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
-from pmctx.steps.registration import tag_block
+from pmctx.steps.registration import block_tag, tag_block
 from pmctx.steps.vonmises import ChainFFBSVonMises, ChainKappaSlice, KappaObsSlice
+from pmctx.steps.vonmises_chain_collapsed import ChainCollapsedGibbs
 from pmctx.validation import as_angle_array, as_rng, check_int, check_positive
 from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR, chain_marginals, sample_chain
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR
@@ -80,6 +83,18 @@ def _series(y, mask, signal):
     return wrap_angle(np.where(observed, y, 0.0)), observed.astype(np.int64), signal
 
 
+HYPER_UPDATES = ("collapsed", "conditional")
+
+
+def _hyper_update(value):
+    if value not in HYPER_UPDATES:
+        raise ValueError(
+            f"hyper_update must be one of {HYPER_UPDATES} (how learned concentrations are "
+            f"sampled); got {value!r}. Use 'collapsed', the default, unless comparing samplers."
+        )
+    return value
+
+
 def _log_i0(x):
     return pt.log(pt.ive(0, x)) + x
 
@@ -100,6 +115,7 @@ def build_model(
     kappa_obs=2.0,
     rank: int = 5,
     signal=None,
+    hyper_update: str = "collapsed",
 ) -> pm.Model:
     """Declare the chain smoother as a ``pm.Model``.
 
@@ -119,6 +135,11 @@ def build_model(
         Rank ``R`` >= 1 (``R + 1`` modes).
     signal : array_like, shape (T,), optional
         Known relative signal strength per sample (> 0).
+    hyper_update : {"collapsed", "conditional"}, default "collapsed"
+        Which steps plain ``pm.sample()`` assigns when a concentration is learned:
+        ``"collapsed"``, one :class:`~pmctx.steps.vonmises_chain_collapsed.ChainCollapsedGibbs`
+        block (concentrations with ``x`` summed out, then ``x`` by FFBS; mixes far better);
+        ``"conditional"``, FFBS for ``x`` and slice updates of the concentrations given ``x``.
 
     Returns
     -------
@@ -136,6 +157,7 @@ def build_model(
     kappa = _concentration(kappa, "kappa")
     kappa_obs = _concentration(kappa_obs, "kappa_obs")
     rank = check_int(rank, "rank", minimum=1)
+    hyper_update = _hyper_update(hyper_update)
     length = z_filled.size
     (obs,) = np.nonzero(mask)
     phases = 2.0 * np.pi * np.arange(rank + 1) / (rank + 1)
@@ -158,8 +180,15 @@ def build_model(
             pm.VonMises(
                 "y", mu=x[obs], kappa=k_obs * signal_d[obs], observed=z_filled[obs], dims="obs"
             )
-    # Plain pm.sample() gives x to the exact FFBS step and learned concentrations to their
-    # exact slice updates (whose Gamma priors are the ones declared here), not to NUTS.
+    # Plain pm.sample() gives x and the learned concentrations (Gamma priors as declared here)
+    # to pmctx's exact steps, not to NUTS: one collapsed block by default, or FFBS for x and
+    # slice updates of the concentrations given x.
+    learned = {
+        name: rv for name, rv in (("kappa", k), ("kappa_obs", k_obs)) if rv in model.free_RVs
+    }
+    if hyper_update == "collapsed" and learned:
+        tag_block(ChainCollapsedGibbs.owns_block, x=x, **learned)
+        return model
     tag_block(ChainFFBSVonMises.owns_block, x=x)
     if kappa == "prior":
         tag_block(ChainKappaSlice.owns_block, kappa=k)
@@ -169,8 +198,12 @@ def build_model(
 
 
 def default_steps(model) -> list:
-    """Exact steps for a :func:`build_model` model: FFBS for ``x``, slice updates for the
-    concentrations that have priors. Call inside the model context.
+    """Exact steps for a :func:`build_model` model, as plain ``pm.sample()`` assigns them.
+
+    With learned concentrations and ``hyper_update="collapsed"`` (the default): one
+    :class:`~pmctx.steps.vonmises_chain_collapsed.ChainCollapsedGibbs`; otherwise FFBS for
+    ``x`` and slice updates for the concentrations that have priors. Call inside the model
+    context.
 
     Parameters
     ----------
@@ -180,8 +213,9 @@ def default_steps(model) -> list:
     Returns
     -------
     list of pymc.step_methods.BlockedStep
-        ``ChainFFBSVonMises`` for ``x``, then ``ChainKappaSlice`` and ``KappaObsSlice`` for
-        the concentrations that are random variables.
+        ``[ChainCollapsedGibbs]`` for the collapsed block; otherwise ``ChainFFBSVonMises``
+        for ``x``, then ``ChainKappaSlice`` and ``KappaObsSlice`` for the concentrations
+        that are random variables.
 
     Examples
     --------
@@ -192,6 +226,9 @@ def default_steps(model) -> list:
     >>> [type(step).__name__ for step in steps]
     ['ChainFFBSVonMises']
     """
+    tag = block_tag(model["x"])
+    if tag is not None and tag.block == ChainCollapsedGibbs.owns_block:
+        return [ChainCollapsedGibbs()]
     steps = [ChainFFBSVonMises()]
     if model["kappa"] in model.free_RVs:
         steps.append(ChainKappaSlice())
@@ -208,6 +245,7 @@ def smooth(
     kappa_obs="prior",
     rank: int = 5,
     signal=None,
+    hyper_update: str = "collapsed",
     draws: int = SAMPLE_DEFAULTS["draws"],
     tune: int = SAMPLE_DEFAULTS["tune"],
     chains: int = SAMPLE_DEFAULTS["chains"],
@@ -222,7 +260,7 @@ def smooth(
 
     Parameters
     ----------
-    y, mask, kappa, kappa_obs, rank, signal
+    y, mask, kappa, kappa_obs, rank, signal, hyper_update
         As in :func:`build_model`.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in ``pm.sample``, with its defaults (``seed``: deprecated alias).
@@ -250,7 +288,15 @@ def smooth(
     """
     random_seed = resolve_seed(random_seed, seed)
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
-    model = build_model(y, mask=mask, kappa=kappa, kappa_obs=kappa_obs, rank=rank, signal=signal)
+    model = build_model(
+        y,
+        mask=mask,
+        kappa=kappa,
+        kappa_obs=kappa_obs,
+        rank=rank,
+        signal=signal,
+        hyper_update=hyper_update,
+    )
     with model:
         steps = default_steps(model)
     idata = run_sampler(
@@ -636,9 +682,9 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, seed=None, cores
     x, y = simulate(length, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.3, seed=seed)
     idata = smooth(
         y,
-        # kappa and kappa_obs are updated given x, which mixes slowly on a 300-sample trace:
-        # at pm.sample's 1000 draws their R-hat is 1.02 (bulk ESS ~240); 2000 draws are needed
-        draws=100 if quick else 2000,
+        # pm.sample's 1000 draws suffice since kappa and kappa_obs are updated with x summed
+        # out (ChainCollapsedGibbs); updated given x they needed 2000 (R-hat 1.02 at 1000).
+        draws=100 if quick else SAMPLE_DEFAULTS["draws"],
         tune=20 if quick else SAMPLE_DEFAULTS["tune"],
         chains=2 if quick else SAMPLE_DEFAULTS["chains"],
         cores=cores,

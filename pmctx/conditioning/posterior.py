@@ -45,8 +45,10 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from pymc.distributions.distribution import _support_point
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
+from pytensor.tensor.random.basic import NormalRV
 
 from pmctx.conditioning.fitting import LCM_BOUNDS, SubjectLikelihood, _variant
 from pmctx.conditioning.particle_filter import common_uniforms
@@ -270,13 +272,14 @@ def build_subject_model(
             pm.Bernoulli("cr", p=p, observed=yo, dims="response")
         elif isinstance(resp, OrdinalRating):
             L = resp.n_levels
-            cuts = pm.Normal(
+            # N(0, 5) cut points, ordered, starting evenly spaced in [-1, 1] (PyMC's default
+            # start, all zeros, is not ordered). The start is the support point, not a stored
+            # initval, which would stop PyMC converting the model to a graph
+            # (compute_log_likelihood, pm.do raised NotImplementedError).
+            cuts = pm.modelcontext(None).register_rv(
+                _ORDERED_START_NORMAL(0.0, 5.0, size=(L - 1,)),
                 "cutpoints",
-                0.0,
-                5.0,
-                shape=L - 1,
                 transform=pm.distributions.transforms.ordered,
-                initval=np.linspace(-1.0, 1.0, L - 1),
             )
             slope = pm.Normal("slope", 0.0, 10.0)
             pm.OrderedLogistic(
@@ -285,6 +288,18 @@ def build_subject_model(
     model.filter_op = op
     model.filter_free = tuple(p for p in _ORDER if p in free)
     return model
+
+
+class _OrderedStartNormalRV(NormalRV):
+    """``NormalRV`` whose support point is evenly spaced in ``[-1, 1]`` (same log density)."""
+
+
+@_support_point.register(_OrderedStartNormalRV)
+def _ordered_start(op, rv, *inputs):
+    return pt.broadcast_to(pt.linspace(-1.0, 1.0, rv.shape[-1]), rv.shape).astype(rv.dtype)
+
+
+_ORDERED_START_NORMAL = _OrderedStartNormalRV()
 
 
 def _prior(name, priors, default):
@@ -315,7 +330,12 @@ def _steps(model, sampler, n_filter_runs="auto"):
 
 
 def _add_log_likelihood(idata, lik):
-    """``log_likelihood["cr"]`` (chain, draw, response) from each draw's recorded ``V``."""
+    """``log_likelihood["cr"]`` (chain, draw, response) from each draw's recorded ``V``.
+
+    The recorded ``V`` is the one the model's log density used at that draw (PMMH: the
+    draw's stored filter run; the frozen-noise samplers: the chain's common random numbers),
+    so this equals PyMC's pointwise ``logp`` of ``cr`` there, without rerunning the filter.
+    """
     import xarray as xr
     from scipy import stats
     from scipy.special import expit, log_expit
@@ -418,14 +438,16 @@ def sample_subject(
                     random_seed=int(gen.integers(2**31 - 1)),
                     progressbar=progressbar,
                     compute_convergence_checks=False,
-                    # PMMH: V depends on each draw's stored random numbers, so the pointwise
-                    # log likelihood is computed below from the recorded V, not recomputed.
-                    idata_kwargs={"log_likelihood": sampler != "pmmh"},
+                    # The pointwise log likelihood is computed below from each draw's recorded
+                    # V, for every sampler: PMMH's V depends on the draw's stored random
+                    # numbers, and PyMC's compute_log_likelihood cannot convert the ordinal
+                    # model (its cutpoints carry an initial value) -- it raised
+                    # NotImplementedError for response="ordinal" with the demz samplers.
+                    idata_kwargs={"log_likelihood": False},
                 )
             )
     idata = az.concat(parts, dim="chain") if chains > 1 else parts[0]
-    if sampler == "pmmh":
-        _add_log_likelihood(idata, op.likelihood)
+    _add_log_likelihood(idata, op.likelihood)
     # Particle noise of the likelihood at the posterior mean, over fresh uniforms.
     lik = op.likelihood
     mean = {p: float(idata.posterior[p].mean()) for p in model.filter_free}

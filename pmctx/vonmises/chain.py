@@ -39,10 +39,16 @@ import math
 
 import numpy as np
 
-from pmctx.vonmises.augmented import sample_single_term_chains
+from pmctx.vonmises._numba_chains import LOG_I0E_TABLE
+from pmctx.vonmises._numba_single_chain import single_chain_modes
 from pmctx.vonmises.ffbs import _lse, column_log_potentials
 from pmctx.vonmises.hyper import log_gamma_density, log_i0, slice_sample
-from pmctx.vonmises.potentials import LOG_2PI, log_edge_potential, mode_vectors
+from pmctx.vonmises.potentials import (
+    LOG_2PI,
+    log_edge_potential,
+    mode_vectors,
+    sample_von_mises,
+)
 
 __all__ = [
     "CHAIN_KAPPA_PRIOR",
@@ -206,9 +212,14 @@ def sample_chain(field, kappa: float, rank: int, rng):
     log_evidence : float
         Log normaliser of the unnormalised posterior.
     """
-    field = np.asarray(field, dtype=np.float64)
-    angles, log_evidence = sample_single_term_chains(field[None], kappa, mode_vectors(rank), rng)
-    return angles[0], float(log_evidence[0])
+    field = np.ascontiguousarray(field, dtype=np.float64)
+    # Same law and random stream as sample_single_term_chains(field[None], ...), but serial:
+    # for one chain, starting numba's thread pool costs 30x the FFBS itself.
+    ext = np.concatenate([kappa * mode_vectors(rank), np.zeros((1, 2))], axis=0)
+    uniforms = rng.random(field.shape[0])
+    aux, log_evidence = single_chain_modes(field, ext, uniforms, LOG_I0E_TABLE)
+    natural = field + ext[aux[:-1]] + ext[aux[1:]]
+    return sample_von_mises(natural, rng), float(log_evidence)
 
 
 def chain_marginals(field, kappa: float, rank: int, *, n_angles: int = 128):

@@ -13,7 +13,9 @@ from pmctx.steps.registration import assigned_steps
 
 def test_plain_sample_assigns_the_exact_chain_steps():
     _, y = simulate(12, kappa=3.0, kappa_obs=2.0, rank=3, missing=0.3, seed=0)
-    model = build_model(y, kappa="prior", kappa_obs="prior", rank=3)
+    # hyper_update="conditional": the steps that were the default before the collapsed block
+    # (tests/vonmises/test_vonmises_chain_collapsed.py checks the new default's assignment).
+    model = build_model(y, kappa="prior", kappa_obs="prior", rank=3, hyper_update="conditional")
     assert assigned_steps(model) == {
         "ChainFFBSVonMises": ["x"],
         "ChainKappaSlice": ["kappa"],

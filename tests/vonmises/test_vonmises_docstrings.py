@@ -20,6 +20,8 @@ MODULES = [
     "pmctx.vonmises.chain",
     "pmctx.vonmises.select",
     "pmctx.models.vonmises_chain",
+    "pmctx.vonmises.chain_collapsed",
+    "pmctx.steps.vonmises_chain_collapsed",
     "pmctx.vonmises.start",
 ]
 
