@@ -65,6 +65,7 @@ __all__ = [
     "plot_bases",
     "predict",
     "sample",
+    "subsample_initvals",
     "write_outputs",
 ]
 
@@ -114,9 +115,35 @@ def _chain_rngs(random_seed, chains):
 def subsample_initvals(model, F, X, *, chains, random_seed=None) -> list | None:
     """Per-chain ``initvals`` from :func:`pmctx.ibp.start.subsample_start`, or None.
 
-    Every chain gets its own subsample and random stream. None when a hyperparameter is
-    neither learned with build_model's prior nor a fixed number (a user's own variable),
-    since the start could not follow it.
+    Every chain gets its own subsample and random stream.
+
+    Parameters
+    ----------
+    model : pm.Model
+        From :func:`build_model`.
+    F, X : ndarray or None
+        The forces and cues the model was built with.
+    chains : int
+        Number of chains (one start each).
+    random_seed : int, sequence of int, Generator or None
+        As ``pm.sample``'s; a sequence gives one seed per chain.
+
+    Returns
+    -------
+    list of dict or None
+        ``pm.sample``'s ``initvals`` (``Z, pi, A, Y`` and the learned hyperparameters, in
+        their constrained space); None when a hyperparameter is neither learned with
+        build_model's prior nor a fixed number (a user's own variable), since the start
+        could not follow it.
+
+    Examples
+    --------
+    >>> from pmctx.ibp.data import visuomotor_data
+    >>> data = visuomotor_data(30, seed=0)
+    >>> model = build_model(data.F, data.X, K_max=6)
+    >>> points = subsample_initvals(model, data.F, data.X, chains=2, random_seed=0)
+    >>> len(points), points[0]["Z"].shape
+    (2, (30, 6))
     """
     free = set(model.free_RVs)
     learned, fixed = [], {}

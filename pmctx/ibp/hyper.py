@@ -126,6 +126,37 @@ def update_hyper(values, learned, Z, A, Y, F, X, priors, rng, *, pi_logit=None) 
     ``sigma_A^2``, ``phi`` (conjugate) and ``lam``, ``eps`` (slice sampling)
     (:class:`pmctx.steps.ibp_gibbs.IBPHyperGibbs`). ``values`` maps ``alpha, sigma_n,
     sigma_A, phi, lam, eps`` to numbers; ``learned`` names the ones to update.
+
+    Parameters
+    ----------
+    values : dict
+        Current values of all six hyperparameters; updated in place.
+    learned : collection of str
+        Names of the hyperparameters to update (the others stay fixed).
+    Z, A, Y : ndarray
+        Current latent state; ``A`` (``Y``) with 0 columns skips the force (cue) updates.
+    F, X : ndarray
+        Forces and cues.
+    priors : dict
+        As ``HYPER_PRIORS``.
+    rng : numpy.random.Generator
+    pi_logit : ndarray, optional
+        Feature probabilities on the logit scale; needed when ``alpha`` is learned.
+
+    Returns
+    -------
+    dict
+        ``values``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> values = dict(alpha=1.0, sigma_n=0.5, sigma_A=1.0, phi=0.5, lam=0.9, eps=0.05)
+    >>> Z, A, Y = np.ones((4, 2), int), np.ones((2, 1)), np.ones((2, 3), int)
+    >>> F, X = np.full((4, 1), 2.0), np.ones((4, 3), int)
+    >>> out = update_hyper(values, ("sigma_n", "phi"), Z, A, Y, F, X, HYPER_PRIORS, rng)
+    >>> out["lam"], 0.0 < out["sigma_n"] < 1.0
+    (0.9, True)
     """
     Z, A, Y = np.asarray(Z), np.asarray(A), np.asarray(Y)
     if "alpha" in learned:

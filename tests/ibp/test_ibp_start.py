@@ -1,10 +1,12 @@
 """The subsample start (pmctx.ibp.start) and sample(start=...)."""
 
+import arviz as az
 import numpy as np
 import pytest
 from pmctx.models.ibp import build_model, sample, subsample_initvals
 
 from pmctx.ibp.data import visuomotor_data
+from pmctx.ibp.diagnostics import align_features
 from pmctx.ibp.start import subsample_start
 
 LEARNED = ("alpha", "sigma_n", "sigma_A", "phi", "lam", "eps")
@@ -61,3 +63,24 @@ def test_sample_from_the_subsample_start():
 def test_sample_rejects_an_unknown_start():
     with pytest.raises(ValueError, match="start must be one of"):
         sample(X=np.eye(4, dtype=int), K_max=3, start="truth")
+
+
+@pytest.mark.slow
+def test_recovery_at_n_1000_from_the_default_start():
+    # sample()'s default start at N >= 500 with short chains (400 sweeps each, ~1 CPU min):
+    # the chains agree, hold the true features and recover Z and Y.
+    data = visuomotor_data(1000, seed=5)
+    idata = sample(data.F, data.X, K_max=10, draws=200, tune=200, random_seed=5, cores=1,
+                   reconstructions=False, log_likelihood=False, posterior_predictive=False,
+                   check_convergence=False, progressbar=False)  # fmt: skip
+    n_active = idata.posterior["n_active"].values
+    n_shared = n_active - idata.sample_stats["n_singletons"].values
+    assert (np.bincount(n_shared.ravel()).argmax()) == 4
+    assert ((n_shared == 4).mean(axis=1) >= 0.8).all(), (n_shared == 4).mean(axis=1)
+    rhat = float(az.rhat(idata, var_names=["n_active"])["n_active"])
+    assert rhat < 1.05, rhat
+    aligned = align_features(idata, reference=data.Z)
+    z_hat = aligned["Z"].mean(axis=(0, 1)).round()
+    y_hat = aligned["Y"].mean(axis=(0, 1)).round()
+    assert (z_hat == data.Z).mean() >= 0.99, (z_hat == data.Z).mean()
+    assert (y_hat == data.Y).mean() >= 0.97, (y_hat == data.Y).mean()
