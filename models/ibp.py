@@ -372,7 +372,7 @@ def sample(
         reconstructions have R-hat > 1.01 or ESS < 100 per chain.
     start : {"auto", "subsample", "zero"}, default "auto"
         Where the chains start. ``"subsample"``: each chain from its own fit to a random
-        subsample of 300 trials, extended to every trial
+        subsample of 500 trials, extended to every trial
         (:func:`pmctx.ibp.start.subsample_start`; about 1-2 CPU s per chain); ``"zero"``:
         pm.sample's start, ``Z = 0``; ``"auto"``: ``"subsample"`` from
         ``SUBSAMPLE_START_MIN_TRIALS`` (500) trials on, else ``"zero"``. Only the start

@@ -54,7 +54,7 @@ def subsample_start(
     *,
     learned=(),
     fixed=None,
-    n_sub: int = 300,
+    n_sub: int = 500,
     sweeps: int = 300,
     extend_sweeps: int = 3,
     priors=None,
@@ -73,7 +73,7 @@ def subsample_start(
     fixed : dict, optional
         Values of the fixed hyperparameters (and starting values of learned ones); missing
         ones start at ``START_HYPER``.
-    n_sub : int, default 300
+    n_sub : int, default 500
         Rows in the subsample (all rows if ``N <= n_sub``).
     sweeps : int, default 300
         Sweeps on the subsample.
