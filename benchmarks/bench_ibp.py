@@ -19,12 +19,16 @@ default, sigma_n fixed at the true 0.3), and
 ``joint``: ``IBPGibbs()`` (joint row moves) with the same fixed hyperparameters (the moves'
 effect alone; N=100 and 1,000 only), and
 ``new``: the package defaults, ``IBPGibbs()`` (joint row moves) with ``IBPAlphaGibbs`` and
-``IBPHyperGibbs`` learning every hyperparameter.
-All run in the same process on the same data from ``pm.sample``'s start (``Z = 0``, every
-chain with its own random stream), step by step through the PyMC step objects (what
-``pm.sample`` calls), so the times include the steps' own overhead but not ``pm.sample``'s
-trace bookkeeping. ``P(n_active=4)`` over the kept half says whether a variant reached the
-truth at all; an ESS/s of a chain that never left its start is meaningless.
+``IBPHyperGibbs`` learning every hyperparameter, from ``Z = 0``, and
+``start``: the same steps from ``sample()``'s start at N >= 500, each chain from its own
+:func:`pmctx.ibp.start.subsample_start` (its CPU time is reported apart, per chain; the ESS
+is of the kept half as for the others).
+All run in the same process on the same data, ``old``, ``joint`` and ``new`` from
+``pm.sample``'s start (``Z = 0``; every chain with its own random stream), step by step
+through the PyMC step objects (what ``pm.sample`` calls), so the times include the steps'
+own overhead but not ``pm.sample``'s trace bookkeeping. ``P(n_active=4)`` over the kept
+half says whether a variant reached the truth at all; an ESS/s of a chain that never left
+its start is meaningless.
 """
 
 from __future__ import annotations
@@ -34,10 +38,12 @@ import time
 import arviz as az
 import numpy as np
 import pymc as pm
-from pmctx.models.ibp import build_model
+from pmctx.models.ibp import build_model, subsample_initvals
+from pymc.initial_point import make_initial_point_fn
 
 from pmctx.ibp.conditionals import force_loglik, noisy_or_loglik
 from pmctx.ibp.data import visuomotor_data
+from pmctx.ibp.diagnostics import match_features
 from pmctx.steps.ibp_gibbs import IBPAlphaGibbs, IBPGibbs, IBPHyperGibbs
 
 OLD_HYPER = dict(alpha=1.0, sigma_n=0.3, sigma_A=1.0, phi=0.5, lam=0.9, eps=0.05)
@@ -141,7 +147,7 @@ def _ess(trace):
 
 def _ess_run(n, k_max, variant, n_sweeps, chains=4):
     """Per-sweep times, ESS of n_active and loglik, and the kept n_active trace."""
-    hyper = {} if variant == "new" else OLD_HYPER
+    hyper = {} if variant in ("new", "start") else OLD_HYPER
     model, _, data = _model_and_start(n, k_max, **hyper)
     names = ("alpha", "sigma_n", "sigma_A", "phi", "lam", "eps")
     read = model.compile_fn(
@@ -151,7 +157,8 @@ def _ess_run(n, k_max, variant, n_sweeps, chains=4):
         point_fn=True,
     )
     traces = np.empty((2, chains, n_sweeps))
-    wall = cpu = 0.0
+    wall = cpu = start_cpu = 0.0
+    z_right = []
     for chain in range(chains):
         with model:
             if variant == "old":
@@ -161,6 +168,11 @@ def _ess_run(n, k_max, variant, n_sweeps, chains=4):
             else:
                 steps = [IBPGibbs(rng=chain), IBPAlphaGibbs(rng=chain), IBPHyperGibbs(rng=chain)]
         point = model.initial_point()  # pm.sample's start: Z = 0
+        if variant == "start":  # sample()'s start="auto" from 500 trials on
+            c0 = time.process_time()
+            initvals = subsample_initvals(model, data.F, data.X, chains=1, random_seed=chain)[0]
+            point = make_initial_point_fn(model=model, overrides=initvals, jitter_rvs=set())(0)
+            start_cpu += time.process_time() - c0
         for step in steps:  # compile and warm the numba caches outside the timing
             step.step(dict(point))
         for s in range(n_sweeps):
@@ -171,17 +183,21 @@ def _ess_run(n, k_max, variant, n_sweeps, chains=4):
             cpu += time.process_time() - c
             traces[0, chain, s] = np.asarray(point["Z"]).any(axis=0).sum()
             traces[1, chain, s] = _loglik(point, data, dict(zip(names, read(point))))
+        Z = np.asarray(point["Z"])  # last draw, columns matched to the truth
+        z_right.append(float((Z[:, match_features(Z, data.Z)] == data.Z).mean()))
     keep = traces[:, :, n_sweeps // 2 :]
     kept_share = keep.shape[2] / n_sweeps
     times = (wall / (chains * n_sweeps), cpu / (chains * n_sweeps))
     ess = [_ess(keep[0]), _ess(keep[1])]
-    return times, ess, (wall * kept_share, cpu * kept_share), keep[0]
+    extra = dict(start_cpu_s_per_chain=start_cpu / chains, z_right_last_draw=z_right)
+    return times, ess, (wall * kept_share, cpu * kept_share), keep[0], extra
 
 
 LABELS = {
     "old": "old: legacy moves, fixed hyper",
     "joint": "joint moves, fixed hyper",
-    "new": "new: defaults",
+    "new": "new: defaults, Z = 0 start",
+    "start": "new: defaults, subsample start",
 }
 
 
@@ -196,13 +212,15 @@ def _fmt(x):
 def run(quick: bool = False) -> list[dict]:
     rows = _per_sweep_rows(quick)
     sizes = [(100, 10, 400 if quick else 2000, ("old", "joint", "new")),
-             (1000, 20, 100 if quick else 300, ("old", "joint", "new")),
-             (10000, 20, 16 if quick else 40, ("old", "new"))]  # fmt: skip
+             (1000, 20, 100 if quick else 400, ("old", "joint", "new", "start")),
+             (10000, 20, 16 if quick else 150, ("old", "new", "start"))]  # fmt: skip
     for n, k_max, sweeps, variants in sizes:
         size = f"N={n} K_max={k_max} D=2 T=36"
         base = None
         for variant in variants:
-            times, (ess_n, ess_ll), (wall_s, cpu_s), n_active = _ess_run(n, k_max, variant, sweeps)
+            times, (ess_n, ess_ll), (wall_s, cpu_s), n_active, extra = _ess_run(
+                n, k_max, variant, sweeps
+            )
             per_cpu = [_per_s(ess_n, cpu_s), _per_s(ess_ll, cpu_s)]
             per_wall = [_per_s(ess_n, wall_s), _per_s(ess_ll, wall_s)]
             notes = (
@@ -223,7 +241,11 @@ def run(quick: bool = False) -> list[dict]:
                 wall_ess_per_s=per_wall[0],
                 wall_ess_per_s_loglik=per_wall[1],
                 p_n_active_4=float(np.mean(n_active == 4)),
+                **extra,
             )
+            row["notes"] += f"; Z right (last draw) {min(extra['z_right_last_draw']):.3f}"
+            if variant == "start":
+                row["notes"] += f"; start {extra['start_cpu_s_per_chain']:.2f} CPU-s/chain"
             if variant == "old":
                 base = per_cpu
             elif base is not None:

@@ -37,6 +37,7 @@ from pmctx import TruncationWarning
 from pmctx.convergence import report_after_fit
 from pmctx.ibp.hyper import HYPER_PRIORS
 from pmctx.ibp.marginal import add_integrated_log_likelihood
+from pmctx.ibp.start import subsample_start
 from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     add_posterior_predictive,
@@ -64,6 +65,7 @@ __all__ = [
     "plot_bases",
     "predict",
     "sample",
+    "subsample_initvals",
     "write_outputs",
 ]
 
@@ -72,6 +74,13 @@ __all__ = [
 DEFAULT_HYPER = dict(
     alpha="prior", sigma_n="prior", sigma_A="prior", phi="prior", lam="prior", eps="prior"
 )
+
+# start="auto" starts every chain from pmctx.ibp.start.subsample_start from this many trials
+# on: from Z = 0, N = 10,000 was stuck at 16-19 shared features (4 true) for hundreds of
+# sweeps, N = 1,000 took 250-400 sweeps to find the 4 features; N <= 150 converges from Z = 0
+# well within pm.sample's tuning (docs/guides/ibp_defaults.md).
+SUBSAMPLE_START_MIN_TRIALS = 500
+START_CHOICES = ("auto", "subsample", "zero")
 
 UNUSED_PLACEHOLDERS = {"F": dict(sigma_n=0.5, sigma_A=1.0), "X": dict(phi=0.5, lam=0.9, eps=0.05)}
 
@@ -95,6 +104,74 @@ def _hyper_variable(name, value):
         # IBPGibbs reads hyperparameters by name from the current point.
         return value if value.name == name else pm.Deterministic(name, value)
     return _hyper_prior(name) if value == "prior" else pm.Data(name, value)
+
+
+def _chain_rngs(random_seed, chains):
+    if isinstance(random_seed, (list, tuple, np.ndarray)):
+        return [np.random.default_rng(s) for s in random_seed]
+    return np.random.default_rng(random_seed).spawn(chains)
+
+
+def subsample_initvals(model, F, X, *, chains, random_seed=None) -> list | None:
+    """Per-chain ``initvals`` from :func:`pmctx.ibp.start.subsample_start`, or None.
+
+    Every chain gets its own subsample and random stream.
+
+    Parameters
+    ----------
+    model : pm.Model
+        From :func:`build_model`.
+    F, X : ndarray or None
+        The forces and cues the model was built with.
+    chains : int
+        Number of chains (one start each).
+    random_seed : int, sequence of int, Generator or None
+        As ``pm.sample``'s; a sequence gives one seed per chain.
+
+    Returns
+    -------
+    list of dict or None
+        ``pm.sample``'s ``initvals`` (``Z, pi, A, Y`` and the learned hyperparameters, in
+        their constrained space); None when a hyperparameter is neither learned with
+        build_model's prior nor a fixed number (a user's own variable), since the start
+        could not follow it.
+
+    Examples
+    --------
+    >>> from pmctx.ibp.data import visuomotor_data
+    >>> data = visuomotor_data(30, seed=0)
+    >>> model = build_model(data.F, data.X, K_max=6)
+    >>> points = subsample_initvals(model, data.F, data.X, chains=2, random_seed=0)
+    >>> len(points), points[0]["Z"].shape
+    (2, (30, 6))
+    """
+    free = set(model.free_RVs)
+    learned, fixed = [], {}
+    for name in HYPER_NAMES:
+        rv_name = name + "2" if name in ("sigma_n", "sigma_A") else name
+        if rv_name in model.named_vars and model[rv_name] in free:
+            learned.append(name)
+        elif name in model.named_vars and model[name] in model.data_vars:
+            fixed[name] = float(model[name].get_value())
+        else:
+            return None
+    k_max = int(model.dim_lengths["feature"].eval())
+    n = int(model.dim_lengths["trial"].eval())
+    F = np.zeros((n, 0)) if F is None else np.asarray(F, dtype=np.float64)
+    X = np.zeros((n, 0), np.int64) if X is None else np.asarray(X, dtype=np.int64)
+    points = []
+    for rng in _chain_rngs(random_seed, chains):
+        state = subsample_start(F, X, k_max, learned=learned, fixed=fixed, rng=rng)
+        point = {"Z": state["Z"], "pi": np.clip(state["pi"], 1e-9, 1.0 - 1e-9)}
+        if F.shape[1]:
+            point["A"] = state["A"]
+        if X.shape[1]:
+            point["Y"] = state["Y"]
+        for name in learned:
+            value = state[name] ** 2 if name in ("sigma_n", "sigma_A") else state[name]
+            point[name + "2" if name in ("sigma_n", "sigma_A") else name] = value
+        points.append(point)
+    return points
 
 
 def validate_inputs(F, X, K_max, hyper):
@@ -264,6 +341,7 @@ def sample(
     reconstructions: bool = True,
     posterior_predictive: bool = True,
     check_convergence: bool = True,
+    start: str = "auto",
     **hyper,
 ):
     """Sample the IBP visuo-motor posterior with the specialised Gibbs step.
@@ -298,6 +376,15 @@ def sample(
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` when ``n_active``, ``loglik`` or the
         reconstructions have R-hat > 1.01 or ESS < 100 per chain.
+    start : {"auto", "subsample", "zero"}, default "auto"
+        Where the chains start. ``"subsample"``: each chain from its own fit to a random
+        subsample of 500 trials, extended to every trial
+        (:func:`pmctx.ibp.start.subsample_start`; about 1-2 CPU s per chain); ``"zero"``:
+        pm.sample's start, ``Z = 0``; ``"auto"``: ``"subsample"`` from
+        ``SUBSAMPLE_START_MIN_TRIALS`` (500) trials on, else ``"zero"``. Only the start
+        changes; the sampler is the same exact kernel. From ``Z = 0``, large data sets
+        (N = 10,000) are stuck for hundreds of sweeps on many partial copies of the true
+        features.
     **hyper
         Hyperparameters, as in :func:`build_model`.
 
@@ -325,7 +412,13 @@ def sample(
     """
     random_seed = resolve_seed(random_seed, seed)
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
+    if start not in START_CHOICES:
+        raise ValueError(f"start must be one of {START_CHOICES}; got {start!r}.")
     model = build_model(F, X, K_max=K_max, reconstructions=reconstructions, **hyper)
+    n_trials = int(model.dim_lengths["trial"].eval())
+    initvals = None
+    if start == "subsample" or (start == "auto" and n_trials >= SUBSAMPLE_START_MIN_TRIALS):
+        initvals = subsample_initvals(model, F, X, chains=chains, random_seed=random_seed)
     with model:
         steps = [IBPGibbs()]
         if model["alpha"] in model.free_RVs:
@@ -342,6 +435,7 @@ def sample(
         random_seed=random_seed,
         progressbar=progressbar,
         idata_kwargs={"log_likelihood": log_likelihood, **(idata_kwargs or {})},
+        initvals=initvals,
     )
     if log_likelihood:  # per-trial likelihood with z_i summed out: the one LOO needs
         add_integrated_log_likelihood(idata, model, random_seed=random_seed)

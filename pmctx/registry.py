@@ -266,6 +266,7 @@ register(
             "phi": "prior probability of a basis pixel (number or 'prior')",
             "lam": "noisy-OR link strength (number or 'prior')",
             "eps": "noisy-OR leak probability (number or 'prior')",
+            "start": "chain start: 'auto' (subsample fit from 500 trials on), 'subsample', 'zero'",
         },
         "Run longer (draws=2000, tune=2000) or more chains; if chains disagree on n_active, "
         "they sit in different modes: fix sigma_n to the force noise or raise K_max",

@@ -6,7 +6,8 @@ The PyMC model lives in :mod:`pmctx.models.ibp`, the step methods in
 Moves: :mod:`pmctx.ibp.joint_row` (default row update: a block of shared columns and the
 number of singletons drawn together), :mod:`pmctx.ibp.kernels` (single-site, legacy row
 update, Y), :mod:`pmctx.ibp.split_merge` (optional MH split-merge), :mod:`pmctx.ibp.hyper`
-(hyperparameter conditionals and their default priors).
+(hyperparameter conditionals and their default priors). Start for large data sets:
+:mod:`pmctx.ibp.start` (a fit to a random subsample, extended to every row).
 
 Forces-only data: the posterior, not the sampler, is what recovers little. On the 4-bar data
 with 2-D forces alone (N=100, sigma_n fixed at the true 0.3), chains started at the true

@@ -90,12 +90,14 @@ def visuomotor_data(
     lam: float = 0.9,
     eps: float = 0.05,
     side: int = 6,
+    n_features: int = 4,
     seed=0,
 ) -> VisuomotorData:
-    """Draw data from the generative model with the four bar contexts.
+    """Draw data from the generative model with the four bar contexts (or the first few).
 
-    Each trial owns each context with probability ``p_own``; forces are ``Z A`` plus
-    ``N(0, sigma_n^2)`` noise and cues are noisy-OR images of the owned bars.
+    Each trial owns each of the first ``n_features`` (1-4) contexts with probability
+    ``p_own``; forces are ``Z A`` plus ``N(0, sigma_n^2)`` noise and cues are noisy-OR images
+    of the owned bars.
 
     Parameters
     ----------
@@ -127,10 +129,11 @@ def visuomotor_data(
     p_own = check_probability(p_own, "p_own")
     sigma_n = check_positive(sigma_n, "sigma_n")
     lam, eps = check_probability(lam, "lam"), check_probability(eps, "eps")
+    k = check_int(n_features, "n_features", minimum=1, maximum=4)
     rng = as_rng(seed)
-    Y = bar_images(side)
-    A = BAR_FORCES.copy()
-    Z = (rng.random((n, 4)) < p_own).astype(np.int64)
+    Y = bar_images(side)[:k]
+    A = BAR_FORCES[:k].copy()
+    Z = (rng.random((n, k)) < p_own).astype(np.int64)
     F = Z @ A + sigma_n * rng.normal(size=(n, A.shape[1]))
     log_q, _ = noisy_or_log_p(Z @ Y, lam, eps)
     X = (rng.random(log_q.shape) >= np.exp(log_q)).astype(np.int64)

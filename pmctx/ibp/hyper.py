@@ -43,6 +43,7 @@ __all__ = [
     "sample_noise_var",
     "sample_phi",
     "slice_sample_logit",
+    "update_hyper",
 ]
 
 HYPER_PRIORS = {
@@ -222,3 +223,71 @@ def slice_sample_logit(value, log_density, rng, *, width=1.0, max_steps=50):
     u0 = math.log(value) - math.log1p(-value)
     u1 = slice_sample(logf, u0, rng, width=width, max_steps=max_steps)
     return 1.0 / (1.0 + math.exp(-u1))
+
+
+def update_hyper(values, learned, Z, A, Y, F, X, priors, rng, *, pi_logit=None) -> dict:
+    """One update of every learned hyperparameter, in place on ``values``; returns it.
+
+    The updates and their order are those of the model's steps: ``alpha | pi`` (conjugate,
+    :class:`pmctx.steps.ibp_gibbs.IBPAlphaGibbs`; needs ``pi_logit``), then ``sigma_n^2``,
+    ``sigma_A^2``, ``phi`` (conjugate) and ``lam``, ``eps`` (slice sampling)
+    (:class:`pmctx.steps.ibp_gibbs.IBPHyperGibbs`). ``values`` maps ``alpha, sigma_n,
+    sigma_A, phi, lam, eps`` to numbers; ``learned`` names the ones to update.
+
+    Parameters
+    ----------
+    values : dict
+        Current values of all six hyperparameters; updated in place.
+    learned : collection of str
+        Names of the hyperparameters to update (the others stay fixed).
+    Z, A, Y : ndarray
+        Current latent state; ``A`` (``Y``) with 0 columns skips the force (cue) updates.
+    F, X : ndarray
+        Forces and cues.
+    priors : dict
+        As ``HYPER_PRIORS``.
+    rng : numpy.random.Generator
+    pi_logit : ndarray, optional
+        Feature probabilities on the logit scale; needed when ``alpha`` is learned.
+
+    Returns
+    -------
+    dict
+        ``values``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> values = dict(alpha=1.0, sigma_n=0.5, sigma_A=1.0, phi=0.5, lam=0.9, eps=0.05)
+    >>> Z, A, Y = np.ones((4, 2), int), np.ones((2, 1)), np.ones((2, 3), int)
+    >>> F, X = np.full((4, 1), 2.0), np.ones((4, 3), int)
+    >>> out = update_hyper(values, ("sigma_n", "phi"), Z, A, Y, F, X, HYPER_PRIORS, rng)
+    >>> out["lam"], 0.0 < out["sigma_n"] < 1.0
+    (0.9, True)
+    """
+    Z, A, Y = np.asarray(Z), np.asarray(A), np.asarray(Y)
+    if "alpha" in learned:
+        k_max = Z.shape[1]
+        log_pi = -np.logaddexp(0.0, -np.asarray(pi_logit, dtype=np.float64))
+        shape, rate = priors["alpha"]
+        values["alpha"] = float(rng.gamma(shape + k_max, 1.0 / (rate - log_pi.sum() / k_max)))
+    if "sigma_n" in learned and A.shape[1] > 0:
+        values["sigma_n"] = math.sqrt(sample_noise_var(F, Z, A, priors["sigma_n2"], rng))
+    if "sigma_A" in learned and A.shape[1] > 0:
+        values["sigma_A"] = math.sqrt(sample_basis_var(A, priors["sigma_A2"], rng))
+    if "phi" in learned and Y.shape[1] > 0:
+        values["phi"] = sample_phi(Y, priors["phi"], rng)
+    if Y.shape[1] > 0 and ("lam" in learned or "eps" in learned):
+        n0, n1 = noisy_or_count_histogram(Z, Y, X)
+        for name in ("lam", "eps"):
+            if name not in learned:
+                continue
+            a, b = priors[name]
+
+            def log_density(p, name=name, a=a, b=b):
+                other = {**values, name: p}
+                prior = (a - 1.0) * np.log(p) + (b - 1.0) * np.log1p(-p)
+                return prior + noisy_or_loglik_from_counts(n0, n1, other["lam"], other["eps"])
+
+            values[name] = slice_sample_logit(values[name], log_density, rng)
+    return values

@@ -20,12 +20,7 @@ from pytensor.graph.traversal import ancestors
 from pmctx.ibp.conditionals import sample_pi_logit
 from pmctx.ibp.hyper import (
     HYPER_PRIORS,
-    noisy_or_count_histogram,
-    noisy_or_loglik_from_counts,
-    sample_basis_var,
-    sample_noise_var,
-    sample_phi,
-    slice_sample_logit,
+    update_hyper,
 )
 from pmctx.ibp.sampler import MOVES, IBPHyper, IBPState, gibbs_sweep
 from pmctx.ibp.split_merge import split_merge_move
@@ -464,32 +459,16 @@ class IBPHyperGibbs(PmctxStep):
         Z = np.asarray(point["Z"]).reshape(n, self.k_max)
         A = point["A"] if self.F is not None else np.zeros((self.k_max, 0))
         Y = point["Y"] if self.X is not None else np.zeros((self.k_max, 0), np.int64)
-        new = dict(point)
+        forces = self._F
         if "sigma_n2" in self.learned:
             forces = _residual_forces(self._F, self._offset_fn, point)
-            v = sample_noise_var(forces, Z, A, self.priors["sigma_n2"], self.rng)
-            values["sigma_n"] = float(np.sqrt(v))
-            new[self._keys["sigma_n2"]] = self._to_value("sigma_n2", v)
-        if "sigma_A2" in self.learned:
-            v = sample_basis_var(A, self.priors["sigma_A2"], self.rng)
-            values["sigma_A"] = float(np.sqrt(v))
-            new[self._keys["sigma_A2"]] = self._to_value("sigma_A2", v)
-        if "phi" in self.learned:
-            values["phi"] = sample_phi(Y, self.priors["phi"], self.rng)
-            new[self._keys["phi"]] = self._to_value("phi", values["phi"])
-        if "lam" in self.learned or "eps" in self.learned:
-            n0, n1 = noisy_or_count_histogram(Z, Y, self._X)
-            for name in ("lam", "eps"):
-                if name not in self.learned:
-                    continue
-                a, b = self.priors[name]
-
-                def log_density(p, name=name, a=a, b=b):
-                    other = {**values, name: p}
-                    prior = (a - 1.0) * np.log(p) + (b - 1.0) * np.log1p(-p)
-                    return prior + noisy_or_loglik_from_counts(n0, n1, other["lam"], other["eps"])
-
-                values[name] = slice_sample_logit(values[name], log_density, self.rng)
-                new[self._keys[name]] = self._to_value(name, values[name])
+        # sigma_n2 -> sigma_n: update_hyper works on the model's hyperparameter names.
+        learned = [name.removesuffix("2") for name in self.learned]
+        update_hyper(values, learned, Z, A, Y, forces, self._X, self.priors, self.rng)
+        new = dict(point)
+        for name in self.learned:
+            value = values[name.removesuffix("2")]
+            value = value**2 if name in ("sigma_n2", "sigma_A2") else value
+            new[self._keys[name]] = self._to_value(name, value)
         stats = {k: values[k] for k in ("sigma_n", "sigma_A", "phi", "lam", "eps")}
         return new, [stats]

@@ -9,6 +9,8 @@ MODULES = [
     "pmctx.ibp.split_merge",
     "pmctx.ibp.diagnostics",
     "pmctx.ibp.data",
+    "pmctx.ibp.start",
+    "pmctx.ibp.hyper",
     "pmctx.ibp.reference",
     "pmctx.ibp.conditionals",
     "pmctx.ibp.hyper",
