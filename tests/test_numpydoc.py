@@ -31,6 +31,7 @@ VALIDATED = [
     "pmctx.cli",
     "pmctx.compare",
     "pmctx.convergence",
+    "pmctx.gum.grouped",
     "pmctx.gum.hyper",
     "pmctx.io",
     "pmctx.kfold",

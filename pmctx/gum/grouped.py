@@ -57,13 +57,39 @@ __all__ = ["group_levels", "grouped_basis", "grouped_cov", "level_index"]
 
 
 def group_levels(values: list[np.ndarray]) -> np.ndarray:
-    """Sorted distinct finite level codes over every use's group column."""
+    """Sorted distinct finite level codes over every use's group column.
+
+    Parameters
+    ----------
+    values : list of ndarray
+        Group codes (any shape; NaN marks an absent position).
+
+    Returns
+    -------
+    ndarray
+        The distinct codes, sorted.
+    """
     stacked = np.concatenate([np.asarray(v, float).reshape(-1) for v in values])
     return np.unique(stacked[np.isfinite(stacked)])
 
 
 def level_index(groups: np.ndarray, levels: np.ndarray, name: str) -> np.ndarray:
-    """Position of each group code among ``levels`` (-1 for NaN); unseen levels are an error."""
+    """Position of each group code among ``levels`` (-1 for NaN); unseen levels are an error.
+
+    Parameters
+    ----------
+    groups : ndarray
+        Group codes of the rows (NaN: absent).
+    levels : ndarray
+        The function's levels (:func:`group_levels` of the training data).
+    name : str
+        The function's name, for the error message.
+
+    Returns
+    -------
+    ndarray of int
+        ``groups``' shape, the level position of each code.
+    """
     groups = np.asarray(groups, float)
     ok = np.isfinite(groups)
     index = np.full(groups.shape, -1, dtype=int)
@@ -82,8 +108,19 @@ def level_index(groups: np.ndarray, levels: np.ndarray, name: str) -> np.ndarray
 def grouped_basis(basis_x: np.ndarray, index: np.ndarray, n_levels: int) -> np.ndarray:
     """Place the ``x`` basis (N, P, m) of each row into the columns of its level.
 
-    ``index`` (N, P) holds each row's level position (-1: absent, zero row); the result is
-    (N, P, n_levels * m), level-major like the stacked values.
+    Parameters
+    ----------
+    basis_x : ndarray of shape (N, P, m)
+        Basis of the regressor ``x`` on the shared support.
+    index : ndarray of int, shape (N, P)
+        Each row's level position (-1: absent, a zero row).
+    n_levels : int
+        Number of levels.
+
+    Returns
+    -------
+    ndarray of shape (N, P, n_levels * m)
+        Level-major, like the stacked values.
     """
     n, p, m = basis_x.shape
     out = np.zeros((n, p, int(n_levels), m))
@@ -93,5 +130,17 @@ def grouped_basis(basis_x: np.ndarray, index: np.ndarray, n_levels: int) -> np.n
 
 
 def grouped_cov(K: np.ndarray, n_levels: int) -> np.ndarray:
-    """Block-diagonal ``I_levels (x) K``: independent levels with one shared covariance."""
+    """Block-diagonal ``I_levels (x) K``: independent levels with one shared covariance.
+
+    Parameters
+    ----------
+    K : ndarray of shape (m, m)
+        One level's prior covariance.
+    n_levels : int
+        Number of levels.
+
+    Returns
+    -------
+    ndarray of shape (n_levels * m, n_levels * m)
+    """
     return np.kron(np.eye(int(n_levels)), K)
