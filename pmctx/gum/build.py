@@ -56,7 +56,8 @@ def _sampled_lengthscale_factor(fn, name: str, sigma: float):
     m = len(fn.support)
     K = K + _JITTER * fn.hyper["variance"] * pt.eye(m)
     if fn.levels is not None:  # grouped GP: independent levels, shared lengthscale
-        K = pt.slinalg.kron(pt.eye(fn.n_levels), K)
+        G = fn.n_levels
+        K = (pt.eye(G)[:, None, :, None] * K[None, :, None, :]).reshape((G * m, G * m))
     K_free = P @ K @ P.T
     return P.T @ pt.linalg.cholesky(K_free)
 

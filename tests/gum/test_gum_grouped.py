@@ -228,3 +228,22 @@ def test_multi_subject_recovery_nuts_agrees_with_laplace(experiment):
     nuts, laplace = _level_curves(g, grid, idata), _level_curves(g, grid)
     assert _rmse(nuts, laplace) < 0.05
     assert max(_rmse(c, t) for c, t in zip(nuts, truth)) < 0.25
+
+
+@pytest.mark.slow
+def test_sampled_lengthscale_builds_the_same_grouped_prior(data):
+    # with lengthscale_prior_sigma the kernel of every level is rebuilt in the graph; at the
+    # declared lengthscale the log density differs from the fixed one by the prior term only
+    form = "y ~ f(x|g, lengthscale=0.7)"
+    sampled = gum(form, data, family="poisson", lengthscale_prior_sigma=0.5)
+    fixed = gum(form, data, family="poisson")
+    ours, theirs = sampled.model.compile_logp(), fixed.model.compile_logp()
+    rng = np.random.default_rng(1)
+    diffs = []
+    for _ in range(3):
+        p, q = sampled.model.initial_point(), fixed.model.initial_point()
+        p["f_x_g_z"] = q["f_x_g_z"] = rng.standard_normal(q["f_x_g_z"].shape)
+        p["intercept_z"] = q["intercept_z"] = rng.standard_normal()
+        p["f_x_g_lengthscale_log__"] = np.log(0.7)
+        diffs.append(ours(p) - theirs(q))
+    np.testing.assert_allclose(diffs, diffs[0], atol=1e-9)
