@@ -16,6 +16,7 @@ import pytest
 
 from pmctx.gum import gum
 from pmctx.gum.constraints import projection
+from pmctx.gum.evidence import log_evidence_gradient
 from pmctx.gum.hyper import fit_evidence, free_hyperparameters
 from pmctx.gum.kernels import kernel_matrix
 from pmctx.gum.laplace import log_joint
@@ -247,3 +248,17 @@ def test_sampled_lengthscale_builds_the_same_grouped_prior(data):
         p["f_x_g_lengthscale_log__"] = np.log(0.7)
         diffs.append(ours(p) - theirs(q))
     np.testing.assert_allclose(diffs, diffs[0], atol=1e-9)
+
+
+def test_evidence_gradient_of_shared_hyperparameters_matches_finite_differences(data):
+    # the grouped prior's derivatives (I (x) dK for the lengthscale, I (x) K for the
+    # variance) give the evidence gradient that central differences of the re-optimised
+    # evidence give (relative 1e-5, as for ungrouped functions in test_gum_evidence)
+    from tests.gum.test_gum_evidence import _finite_difference
+
+    g = gum("y ~ f(z) + f(x|g, lengthscale=0.8, variance=0.4)", data, family="poisson")
+    pairs = free_hyperparameters(g)
+    assert ("f_x_g", "lengthscale") in pairs and ("f_x_g", "variance") in pairs
+    expected, result = _finite_difference(g, pairs)
+    gradient = log_evidence_gradient(g.design, result, pairs)
+    assert np.allclose(gradient, expected, rtol=1e-5, atol=1e-5), (gradient, expected)
