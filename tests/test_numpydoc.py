@@ -68,6 +68,7 @@ VALIDATED = [
     "pmctx.gum.families",
     "pmctx.gum.formula",
     "pmctx.gum.glm",
+    "pmctx.gum.grouped",
     "pmctx.gum.heldout",
     "pmctx.gum.hyper",
     "pmctx.gum.init",

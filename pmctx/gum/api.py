@@ -24,7 +24,7 @@ import pandas as pd
 import pymc as pm
 import xarray as xr
 
-from pmctx.gum.build import build_pymc_model, function_dim
+from pmctx.gum.build import build_pymc_model, function_coords, function_dim
 from pmctx.gum.constraints import resolve_constraints
 from pmctx.gum.derived import derive_column
 from pmctx.gum.design import build_design, offset_name
@@ -106,6 +106,12 @@ def _split_fits(formula: str, data, *, weights=None, **kwargs):
         level_weights = rows.pop("__weights__", None)
         models[level] = gum(f"{response} ~ {rhs}", rows, weights=level_weights, **kwargs)
     return GumCollection(models, by)
+
+
+def _leaf_columns(leaf) -> list[str]:
+    """Data columns a leaf reads: its regressor, and the group of a grouped GP ``f(x|g)``."""
+    group = getattr(leaf, "group", None)
+    return [leaf.column] if group is None else [leaf.column, group]
 
 
 def _add_derived(blocks, columns: dict) -> None:
@@ -614,7 +620,7 @@ class GumModel:
         columns = _columns(data)
         _add_derived(self.blocks, columns)
         leaves = [leaf for b in self.blocks for f in b for leaf in f]
-        needed = sorted({leaf.column for leaf in leaves})
+        needed = sorted({c for leaf in leaves for c in _leaf_columns(leaf)})
         missing = [c for c in needed if c not in columns]
         if missing:
             raise ValueError(
@@ -635,7 +641,7 @@ class GumModel:
                     for leaf in leaves
                     if leaf.column == column and leaf.name in self.labels
                 ),
-                None,
+                self.labels.get(f"{column}|group"),
             )
             if labels is not None and values.dtype.kind in "OUSb":
                 text = values.astype(str)
@@ -819,10 +825,10 @@ class GumModel:
                 posterior[f"{name}_z"] = u[None, :, d.slices[name]]
                 dims[f"{name}_z"] = [f"{name}_free"]
             fdims = function_dim(d, name)
-            posterior[name] = thetas[name][None] if fdims else thetas[name][None, :, 0]
+            values = thetas[name].reshape(len(u), *fn.value_shape)
+            posterior[name] = values[None] if fdims else values[None, :, 0]
             dims[name] = fdims
-            for dim in fdims:
-                coords[dim] = fn.support
+            coords.update(function_coords(d, name))
         for key in sorted(d.offsets):
             label = offset_name(key)
             if d.offsets[key] == "free":
@@ -887,7 +893,8 @@ class GumModel:
 
         Returns
         -------
-        pandas.DataFrame with columns ``x``, ``mean``, ``sd``, ``lower``, ``upper``.
+        pandas.DataFrame with columns ``x``, ``mean``, ``sd``, ``lower``, ``upper`` (and
+        ``level`` first for a grouped GP ``f(x|g)``).
 
         Examples
         --------
@@ -902,16 +909,20 @@ class GumModel:
         """
         if name not in self.design.functions:
             raise ValueError(f"Unknown function {name!r}; have {self.function_names}.")
+        fn = self.design.functions[name]
         values = idata.posterior[name].values
-        values = values.reshape(-1, *values.shape[2:])
-        if values.ndim == 1:
-            values = values[:, None]
+        values = values.reshape(values.shape[0] * values.shape[1], -1)
         tail = (1.0 - hdi_prob) / 2.0
-        x = self.design.functions[name].support
+        x = fn.support
         if name in self.labels:
             x = self.labels[name]
+        columns = {}
+        if fn.levels is not None:  # grouped GP: one row per (level, support point)
+            columns["level"] = np.repeat(fn.level_names, len(x))
+            x = np.tile(x, fn.n_levels)
         return pd.DataFrame(
             {
+                **columns,
                 "x": x,
                 "mean": values.mean(axis=0),
                 "sd": values.std(axis=0),
@@ -1032,7 +1043,7 @@ def gum(
     columns = _columns(data)
     blocks = normalize(term)
     _add_derived(blocks, columns)
-    needed = [response] + [leaf.column for b in blocks for f in b for leaf in f]
+    needed = [response] + [c for b in blocks for f in b for leaf in f for c in _leaf_columns(leaf)]
     missing = sorted({c for c in needed if c not in columns})
     if missing:
         raise ValueError(
@@ -1044,15 +1055,18 @@ def gum(
     categorical = {
         leaf.column for b in blocks for f in b for leaf in f if isinstance(leaf, Categorical)
     }
+    groups = {leaf.group for b in blocks for f in b for leaf in f if getattr(leaf, "group", None)}
     prepared, labels = {}, {}
-    for column in {leaf.column for b in blocks for f in b for leaf in f}:
+    for column in {c for b in blocks for f in b for leaf in f for c in _leaf_columns(leaf)}:
         prepared[column], lab = _regressor(
-            columns[column], column, len(y), column in categorical, column in derived
+            columns[column], column, len(y), column in categorical | groups, column in derived
         )
         if lab is not None:
             for b in blocks:
                 for f in b:
                     labels.update({leaf.name: lab for leaf in f if leaf.column == column})
+            if column in groups:  # level names of grouped GPs f(x|column)
+                labels[f"{column}|group"] = lab
     constraints, offsets = resolve_constraints(blocks, intercept)
     design = build_design(
         blocks,
@@ -1068,6 +1082,10 @@ def gum(
         offset_sd=offset_sd,
         noise_sd=noise_sd,
     )
+    for fn in design.functions.values():
+        group_labels = labels.get(f"{getattr(fn.leaf, 'group', None)}|group")
+        if fn.levels is not None and group_labels is not None:
+            fn.level_names = group_labels[fn.levels.astype(int)]
     if weights is not None:
         weights = as_float_array(weights, "weights", shape=(len(y),))
         if np.any(weights < 0):

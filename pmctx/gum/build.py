@@ -18,7 +18,7 @@ from pmctx.gum.init import start_normal
 from pmctx.gum.kernels import kernel_matrix
 from pmctx.gum.terms import GP, Categorical, Linear
 
-__all__ = ["build_pymc_model", "function_dim"]
+__all__ = ["build_pymc_model", "function_coords", "function_dim"]
 
 
 def function_dim(design: GumDesign, name: str) -> list[str]:
@@ -34,12 +34,24 @@ def function_dim(design: GumDesign, name: str) -> list[str]:
     Returns
     -------
     list of str
-        ``[]`` (linear), ``[name + "_level"]`` (categorical) or ``[name + "_x"]``.
+        ``[]`` (linear), ``[name + "_level"]`` (categorical), ``[name + "_x"]`` (GP), or
+        both level and x dims for a grouped GP ``f(x|g)``.
     """
-    leaf = design.functions[name].leaf
-    if isinstance(leaf, Linear):
+    fn = design.functions[name]
+    if isinstance(fn.leaf, Linear):
         return []
-    return [f"{name}_level" if isinstance(leaf, Categorical) else f"{name}_x"]
+    if fn.levels is not None:  # grouped GP f(x|g): (levels, support)
+        return [f"{name}_level", f"{name}_x"]
+    return [f"{name}_level" if isinstance(fn.leaf, Categorical) else f"{name}_x"]
+
+
+def function_coords(design: GumDesign, name: str) -> dict:
+    """Coordinates of the dims of function ``name``."""
+    fn = design.functions[name]
+    dims = function_dim(design, name)
+    if fn.levels is not None:
+        return {dims[0]: fn.level_names, dims[1]: fn.support}
+    return {dim: fn.support for dim in dims}
 
 
 def _sampled_lengthscale_factor(fn, name: str, sigma: float):
@@ -56,7 +68,11 @@ def _sampled_lengthscale_factor(fn, name: str, sigma: float):
     )
     P = pt.as_tensor(fn.P)
     m = len(fn.support)
-    K_free = P @ (K + _JITTER * fn.hyper["variance"] * pt.eye(m)) @ P.T
+    K = K + _JITTER * fn.hyper["variance"] * pt.eye(m)
+    if fn.levels is not None:  # grouped GP: independent levels, shared lengthscale
+        G = fn.n_levels
+        K = (pt.eye(G)[:, None, :, None] * K[None, :, None, :]).reshape((G * m, G * m))
+    K_free = P @ K @ P.T
     return P.T @ pt.linalg.cholesky(K_free)
 
 
@@ -99,8 +115,7 @@ def build_pymc_model(
     coords = {"obs": np.arange(design.n_obs)}
     for name, fn in design.functions.items():
         coords[f"{name}_free"] = np.arange(fn.n_free)
-        for dim in function_dim(design, name):
-            coords[dim] = fn.support
+        coords.update(function_coords(design, name))
     with pm.Model(coords=coords) as model:
         thetas = {}
         for name, fn in design.functions.items():
@@ -118,6 +133,10 @@ def build_pymc_model(
             else:
                 value = pt.as_tensor(fn.theta0)
             dims = function_dim(design, name)
+            if fn.levels is not None:  # stored as (levels, support); used flat, level-major
+                pm.Deterministic(name, pt.reshape(value, fn.value_shape), dims=dims)
+                thetas[name] = value
+                continue
             thetas[name] = pm.Deterministic(name, value if dims else value[0], dims=dims)
             if not dims:
                 thetas[name] = pt.reshape(thetas[name], (1,))

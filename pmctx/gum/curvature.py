@@ -62,7 +62,7 @@ def _layout(design: GumDesign):
         if slot.stop == slot.start:
             continue
         starts[name] = width
-        width += len(design.functions[name].support) if name in design.functions else 1
+        width += design.functions[name].n_values if name in design.functions else 1
     factors = {}
     for i, block in enumerate(design.blocks):
         shape = design.masks[i].shape

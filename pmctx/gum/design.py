@@ -23,6 +23,7 @@ import numpy as np
 from pmctx.gum.basis import basis_matrix, support_points
 from pmctx.gum.constraints import projection
 from pmctx.gum.families import loglik
+from pmctx.gum.grouped import group_levels, grouped_basis, grouped_cov, level_index
 from pmctx.gum.kernels import kernel_matrix
 from pmctx.gum.terms import GP, Fixed
 
@@ -72,6 +73,8 @@ class FunctionDesign:
     Q: np.ndarray = None
     L: np.ndarray = None
     edges: np.ndarray | None = None  # inner bin edges of a binned GP
+    levels: np.ndarray | None = None  # group level codes of a grouped GP f(x|g)
+    level_names: np.ndarray | None = None  # their labels (coordinates of the level dim)
 
     @property
     def n_free(self) -> int:
@@ -84,14 +87,24 @@ class FunctionDesign:
         """
         return self.P.shape[0]
 
-    def prior_cov(self) -> np.ndarray:
-        """Prior covariance of the function's values on its support (with jitter).
+    @property
+    def n_levels(self) -> int:
+        """Number of group levels (1 for an ungrouped function)."""
+        return 1 if self.levels is None else len(self.levels)
 
-        Returns
-        -------
-        numpy.ndarray (m, m)
-            The kernel matrix of a GP, or ``sd^2 I`` of weights.
-        """
+    @property
+    def n_values(self) -> int:
+        """Length of the parameter vector ``theta`` (support points times levels)."""
+        return len(self.support) * self.n_levels
+
+    @property
+    def value_shape(self) -> tuple:
+        """Shape of ``theta`` as stored in InferenceData: (levels, support) when grouped."""
+        m = len(self.support)
+        return (m,) if self.levels is None else (len(self.levels), m)
+
+    def kernel_cov(self) -> np.ndarray:
+        """Prior covariance of one level's values on the support (with jitter)."""
         m = len(self.support)
         if isinstance(self.leaf, GP):
             K = kernel_matrix(
@@ -105,11 +118,16 @@ class FunctionDesign:
             return K + _JITTER * self.hyper["variance"] * np.eye(m)
         return self.hyper["sd"] ** 2 * np.eye(m)
 
+    def prior_cov(self) -> np.ndarray:
+        """Prior covariance of ``theta`` (block diagonal over the levels of a grouped GP)."""
+        K = self.kernel_cov()
+        return K if self.levels is None else grouped_cov(K, self.n_levels)
+
     def refresh(self) -> None:
         """Recompute the projection and ``Q`` (after a hyperparameter change)."""
-        self.P, self.theta0 = projection(self.constraint, len(self.support))
+        self.P, self.theta0 = projection(self.constraint, self.n_values)
         if self.n_free == 0:
-            self.Q, self.L = np.zeros((len(self.support), 0)), np.zeros((0, 0))
+            self.Q, self.L = np.zeros((self.n_values, 0)), np.zeros((0, 0))
             return
         K_free = self.P @ self.prior_cov() @ self.P.T
         self.L = np.linalg.cholesky(0.5 * (K_free + K_free.T))
@@ -616,6 +634,9 @@ def build_design(
             name, leaf, support, constraints[name], {**defaults, **hyper.get(name, {})}, exact
         )
         fn.edges = edges
+        if getattr(leaf, "group", None) is not None:
+            fn.levels = group_levels([columns[leaf.group]])
+            fn.level_names = fn.levels
         fn.refresh()
         functions[name] = fn
     design_blocks, masks = [], []
@@ -645,7 +666,14 @@ def build_design(
                         )
                     uses.append(Use(leaf.name, None, values))
                 else:
-                    uses.append(Use(leaf.name, basis_matrix(leaf, functions[leaf.name], x)))
+                    fn = functions[leaf.name]
+                    basis = basis_matrix(leaf, fn, x)
+                    if fn.levels is not None:
+                        groups = np.broadcast_to(columns[leaf.group], x.shape)
+                        index = level_index(groups, fn.levels, leaf.name)
+                        mask = mask * (index >= 0)
+                        basis = grouped_basis(basis, index, fn.n_levels)
+                    uses.append(Use(leaf.name, basis))
             factors.append(uses)
         design_blocks.append(factors)
         masks.append(mask)

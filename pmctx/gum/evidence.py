@@ -45,6 +45,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
 
+from pmctx.gum.grouped import grouped_cov
 from pmctx.gum.laplace import _pieces
 from pmctx.gum.terms import GP
 
@@ -77,6 +78,12 @@ def cov_derivative(fn, key: str) -> np.ndarray:
         return _central_difference(fn, key)
     if key != "lengthscale":
         raise ValueError(f"{fn.name!r} has no hyperparameter {key!r}.")
+    dK = _lengthscale_derivative(fn)
+    return dK if fn.levels is None else grouped_cov(dK, fn.n_levels)
+
+
+def _lengthscale_derivative(fn) -> np.ndarray:
+    """``d K / d log(lengthscale)`` on one level's support."""
     ell, variance = fn.hyper["lengthscale"], fn.hyper["variance"]
     r = np.abs(fn.support[:, None] - fn.support[None, :])
     kind = fn.leaf.kernel

@@ -14,6 +14,9 @@ Grammar (a Python expression on the right of ``~``):
 * ``1|g`` -- one intercept per level of ``g``, partially pooled (a random effect: the levels
   share a prior sd fitted by the evidence or sampled); ``x|g`` -- one slope of ``x`` per level,
   partially pooled;
+* ``f(x|g)`` -- one GP function of ``x`` per level of ``g`` with shared hyperparameters
+  (partially pooled); ``f(x) + f(x|g)`` is the hierarchical model, a population function plus
+  level deviations, in one ``pm.Model`` (:mod:`pmctx.gum.grouped`);
 * ``w(p|g)`` -- one weight per level of ``p`` within each level of ``g``, partially pooled
   (shared sd): ``(w(position) + w(position|subject)) * f(angle)`` is the hierarchical
   psychophysics model, population weights plus subject deviations, in one ``pm.Model``;
@@ -44,6 +47,8 @@ Examples
 [[[('h_x', 1.0)], [('r_x_g', 1.0)]], [[('w_a_b', 1.0)]]]
 >>> show("y ~ (w(p) + w(p|s)) * f(a)")
 [[[('f_a', 1.0)], [('w_p', 1.0), ('w_p_s', 1.0)]]]
+>>> show("y ~ f(x) + f(x|subject, lengthscale=0.5)")
+[[[('f_x', 1.0)]], [[('f_x_subject', 1.0)]]]
 >>> show("y ~ lag(x, lags=1:3)")
 [[[('h_x_lag', 1.0)], [('w_lag_x', 1.0)]]]
 """
@@ -177,6 +182,17 @@ def _lag(node, formula: str):
     )
 
 
+def _grouped_gp(node, formula: str) -> GP:
+    """``f(x|g, **options)``: one GP of ``x`` per level of ``g``, shared hyperparameters."""
+    x = _column(node.args[0].left, formula, "f(x|g)")
+    group = _column(node.args[0].right, formula, "f(x|g)")
+    options = {kw.arg: _value(kw.value, formula) for kw in node.keywords}
+    try:
+        return GP(x, group=group, **options)
+    except TypeError as err:
+        raise _error(formula, f"bad options for f({x}|{group}): {err}") from err
+
+
 def _term(node, formula: str):
     """Translate an AST node into a Term, or an int 0/1 for intercept markers."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
@@ -228,8 +244,10 @@ def _term(node, formula: str):
                 "lag(...) or a column.",
             )
         if len(node.args) == 1 and isinstance(node.args[0], ast.BinOp):
-            if kind not in ("w", "cat") or not isinstance(node.args[0].op, ast.BitOr):
-                raise _error(formula, f"{kind}(x|g) (one GP per level) is not supported yet.")
+            if not isinstance(node.args[0].op, ast.BitOr) or kind not in ("w", "cat", "f", "gp"):
+                raise _error(formula, f"{kind}(...) takes a column name or x|g, then options.")
+            if kind in ("f", "gp"):
+                return _grouped_gp(node, formula)
             inner = _column(node.args[0].left, formula, f"{kind}(p|g)")
             group = _column(node.args[0].right, formula, f"{kind}(p|g)")
             return Categorical(

@@ -54,8 +54,9 @@ class HyperResult:
 
 
 def free_hyperparameters(gum_model, which=None) -> list[tuple[str, str]]:
-    """``(function, key)`` pairs to fit: GP lengthscales, the shared sd of random effects
-    (``1|g``, ``x|g``), plus ``noise_sd`` for Gaussian data.
+    """``(function, key)`` pairs to fit: GP lengthscales, the shared variance of grouped GPs
+    (``f(x|g)``), the shared sd of random effects (``1|g``, ``x|g``), plus ``noise_sd`` for
+    Gaussian data.
 
     Variances and periods stay at their declared values unless listed in ``which`` (e.g.
     ``[("f_x1", "lengthscale"), ("f_x1", "variance"), ("f_x2", "period")]``).
@@ -79,6 +80,12 @@ def free_hyperparameters(gum_model, which=None) -> list[tuple[str, str]]:
         for name, fn in gum_model.design.functions.items()
         if isinstance(fn.leaf, GP)
         for key in ("lengthscale",)
+    ]
+    # the shared variance of a grouped GP f(x|g) is its pooling strength: fitted by default
+    pairs += [
+        (name, "variance")
+        for name, fn in gum_model.design.functions.items()
+        if getattr(fn, "levels", None) is not None
     ]
     pairs += [
         (name, "sd")

@@ -105,6 +105,8 @@ def design_matrix(gum_model) -> pd.DataFrame:
                     continue
                 fn = d.functions[use.name]
                 labels = gum_model.labels.get(use.name, fn.support)
+                if fn.levels is not None:  # grouped GP: one column per (level, point)
+                    labels = [f"{g}|{x}" for g in fn.level_names for x in labels]
                 summed = use.basis.sum(axis=1)
                 for k, label in enumerate(labels):
                     key = use.name if summed.shape[1] == 1 else f"{use.name}[{label}]"

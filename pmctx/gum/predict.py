@@ -11,6 +11,8 @@ a plotting grid:
   that support value, so predictions at the training data reproduce the fitted model;
 * a GP on an inducing grid uses the grid's linear-interpolation basis, which *is* that
   model's function (inputs beyond the grid take the end values, as in the fit);
+* a grouped GP ``f(x|g)`` does the same for each level (the levels are independent given
+  their values on the support) and each row takes its own level's function;
 * linear terms multiply the input, categorical terms look up their level (an unseen level is
   an error), fixed terms apply their known function.
 
@@ -34,6 +36,7 @@ from scipy.special import expit, ndtr
 
 from pmctx.gum.basis import basis_matrix
 from pmctx.gum.design import _JITTER, offset_name
+from pmctx.gum.grouped import grouped_basis, level_index
 from pmctx.gum.kernels import kernel_matrix
 from pmctx.gum.terms import Categorical, Fixed, Linear
 
@@ -63,7 +66,8 @@ class _Extension:
             variance=fn.hyper["variance"],
             period=fn.hyper.get("period"),
         )
-        K_ss = fn.prior_cov()
+        K_ss = fn.kernel_cov()  # one level's (every level's, for a grouped GP)
+        self.n_levels = fn.n_levels
         K_xs = kernel_matrix(fn.leaf.kernel, new_x, fn.support, **kw)
         K_xx = kernel_matrix(fn.leaf.kernel, new_x, new_x, **kw)
         chol = np.linalg.cholesky(K_ss)
@@ -75,14 +79,26 @@ class _Extension:
         self.L = np.linalg.cholesky(cond)
 
     def draw(self, theta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """(S, m) support values -> (S, m + n_new) values on the extended support."""
-        mean = self.level + (theta - self.level) @ self.A.T
-        eps = rng.standard_normal((theta.shape[0], len(self.new)))
-        return np.concatenate([theta, mean + eps @ self.L.T], axis=1)
+        """(S, G m) support values -> (S, G (m + n_new)) values on the extended support
+        (level-major; G = 1 unless grouped: the levels are independent given theta)."""
+        stacked = theta.reshape(theta.shape[0], self.n_levels, -1)
+        mean = self.level + (stacked - self.level) @ self.A.T
+        eps = rng.standard_normal((theta.shape[0], self.n_levels, len(self.new)))
+        extended = np.concatenate([stacked, mean + eps @ self.L.T], axis=2)
+        return extended.reshape(theta.shape[0], -1)
 
 
-def _new_basis(leaf, fn, x: np.ndarray, labels):
-    """Basis of ``fn`` at new inputs ``x`` (N, P), and the GP extension it needs (or None)."""
+def _new_basis(leaf, fn, x: np.ndarray, labels, groups=None):
+    """Basis of ``fn`` at new inputs ``x`` (N, P) (and group codes ``groups`` (N, P) of a
+    grouped GP; without them, the basis of one level), and the GP extension it needs."""
+    basis, extension = _x_basis(leaf, fn, x, labels)
+    if fn.levels is None or groups is None:
+        return basis, extension
+    index = level_index(groups, fn.levels, leaf.name)
+    return grouped_basis(basis, index, fn.n_levels), extension
+
+
+def _x_basis(leaf, fn, x: np.ndarray, labels):
     if isinstance(leaf, Categorical):
         ok = np.isfinite(x)
         unseen = np.setdiff1d(np.unique(x[ok]), fn.support)
@@ -135,14 +151,15 @@ def _posterior_arrays(gum_model, idata, draws, seed):
         )
     if "noise_sd" not in values and gum_model.design.noise_sd is not None:
         values["noise_sd"] = np.full(np.prod(shape), gum_model.design.noise_sd)
-    for name, _fn in gum_model.design.functions.items():
-        if values[name].ndim == 1:
-            values[name] = values[name][:, None]
+    for name in gum_model.design.functions:
+        # (S,) scalars and (S, levels, m) grouped functions -> (S, values), level-major
+        values[name] = values[name].reshape(len(values[name]), -1)
     return values, shape
 
 
 def function_draws(gum_model, name: str, x, idata=None, *, draws=1000, seed=0) -> np.ndarray:
-    """Draws (chain, draw, len(x)) of function ``name`` at inputs ``x`` (see module doc).
+    """Draws (chain, draw, len(x)) of function ``name`` at inputs ``x`` (see module doc);
+    (chain, draw, levels, len(x)) for a grouped GP ``f(x|g)``, every level's function.
 
     Parameters
     ----------
@@ -162,7 +179,7 @@ def function_draws(gum_model, name: str, x, idata=None, *, draws=1000, seed=0) -
 
     Returns
     -------
-    numpy.ndarray (chain, draw, len(x))
+    numpy.ndarray (chain, draw, len(x)) or (chain, draw, levels, len(x))
         Function values.
     """
     fn = gum_model.design.functions[name]
@@ -172,7 +189,9 @@ def function_draws(gum_model, name: str, x, idata=None, *, draws=1000, seed=0) -
     theta = values[name]
     if extension is not None:
         theta = extension.draw(theta, np.random.default_rng(seed))
-    return (theta @ basis[:, 0, :].T / fn.leaf.scale).reshape(*shape, -1)
+    theta = theta.reshape(len(theta), fn.n_levels, -1)
+    out = theta @ basis[:, 0, :].T / fn.leaf.scale
+    return out.reshape(*shape, *out.shape[1 if fn.levels is not None else 2 :])
 
 
 def predict_draws(gum_model, columns: dict, n: int, idata=None, *, draws=1000, seed=0):
@@ -217,7 +236,11 @@ def predict_draws(gum_model, columns: dict, n: int, idata=None, *, draws=1000, s
                     bases[(i, j, l)] = leaf.scale * np.asarray(values_x, float)
                     continue
                 fn = d.functions[leaf.name]
-                basis, ext = _new_basis(leaf, fn, x, gum_model.labels.get(leaf.name))
+                groups = None
+                if fn.levels is not None:
+                    groups = np.broadcast_to(columns[leaf.group], (n, n_pos))
+                    mask = mask * np.isfinite(groups)
+                basis, ext = _new_basis(leaf, fn, x, gum_model.labels.get(leaf.name), groups)
                 bases[(i, j, l)] = basis
                 if ext is not None:
                     extensions[(i, j, l)] = ext

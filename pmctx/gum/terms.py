@@ -186,6 +186,12 @@ class GP(Function):
         Size of the support set: the unique input values when there are at most this many,
         otherwise an even grid with linear interpolation (an inducing-grid sparse GP, cost
         O(N) per evaluation).
+    group : str, optional
+        A categorical column: one function of ``column`` per level of ``group`` (formula
+        ``f(x|g)``), all on the same support, independent a priori given the shared
+        hyperparameters (``lengthscale``, ``variance``), so the levels are partially pooled.
+        The prior covariance is ``I_levels (x) K``; the identifiability constraint applies to
+        the stacked values of all levels (see :mod:`pmctx.gum.grouped`).
     name, constraint : str, optional
         Shared-parameter name, identifiability constraint (see :mod:`pmctx.gum.constraints`).
     scale : float, default 1.0
@@ -205,10 +211,16 @@ class GP(Function):
     period: float | None = None
     max_points: int = 48
     binning: int | None = None
+    group: str | None = None
 
     prefix = "f"
 
     def __post_init__(self):
+        if self.group is not None:
+            if not isinstance(self.group, str) or not self.group:
+                raise TypeError(f"group must be a non-empty column name, got {self.group!r}.")
+            if self.name is None:
+                self.name = f"{self.prefix}_{self.column}_{self.group}"
         super().__post_init__()
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}.")
@@ -242,6 +254,7 @@ class GP(Function):
             self.variance,
             self.period,
             self.binning,
+            self.group,
         )
 
 

@@ -22,6 +22,7 @@ MODULES = [
     "pmctx.gum.outputs",
     "pmctx.gum.curvature",
     "pmctx.gum.evidence",
+    "pmctx.gum.grouped",
     "pmctx.gum.backends",
     "pmctx.gum.design",
     "pmctx.models.gum",
