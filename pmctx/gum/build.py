@@ -14,6 +14,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from pmctx.gum.design import _JITTER, GumDesign, offset_name
+from pmctx.gum.hsgp import hsgp_factor
 from pmctx.gum.init import start_normal
 from pmctx.gum.kernels import kernel_matrix
 from pmctx.gum.terms import GP, Categorical, Linear
@@ -54,6 +55,7 @@ def build_pymc_model(
     lengthscale_prior_sigma: float | None = None,
     minibatch_size: int | None = None,
     start=None,
+    hsgp: dict | None = None,
 ) -> pm.Model:
     """Build the ``pm.Model`` of ``design``.
 
@@ -75,17 +77,38 @@ def build_pymc_model(
         ``start(value_name) -> array or None``: the default initial value of each
         standard-normal ``*_z`` (e.g. :func:`pmctx.gum.init.laplace_start`, which
         ``GumModel.model`` passes); None: PyMC's zero start.
+    hsgp : dict, optional
+        ``{function name: basis size}``: these GP functions take the HSGP prior
+        ``theta = theta0 + P^T P phi diag(sqrt_psd) z`` (:mod:`pmctx.gum.hsgp`, PyMC's
+        ``pm.gp.HSGP``/``HSGPPeriodic``), ``z`` of dims ``{name}_basis``; with
+        ``lengthscale_prior_sigma`` the spectral density follows the sampled lengthscale.
     """
     tensors = _data_tensors(design, minibatch_size)
     coords = {"obs": np.arange(design.n_obs)}
+    hsgp = dict(hsgp or {})
+    factors = {name: hsgp_factor(design.functions[name], k) for name, k in hsgp.items()}
     for name, fn in design.functions.items():
         coords[f"{name}_free"] = np.arange(fn.n_free)
+        if name in factors:
+            coords[f"{name}_basis"] = np.arange(factors[name].shape[1])
         for dim in function_dim(design, name):
             coords[dim] = fn.support
     with pm.Model(coords=coords) as model:
         thetas = {}
         for name, fn in design.functions.items():
-            if fn.n_free:
+            if name in factors:
+                n_coef = factors[name].shape[1]
+                z = start_normal(f"{name}_z", dims=f"{name}_basis", shape=(n_coef,), start=start)
+                Q = pt.as_tensor(factors[name])
+                if lengthscale_prior_sigma is not None:
+                    ell = pm.LogNormal(
+                        f"{name}_lengthscale",
+                        mu=np.log(fn.hyper["lengthscale"]),
+                        sigma=lengthscale_prior_sigma,
+                    )
+                    Q = hsgp_factor(fn, hsgp[name], lengthscale=ell)
+                value = pt.as_tensor(fn.theta0) + pt.dot(Q, z)
+            elif fn.n_free:
                 z = start_normal(f"{name}_z", dims=f"{name}_free", shape=(fn.n_free,), start=start)
                 if lengthscale_prior_sigma is not None and isinstance(fn.leaf, GP):
                     Q = _sampled_lengthscale_factor(fn, name, lengthscale_prior_sigma)
