@@ -148,8 +148,8 @@ class GumModel:
 
     @property
     def hsgp_sizes(self) -> dict:
-        """``{function: basis size}`` of the GP terms that ``model`` (NUTS, ADVI) samples
-        through HSGP: with ``approximation="hsgp"``, or ``"auto"`` from
+        """``{function: (basis size, boundary factor c)}`` of the GP terms that ``model``
+        (NUTS, ADVI) samples through HSGP: with ``approximation="hsgp"``, or ``"auto"`` from
         :data:`pmctx.gum.hsgp.HSGP_MIN_OBS` rows on; only terms whose basis within
         :data:`~pmctx.gum.hsgp.HSGP_TOL` is smaller than their grid (:mod:`pmctx.gum.hsgp`)."""
         check_choice(self.approximation, "approximation", APPROXIMATIONS)
@@ -188,7 +188,7 @@ class GumModel:
         for key, slot in d.slices.items():
             if key in self._hsgp:
                 fn = d.functions[key]
-                Q_h = hsgp_factor(fn, self._hsgp[key])
+                Q_h = hsgp_factor(fn, *self._hsgp[key])
                 # z | theta of a regression with noise HSGP_TOL * variance (the approximation's
                 # own error): ridge mean, covariance lam (Q_h^T Q_h + lam I)^-1 = I - A Q_h
                 lam = HSGP_TOL * fn.hyper["variance"]

@@ -78,7 +78,7 @@ def build_pymc_model(
         standard-normal ``*_z`` (e.g. :func:`pmctx.gum.init.laplace_start`, which
         ``GumModel.model`` passes); None: PyMC's zero start.
     hsgp : dict, optional
-        ``{function name: basis size}``: these GP functions take the HSGP prior
+        ``{function name: (basis size, boundary factor c)}``: these GP functions take the HSGP prior
         ``theta = theta0 + P^T P phi diag(sqrt_psd) z`` (:mod:`pmctx.gum.hsgp`, PyMC's
         ``pm.gp.HSGP``/``HSGPPeriodic``), ``z`` of dims ``{name}_basis``; with
         ``lengthscale_prior_sigma`` the spectral density follows the sampled lengthscale.
@@ -86,7 +86,7 @@ def build_pymc_model(
     tensors = _data_tensors(design, minibatch_size)
     coords = {"obs": np.arange(design.n_obs)}
     hsgp = dict(hsgp or {})
-    factors = {name: hsgp_factor(design.functions[name], k) for name, k in hsgp.items()}
+    factors = {name: hsgp_factor(design.functions[name], k, c=c) for name, (k, c) in hsgp.items()}
     for name, fn in design.functions.items():
         coords[f"{name}_free"] = np.arange(fn.n_free)
         if name in factors:
@@ -106,7 +106,7 @@ def build_pymc_model(
                         mu=np.log(fn.hyper["lengthscale"]),
                         sigma=lengthscale_prior_sigma,
                     )
-                    Q = hsgp_factor(fn, hsgp[name], lengthscale=ell)
+                    Q = hsgp_factor(fn, hsgp[name][0], lengthscale=ell, c=hsgp[name][1])
                 value = pt.as_tensor(fn.theta0) + pt.dot(Q, z)
             elif fn.n_free:
                 z = start_normal(f"{name}_z", dims=f"{name}_free", shape=(fn.n_free,), start=start)

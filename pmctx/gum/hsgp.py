@@ -14,8 +14,8 @@ Why and when (``approximation="auto"`` of :func:`pmctx.gum.gum` uses it from
 needs fewer basis coefficients than grid points (seed 002 section 3.1: 26-30 instead of 47
 free coordinates for ``l = 0.1`` on [0, 2]), and with sampled lengthscales the graph needs
 no Cholesky of the grid covariance, only the spectral density. The basis size is the
-smallest one whose covariance is within ``tol`` (relative to the variance, maximum over the
-grid) of the exact kernel.
+smallest one (over a few boundary factors ``c``) whose covariance is within ``tol``
+(relative to the variance, maximum over the grid) of the exact kernel.
 
 PyMC's ``HSGPPeriodic`` returns the *squared* coefficients ``q_j^2`` of the periodic kernel
 ``exp(-2 sin^2(pi r / T) / l^2)`` (they sum to one) and its ``prior`` multiplies the basis
@@ -45,13 +45,23 @@ import pytensor.tensor as pt
 from pmctx.gum.kernels import kernel_matrix
 from pmctx.gum.terms import GP
 
-__all__ = ["HSGP_C", "HSGP_MIN_OBS", "HSGP_TOL", "choose_n_basis", "hsgp_factor", "uses_hsgp"]
+__all__ = [
+    "HSGP_C",
+    "HSGP_CS",
+    "HSGP_MIN_OBS",
+    "HSGP_TOL",
+    "choose_n_basis",
+    "hsgp_factor",
+    "uses_hsgp",
+]
 
 #: Rows from which ``approximation="auto"`` samples GP terms through HSGP (see module doc and
 #: ``benchmarks/bench_gum_samplers.py``).
 HSGP_MIN_OBS = 5000
-#: Boundary factor ``L = c * half-range`` of the non-periodic HSGP.
+#: Boundary factor ``L = c * half-range`` of the non-periodic HSGP (default of hsgp_factor).
 HSGP_C = 1.5
+#: Boundary factors tried by :func:`choose_n_basis`.
+HSGP_CS = (1.2, 1.5, 2.0, 2.5, 3.0, 4.0)
 #: Largest covariance error (relative to the variance) accepted when choosing the basis size.
 HSGP_TOL = 1e-3
 
@@ -120,14 +130,22 @@ def covariance_error(fn, n_basis: int, *, c: float = HSGP_C) -> float:
     return float(np.abs(B @ B.T - K).max() / fn.hyper["variance"])
 
 
-def choose_n_basis(fn, *, tol: float = HSGP_TOL, c: float = HSGP_C) -> int | None:
-    """Smallest basis size whose covariance is within ``tol`` of the kernel on the grid, or
-    None when it would need as many coordinates as the exact grid prior has."""
+def choose_n_basis(fn, *, tol: float = HSGP_TOL) -> tuple[int, float] | None:
+    """``(basis size, boundary factor c)`` with the fewest coefficients whose covariance is
+    within ``tol`` of the kernel on the grid (c from :data:`HSGP_CS`: long lengthscales need a
+    far boundary), or None when it would need as many coordinates as the exact grid prior."""
     m = fn.support.size
     periodic = fn.leaf.kernel == "periodic"
     largest = (m + 1) // 2 if periodic else m - 1
-    for n_basis in range(4, largest + 1, 2):
-        if covariance_error(fn, n_basis, c=c) <= tol:
-            coefficients = 2 * n_basis - 1 if periodic else n_basis
-            return n_basis if coefficients < fn.n_free else None
-    return None
+    best = None
+    for c in (1.0,) if periodic else HSGP_CS:
+        for n_basis in range(4, largest + 1, 2):
+            if best is not None and n_basis >= best[0]:
+                break
+            if covariance_error(fn, n_basis, c=c) <= tol:
+                best = (n_basis, c)
+                break
+    if best is None:
+        return None
+    coefficients = 2 * best[0] - 1 if periodic else best[0]
+    return best if coefficients < fn.n_free else None
