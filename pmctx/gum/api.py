@@ -188,7 +188,8 @@ class GumModel:
         for key, slot in d.slices.items():
             if key in self._hsgp:
                 fn = d.functions[key]
-                Q_h = hsgp_factor(fn, *self._hsgp[key])
+                n_basis, c = self._hsgp[key]
+                Q_h = hsgp_factor(fn, n_basis, c=c)
                 # z | theta of a regression with noise HSGP_TOL * variance (the approximation's
                 # own error): ridge mean, covariance lam (Q_h^T Q_h + lam I)^-1 = I - A Q_h
                 lam = HSGP_TOL * fn.hyper["variance"]

@@ -127,7 +127,10 @@ def test_auto_uses_hsgp_from_threshold_and_start_matches_laplace_mode():
     start = big.map_point()
     thetas = big.design.thetas(big.laplace_result.u_map)
     fn = big.design.functions["f_x1"]
-    values = fn.theta0 + hsgp_factor(fn, *big.hsgp_sizes["f_x1"]) @ start["f_x1_z"]
+    values = (
+        fn.theta0
+        + hsgp_factor(fn, big.hsgp_sizes["f_x1"][0], c=big.hsgp_sizes["f_x1"][1]) @ start["f_x1_z"]
+    )
     assert np.max(np.abs(values - thetas["f_x1"])) < 0.02
 
 
