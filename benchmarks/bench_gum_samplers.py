@@ -43,7 +43,7 @@ from pmctx.gum import gum
 from pmctx.gum.init import laplace_initvals
 from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
 
-SAMPLERS = ("pymc", "nutpie", "numpyro")
+SAMPLERS = ("pymc", "pymc_numba", "nutpie", "numpyro", "gum_auto")
 RESULTS = Path(__file__).resolve().parent / "results"
 _JAX_COMPILE_SECONDS: list[float] = []
 
@@ -64,7 +64,7 @@ def convergence(idata, names) -> tuple[float, float]:
 
 
 def available(sampler: str) -> bool:
-    if sampler == "pymc":
+    if sampler in ("pymc", "pymc_numba", "gum_auto"):
         return True
     if sampler == "numpyro":
         return all(importlib.util.find_spec(m) is not None for m in ("numpyro", "jax"))
@@ -91,7 +91,18 @@ def _listen_to_jax_compiles() -> None:
 
 
 def sample_default(g, sampler: str, *, draws=1000, tune=1000, chains=4, seed=0):
-    """A plain ``pm.sample`` call with the back end's defaults (no initvals, no step)."""
+    """A plain ``pm.sample`` call with the back end's defaults (no initvals, no step).
+
+    ``pymc_numba`` is PyMC's NUTS with the log density compiled in PyTensor's NUMBA mode;
+    ``gum_auto`` is what a GUM user gets: ``g.sample()`` (``backend="auto"``, Laplace start and,
+    on the PyMC path, the Laplace dense metric)."""
+    if sampler == "gum_auto":
+        return g.sample(draws=draws, tune=tune, chains=chains, random_seed=seed, progressbar=False,
+                        posterior_predictive=False, check_convergence=False)  # fmt: skip
+    if sampler == "pymc_numba":
+        with g.model:
+            return pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed,
+                             progressbar=False, compile_kwargs={"mode": "NUMBA"})  # fmt: skip
     with g.model:
         return pm.sample(
             draws=draws,

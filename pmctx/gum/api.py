@@ -30,6 +30,7 @@ from pmctx.gum.derived import derive_column
 from pmctx.gum.design import build_design, offset_name
 from pmctx.gum.families import DISPERSION, FAMILIES
 from pmctx.gum.formula import parse_formula
+from pmctx.gum.hsgp import HSGP_MIN_OBS, HSGP_TOL, choose_n_basis, hsgp_factor, uses_hsgp
 from pmctx.gum.init import laplace_start
 from pmctx.gum.laplace import LaplaceResult, laplace_fit
 from pmctx.gum.many import GumCollection, split_rows
@@ -53,7 +54,13 @@ from pmctx.validation import (
     check_positive,
 )
 
-__all__ = ["GumModel", "gum"]
+#: ``approximation`` of :func:`gum`: HSGP for NUTS/ADVI from ``HSGP_MIN_OBS`` rows ("auto").
+APPROXIMATIONS = ("auto", "exact", "hsgp")
+
+__all__ = ["APPROXIMATIONS", "GumModel", "gum"]
+
+#: ``approximation`` of :func:`gum`: HSGP for NUTS/ADVI from ``HSGP_MIN_OBS`` rows ("auto").
+APPROXIMATIONS = ("auto", "exact", "hsgp")
 
 
 def _columns(data) -> dict:
@@ -168,6 +175,25 @@ class GumModel:
         self.labels = labels
         self._model = None
         self.laplace_result: LaplaceResult | None = None
+        self.approximation = "auto"
+
+    @property
+    def hsgp_sizes(self) -> dict:
+        """``{function: (basis size, boundary factor c)}`` of the GP terms that ``model``
+        (NUTS, ADVI) samples through HSGP: with ``approximation="hsgp"``, or ``"auto"`` from
+        :data:`pmctx.gum.hsgp.HSGP_MIN_OBS` rows on; only terms whose basis within
+        :data:`~pmctx.gum.hsgp.HSGP_TOL` is smaller than their grid (:mod:`pmctx.gum.hsgp`)."""
+        check_choice(self.approximation, "approximation", APPROXIMATIONS)
+        if self.approximation == "exact" or (
+            self.approximation == "auto" and self.design.n_obs < HSGP_MIN_OBS
+        ):
+            return {}
+        sizes = {}
+        for name, fn in self.design.functions.items():
+            n_basis = choose_n_basis(fn) if uses_hsgp(fn) and fn.n_free else None
+            if n_basis is not None:
+                sizes[name] = n_basis
+        return sizes
 
     @property
     def model(self) -> pm.Model:
@@ -184,12 +210,46 @@ class GumModel:
         ['f_x_z', 'intercept_z']
         """
         if self._model is None:
+            self._hsgp = self.hsgp_sizes
             self._model = build_pymc_model(
                 self.design,
                 lengthscale_prior_sigma=self.lengthscale_prior_sigma,
                 start=laplace_start(self),  # plain pm.sample() starts at the Laplace mode
+                hsgp=self._hsgp,
             )
         return self._model
+
+    def _model_coordinates(self, u: np.ndarray, cov: np.ndarray | None = None):
+        """Laplace vector ``u`` (and covariance) in the ``model``'s coordinates: identity except
+        for HSGP terms, whose ``z`` is the ridge (posterior-mean) match ``A Q u`` of the same
+        function values, with the conditional covariance ``I - A Q_hsgp`` added."""
+        d = self.design
+        self.model  # noqa: B018 -- fixes which terms are HSGP
+        blocks, nulls, slots = [], [], {}
+        start = 0
+        for key, slot in d.slices.items():
+            if key in self._hsgp:
+                fn = d.functions[key]
+                n_basis, c = self._hsgp[key]
+                Q_h = hsgp_factor(fn, n_basis, c=c)
+                # z | theta of a regression with noise HSGP_TOL * variance (the approximation's
+                # own error): ridge mean, covariance lam (Q_h^T Q_h + lam I)^-1 = I - A Q_h
+                lam = HSGP_TOL * fn.hyper["variance"]
+                A = np.linalg.solve(Q_h.T @ Q_h + lam * np.eye(Q_h.shape[1]), Q_h.T)
+                blocks.append(A @ fn.Q)
+                nulls.append(np.eye(Q_h.shape[1]) - A @ Q_h)
+            else:
+                width = slot.stop - slot.start
+                blocks.append(np.eye(width))
+                nulls.append(np.zeros((width, width)))
+            slots[key] = slice(start, start + blocks[-1].shape[0])
+            start += blocks[-1].shape[0]
+        from scipy.linalg import block_diag
+
+        T = block_diag(*blocks)
+        mean = T @ u
+        cov_model = None if cov is None else T @ cov @ T.T + block_diag(*nulls)
+        return mean, cov_model, slots
 
     def _free_dispersion(self) -> bool:
         return self.design.family in DISPERSION and self.design.noise_sd is None
@@ -306,11 +366,21 @@ class GumModel:
         d = self.design
         if u is None:
             u = (self.laplace_result or self.fit_laplace()).u_map
-        point = {f"{name}_z": u[d.slices[name]] for name, fn in d.functions.items() if fn.n_free}
-        for key, value in d.slices.items():
+        u, _, slices = self._model_coordinates(u)
+        point = {f"{name}_z": u[slices[name]] for name, fn in d.functions.items() if fn.n_free}
+        for key, value in slices.items():
             if key not in d.functions:
                 point[f"{key}_z"] = u[value][0]
         return point
+
+    def map_point_raw(self, v: np.ndarray) -> dict:
+        """Split a vector already in the ``model``'s coordinates into its ``*_z`` variables."""
+        _, _, slices = self._model_coordinates(np.zeros(self.design.n_free))
+        point = {f"{key}_z": v[slot] for key, slot in slices.items()}
+        return {
+            name: value if name.removesuffix("_z") in self.design.functions else value[0]
+            for name, value in point.items()
+        }
 
     def sample(
         self,
@@ -448,16 +518,17 @@ class GumModel:
         from pymc.step_methods.hmc.quadpotential import QuadPotentialFull
 
         result = self.laplace_result or self.fit_laplace()
-        d, order = self.design, []
+        _, cov, slices = self._model_coordinates(result.u_map, result.cov)
+        order = []
         for var in self.model.value_vars:
             label = var.name.removesuffix("_z")
-            if not var.name.endswith("_z") or label not in d.slices:
+            if not var.name.endswith("_z") or label not in slices:
                 return None  # a variable outside the Laplace vector (sampled hyperparameter)
-            order.extend(range(d.slices[label].start, d.slices[label].stop))
-        if sorted(order) != list(range(d.n_free)):
+            order.extend(range(slices[label].start, slices[label].stop))
+        if sorted(order) != list(range(cov.shape[0])):
             return None
         index = np.asarray(order)
-        return QuadPotentialFull(result.cov[np.ix_(index, index)])
+        return QuadPotentialFull(cov[np.ix_(index, index)])
 
     def advi(
         self,
@@ -515,7 +586,8 @@ class GumModel:
             result = self.laplace_result or self.fit_laplace()
             kwargs.setdefault("start", self.map_point(result.u_map))
             if method == "advi":
-                sd = self.map_point(np.sqrt(np.diag(result.cov)))
+                _, cov, _ = self._model_coordinates(result.u_map, result.cov)
+                sd = self.map_point_raw(np.sqrt(np.diag(cov)))
                 kwargs.setdefault("start_sigma", {k: np.asarray(v) for k, v in sd.items()})
         kwargs.setdefault("obj_optimizer", pm.adam(learning_rate=0.01))
         model = self.model
@@ -946,6 +1018,7 @@ def gum(
     alpha: float | None = None,
     weights=None,
     lengthscale_prior_sigma: float | None = None,
+    approximation: str = "auto",
 ) -> GumModel:
     """Declare a GUM.
 
@@ -980,6 +1053,10 @@ def gum(
         Sample GP lengthscales under NUTS/ADVI with priors
         ``LogNormal(log(declared), lengthscale_prior_sigma)``; Laplace keeps them fixed (fit
         them with :mod:`pmctx.gum.hyper` instead). Default: fixed lengthscales.
+    approximation : {"auto", "exact", "hsgp"}, default "auto"
+        GP prior of the ``pm.Model`` that NUTS and ADVI sample: the exact grid prior, or the
+        HSGP basis (:mod:`pmctx.gum.hsgp`, PyMC's ``pm.gp.HSGP``); ``"auto"`` takes HSGP from
+        :data:`pmctx.gum.hsgp.HSGP_MIN_OBS` rows on. Laplace and evidence stay exact.
 
     Returns
     -------
@@ -1012,8 +1089,10 @@ def gum(
             alpha=alpha,
             weights=weights,
             lengthscale_prior_sigma=lengthscale_prior_sigma,
+            approximation=approximation,
         )
     check_choice(family, "family", tuple(FAMILIES))
+    check_choice(approximation, "approximation", APPROXIMATIONS)
     default_link, links = FAMILIES[family]
     link = default_link if link is None else link
     check_choice(link, "link", links)
@@ -1093,4 +1172,6 @@ def gum(
         design.weights = weights
     if lengthscale_prior_sigma is not None:
         lengthscale_prior_sigma = check_positive(lengthscale_prior_sigma, "lengthscale_prior_sigma")
-    return GumModel(design, blocks, constraints, labels, lengthscale_prior_sigma, prepared)
+    fitted = GumModel(design, blocks, constraints, labels, lengthscale_prior_sigma, prepared)
+    fitted.approximation = approximation
+    return fitted

@@ -14,8 +14,26 @@ nutpie, low-rank modified mass matrix          3.4-6.4       6.0         7.4
 
 PyMC's NUTS spends most of its time in Python per leapfrog step; nutpie runs the whole tree
 in Rust around a Numba-compiled log density, and its low-rank mass-matrix adaptation learns
-the correlations of products of functions that the Laplace metric gives PyMC. Its compile
-step costs about twice PyMC's, so it pays off only for long runs.
+the correlations of products of functions that the Laplace metric gives PyMC.
+
+Re-measured (issue 11, ``benchmarks/bench_gum_samplers.py``, N=500, 4 x (1000 + 1000), CPU
+seconds under load 20-26 on the shared 2-core box; plain default calls on ``g.model``
+except ``g.sample()``; gradients gather the two non-zeros of each interpolation row,
+:func:`pmctx.gum.build.sparse_basis`):
+
+=======================================  ======  ======  =========  ===================
+back end                                 CPU s   max R   min ESS    ESS/CPU s vs PyMC
+=======================================  ======  ======  =========  ===================
+``pm.sample()`` (C mode, no BLAS)        109.1   1.002   3279       1.00
+``pm.sample(compile_kwargs=NUMBA)``      52.1    1.003   2948       1.88
+``pm.sample(nuts_sampler="nutpie")``     22.3    1.003   3340       4.98
+``pm.sample(nuts_sampler="numpyro")``    26.0    1.003   3171       4.06
+``g.sample()`` (auto: nutpie, low rank)  14.8    1.008   2132       4.80
+=======================================  ======  ======  =========  ===================
+
+nutpie split (separate run, same load): compile 6.9 CPU s, sampling 10.3 CPU s, 11
+leapfrog steps per draw, so about half the cost is Numba compilation, which no choice of
+mass matrix removes; the sampling half is gradient-bound (~0.1 ms per step).
 
 Rule of ``backend="auto"`` (the default of :meth:`GumModel.sample`): nutpie with the low-rank
 mass matrix when nutpie is installed (``pip install pmctx[nutpie]``), no ``step`` or other
