@@ -59,9 +59,6 @@ APPROXIMATIONS = ("auto", "exact", "hsgp")
 
 __all__ = ["APPROXIMATIONS", "GumModel", "gum"]
 
-#: ``approximation`` of :func:`gum`: HSGP for NUTS/ADVI from ``HSGP_MIN_OBS`` rows ("auto").
-APPROXIMATIONS = ("auto", "exact", "hsgp")
-
 
 def _columns(data) -> dict:
     if isinstance(data, pd.DataFrame):
@@ -182,7 +179,21 @@ class GumModel:
         """``{function: (basis size, boundary factor c)}`` of the GP terms that ``model``
         (NUTS, ADVI) samples through HSGP: with ``approximation="hsgp"``, or ``"auto"`` from
         :data:`pmctx.gum.hsgp.HSGP_MIN_OBS` rows on; only terms whose basis within
-        :data:`~pmctx.gum.hsgp.HSGP_TOL` is smaller than their grid (:mod:`pmctx.gum.hsgp`)."""
+        :data:`~pmctx.gum.hsgp.HSGP_TOL` is smaller than their grid (:mod:`pmctx.gum.hsgp`).
+
+        Returns
+        -------
+        dict
+            Empty when every term keeps its exact prior.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> gum("y ~ f(x)", data, family="poisson").hsgp_sizes
+        {}
+        """
         check_choice(self.approximation, "approximation", APPROXIMATIONS)
         if self.approximation == "exact" or (
             self.approximation == "auto" and self.design.n_obs < HSGP_MIN_OBS
@@ -374,7 +385,28 @@ class GumModel:
         return point
 
     def map_point_raw(self, v: np.ndarray) -> dict:
-        """Split a vector already in the ``model``'s coordinates into its ``*_z`` variables."""
+        """Split a vector already in the ``model``'s coordinates into its ``*_z`` variables.
+
+        Parameters
+        ----------
+        v : numpy.ndarray
+            Concatenated ``*_z`` values in the order of the model's coordinates.
+
+        Returns
+        -------
+        dict
+            ``{"<function>_z": array}``, scalars for one-value variables.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+        >>> point = g.map_point_raw(np.zeros(g.design.n_free))
+        >>> sorted(point)
+        ['f_x_z', 'intercept_z']
+        """
         _, _, slices = self._model_coordinates(np.zeros(self.design.n_free))
         point = {f"{key}_z": v[slot] for key, slot in slices.items()}
         return {

@@ -47,7 +47,20 @@ def function_dim(design: GumDesign, name: str) -> list[str]:
 
 
 def function_coords(design: GumDesign, name: str) -> dict:
-    """Coordinates of the dims of function ``name``."""
+    """Coordinates of the dims of function ``name``.
+
+    Parameters
+    ----------
+    design : GumDesign
+        The model's design.
+    name : str
+        A function name.
+
+    Returns
+    -------
+    dict
+        ``{dim: coordinate values}`` for the dims of :func:`function_dim`.
+    """
     fn = design.functions[name]
     dims = function_dim(design, name)
     if fn.levels is not None:
@@ -229,6 +242,16 @@ def sparse_basis(basis: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     An interpolation basis has two non-zeros per row and a categorical one a single one, so
     ``(weight * theta[index]).sum(-1)`` costs O(N k) instead of the dense O(N m): at N=10,000
     on seed 002 section 3.1 (m=48) that makes the log-density gradient ~10x cheaper.
+
+    Parameters
+    ----------
+    basis : numpy.ndarray (..., m)
+        A basis matrix (rows: observations, last axis: support points).
+
+    Returns
+    -------
+    tuple of numpy.ndarray, or None
+        ``(index, weight)``, or None when the dense product is as cheap.
     """
     if basis.ndim < 2 or basis.shape[-1] < 4:
         return None

@@ -60,6 +60,10 @@ class FunctionDesign:
         Cholesky factor of the projected prior covariance.
     edges : numpy.ndarray, optional
         Inner bin edges of a binned GP.
+    levels : numpy.ndarray, optional
+        Group level code of each row, for a grouped GP ``f(x|g)``.
+    level_names : numpy.ndarray, optional
+        Labels of the levels (coordinates of the level dim).
     """
 
     name: str
@@ -104,7 +108,13 @@ class FunctionDesign:
         return (m,) if self.levels is None else (len(self.levels), m)
 
     def kernel_cov(self) -> np.ndarray:
-        """Prior covariance of one level's values on the support (with jitter)."""
+        """Prior covariance of one level's values on the support (with jitter).
+
+        Returns
+        -------
+        numpy.ndarray (m, m)
+            The kernel matrix of a GP, or ``sd^2 I`` of weights.
+        """
         m = len(self.support)
         if isinstance(self.leaf, GP):
             K = kernel_matrix(
@@ -119,7 +129,13 @@ class FunctionDesign:
         return self.hyper["sd"] ** 2 * np.eye(m)
 
     def prior_cov(self) -> np.ndarray:
-        """Prior covariance of ``theta`` (block diagonal over the levels of a grouped GP)."""
+        """Prior covariance of ``theta`` (block diagonal over the levels of a grouped GP).
+
+        Returns
+        -------
+        numpy.ndarray (n_values, n_values)
+            :meth:`kernel_cov`, repeated on the diagonal once per level when grouped.
+        """
         K = self.kernel_cov()
         return K if self.levels is None else grouped_cov(K, self.n_levels)
 

@@ -73,8 +73,24 @@ _COVARIANCES = {
 
 
 def uses_hsgp(fn) -> bool:
-    """Whether a function can take the HSGP prior: a GP on a grid of at least 4 points."""
-    return isinstance(fn.leaf, GP) and getattr(fn, "edges", None) is None and fn.support.size >= 4
+    """Whether a function can take the HSGP prior: an ungrouped GP on a grid of at least 4 points.
+
+    Parameters
+    ----------
+    fn : pmctx.gum.design.FunctionDesign
+        A function of the design.
+
+    Returns
+    -------
+    bool
+        False for grouped GPs ``f(x|g)`` (they keep their exact block prior over levels).
+    """
+    return (
+        isinstance(fn.leaf, GP)
+        and getattr(fn, "edges", None) is None
+        and getattr(fn, "levels", None) is None
+        and fn.support.size >= 4
+    )
 
 
 def _basis(fn, n_basis: int, lengthscale, c: float):
@@ -107,6 +123,11 @@ def hsgp_factor(fn, n_basis: int, *, lengthscale=None, c: float = HSGP_C):
         the function's current lengthscale, and a numpy array is returned.
     c : float
         Boundary factor of the non-periodic approximation.
+
+    Returns
+    -------
+    numpy.ndarray or pytensor.tensor.TensorVariable
+        The factor (grid points x coefficients); a tensor when ``lengthscale`` is symbolic.
     """
     symbolic = lengthscale is not None
     ell = lengthscale if symbolic else fn.hyper["lengthscale"]
@@ -117,7 +138,22 @@ def hsgp_factor(fn, n_basis: int, *, lengthscale=None, c: float = HSGP_C):
 
 
 def covariance_error(fn, n_basis: int, *, c: float = HSGP_C) -> float:
-    """Largest ``|B B^T - K|`` on the grid, relative to the variance (before constraints)."""
+    """Largest ``|B B^T - K|`` on the grid, relative to the variance (before constraints).
+
+    Parameters
+    ----------
+    fn : FunctionDesign
+        A GP function (see :func:`uses_hsgp`).
+    n_basis : int
+        Basis size (see :func:`hsgp_factor`).
+    c : float
+        Boundary factor of the non-periodic approximation.
+
+    Returns
+    -------
+    float
+        The largest absolute covariance error over the grid, divided by the variance.
+    """
     B = _basis(fn, n_basis, fn.hyper["lengthscale"], c).eval()
     K = kernel_matrix(
         fn.leaf.kernel,
@@ -133,7 +169,20 @@ def covariance_error(fn, n_basis: int, *, c: float = HSGP_C) -> float:
 def choose_n_basis(fn, *, tol: float = HSGP_TOL) -> tuple[int, float] | None:
     """``(basis size, boundary factor c)`` with the fewest coefficients whose covariance is
     within ``tol`` of the kernel on the grid (c from :data:`HSGP_CS`: long lengthscales need a
-    far boundary), or None when it would need as many coordinates as the exact grid prior."""
+    far boundary), or None when it would need as many coordinates as the exact grid prior.
+
+    Parameters
+    ----------
+    fn : FunctionDesign
+        A GP function (see :func:`uses_hsgp`).
+    tol : float
+        Largest covariance error allowed (see :func:`covariance_error`).
+
+    Returns
+    -------
+    tuple of (int, float), or None
+        ``(n_basis, c)``, or None when HSGP would not save coordinates.
+    """
     m = fn.support.size
     periodic = fn.leaf.kernel == "periodic"
     largest = (m + 1) // 2 if periodic else m - 1

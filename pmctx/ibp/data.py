@@ -111,6 +111,8 @@ def visuomotor_data(
         Noisy-OR strength and leak of the cues.
     side : int, default 6
         Image side length.
+    n_features : int, default 4
+        Number of true features (contexts), 1 to 4.
     seed : int or numpy.random.Generator, default 0
         Random seed or generator.
 

@@ -157,7 +157,7 @@ def log_marginal_posterior(
 class CollapsedState(NamedTuple):
     """Result of :func:`collapsed_update`.
 
-    Attributes
+    Parameters
     ----------
     x : ndarray, shape (T,)
         Angles drawn exactly given the new concentrations.
