@@ -31,6 +31,7 @@ model-free orientation-map generator, closer to the GP's assumptions), 32 x 32 (
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -173,62 +174,78 @@ def _plan(quick: bool):
     ]
 
 
-def run(quick: bool = False, *, verbose: bool = True) -> list[dict]:
+def _condition(args) -> list[dict]:
+    """Rows of one (generator, missing, kappa_obs) condition, scored on 3 maps."""
+    quick, generator, missing, kappa_obs, verbose = args
     reps = 3
     size = 16 if quick else SIZE
     rows = []
-    for generator, missing, kappa_obs in _plan(quick):
-        make = GENERATORS[generator]
-        methods = {"pmctx": pmctx_reconstruct, "gp": gp_reconstruct}
-        if generator == "vonmises-prior":  # isolates the effect of CV's choice of kappa
-            methods["pmctx-true-kappa"] = _true_kappa
-        if kappa_obs == 1.0 and not quick:
-            methods["pmctx-random-start"] = _random_start
-        scores = {method: [] for method in methods}
-        seconds = dict.fromkeys(methods, 0.0)
-        chosen = []
-        for rep in range(reps):
-            rng = np.random.default_rng(1000 * rep + int(100 * missing) + int(kappa_obs))
-            truth = make(size, rng)
-            z = wrap_angle(rng.vonmises(truth, kappa_obs))
-            observed = rng.random(truth.shape) >= missing
-            for method, fn in methods.items():
-                begin = time.process_time()
-                draws, info = fn(z, observed, np.random.default_rng(rep))
-                seconds[method] += time.process_time() - begin
-                if method == "pmctx":
-                    chosen.append(info["kappa"])
-                mean, covered = _interval_stats(draws, truth[~observed])
-                error = 0.5 * np.degrees(np.abs(wrap_angle(mean - truth[~observed])))
-                scores[method].append((error.mean(), covered.mean(), error.size))
-        for method in methods:
-            errors, coverages, counts = (np.array(v) for v in zip(*scores[method]))
-            rows.append(
-                {
-                    "benchmark": "vonmises_gp",
-                    "variant": method,
-                    "size": f"{size}x{size} {generator}",
-                    "missing": missing,
-                    "kappa_obs": kappa_obs,
-                    "error_deg": float(errors.mean()),
-                    "error_deg_maps": [round(float(e), 2) for e in errors],
-                    "coverage90": float(coverages.mean()),
-                    "coverage90_maps": [round(float(c), 3) for c in coverages],
-                    "cv_kappa_maps": chosen if method == "pmctx" else None,
-                    "cpu_seconds_per_map": seconds[method] / reps,
-                    "baseline": "gp",
-                    "notes": (
-                        f"missing {missing:.0%}, kappa_obs {kappa_obs:g}: error "
-                        f"{errors.mean():.1f} deg (maps {errors.min():.1f}-{errors.max():.1f}), "
-                        f"90% coverage {coverages.mean():.2f} (maps {coverages.min():.2f}-"
-                        f"{coverages.max():.2f}); {reps} maps, {counts.sum()} missing pixels"
-                        + (f"; CV kappa {chosen}" if method == "pmctx" else "")
-                    ),
-                }
-            )
-            if verbose:
-                _print_row(rows[-1])
+    make = GENERATORS[generator]
+    methods = {"pmctx": pmctx_reconstruct, "gp": gp_reconstruct}
+    if generator == "vonmises-prior":  # isolates the effect of CV's choice of kappa
+        methods["pmctx-true-kappa"] = _true_kappa
+    if kappa_obs == 1.0 and not quick:
+        methods["pmctx-random-start"] = _random_start
+    scores = {method: [] for method in methods}
+    seconds = dict.fromkeys(methods, 0.0)
+    chosen = []
+    for rep in range(reps):
+        rng = np.random.default_rng(1000 * rep + int(100 * missing) + int(kappa_obs))
+        truth = make(size, rng)
+        z = wrap_angle(rng.vonmises(truth, kappa_obs))
+        observed = rng.random(truth.shape) >= missing
+        for method, fn in methods.items():
+            begin = time.process_time()
+            draws, info = fn(z, observed, np.random.default_rng(rep))
+            seconds[method] += time.process_time() - begin
+            if method == "pmctx":
+                chosen.append(info["kappa"])
+            mean, covered = _interval_stats(draws, truth[~observed])
+            error = 0.5 * np.degrees(np.abs(wrap_angle(mean - truth[~observed])))
+            scores[method].append((error.mean(), covered.mean(), error.size))
+    for method in methods:
+        errors, coverages, counts = (np.array(v) for v in zip(*scores[method]))
+        rows.append(
+            {
+                "benchmark": "vonmises_gp",
+                "variant": method,
+                "size": f"{size}x{size} {generator}",
+                "missing": missing,
+                "kappa_obs": kappa_obs,
+                "error_deg": float(errors.mean()),
+                "error_deg_maps": [round(float(e), 2) for e in errors],
+                "coverage90": float(coverages.mean()),
+                "coverage90_maps": [round(float(c), 3) for c in coverages],
+                "cv_kappa_maps": chosen if method == "pmctx" else None,
+                "cpu_seconds_per_map": seconds[method] / reps,
+                "baseline": "gp",
+                "notes": (
+                    f"missing {missing:.0%}, kappa_obs {kappa_obs:g}: error "
+                    f"{errors.mean():.1f} deg (maps {errors.min():.1f}-{errors.max():.1f}), "
+                    f"90% coverage {coverages.mean():.2f} (maps {coverages.min():.2f}-"
+                    f"{coverages.max():.2f}); {reps} maps, {counts.sum()} missing pixels"
+                    + (f"; CV kappa {chosen}" if method == "pmctx" else "")
+                ),
+            }
+        )
+        if verbose:
+            _print_row(rows[-1])
     return rows
+
+
+def run(quick: bool = False, *, verbose: bool = True) -> list[dict]:
+    """All conditions; ``PMCTX_BENCH_WORKERS`` processes (default 1) run them in parallel
+    (each condition seeds its own generators, so the rows do not depend on it)."""
+    workers = int(os.environ.get("PMCTX_BENCH_WORKERS", "1"))
+    tasks = [(quick, *condition, verbose) for condition in _plan(quick)]
+    if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers) as pool:
+            results = list(pool.map(_condition, tasks))
+    else:
+        results = map(_condition, tasks)
+    return [row for condition_rows in results for row in condition_rows]
 
 
 def _print_row(row):
