@@ -18,14 +18,14 @@ von Mises prior truths the variant ``pmctx-true-kappa`` is the same fit at the g
 conditions.
 
 Every condition is scored on 3 maps; rows give the mean over maps and each map's value.
-``--quick`` runs 8 conditions on 16 x 16 maps (about 3 CPU minutes; every pmctx fit includes
+``--quick`` runs 8 conditions on 12 x 12 maps (a few CPU minutes; every pmctx fit includes
 its cross-validation). Both methods are scored at the missing pixels: the mean absolute
 orientation error (degrees, of the posterior circular mean) and the coverage of 90%
 intervals (the interval is the set of angles within the 90% quantile of the draws' circular
 distance to their circular mean, on doubled angles; on exact von Mises posteriors it covers
 0.89-0.90 of 4000 truths). Ground truths: a draw from the von Mises map prior (kappa 5,
 rank 5, 1200 sweeps: pmctx's own model) and band-pass filtered complex noise (the usual
-model-free orientation-map generator, closer to the GP's assumptions), 32 x 32 (16 x 16 with
+model-free orientation-map generator, closer to the GP's assumptions), 32 x 32 (12 x 12 with
 ``--quick``), observed with von Mises noise of concentration ``kappa_obs`` on doubled angles.
 """
 
@@ -178,7 +178,7 @@ def _condition(args) -> list[dict]:
     """Rows of one (generator, missing, kappa_obs) condition, scored on 3 maps."""
     quick, generator, missing, kappa_obs, verbose = args
     reps = 3
-    size = 16 if quick else SIZE
+    size = 12 if quick else SIZE
     rows = []
     make = GENERATORS[generator]
     methods = {"pmctx": pmctx_reconstruct, "gp": gp_reconstruct}
