@@ -9,25 +9,29 @@ missing pixel the posterior of ``m`` is complex normal; the orientation estimate
 ``arg(mean) / 2`` and its interval comes from 400 draws of ``m`` (angle of each draw).
 
 pmctx: the augmented sampler with ``kappa_obs`` learned (exact slice update) and ``kappa``
-chosen by held-out-pixel cross-validation at rank 5 (3 folds, 60 sweeps per fit), then 300
-sweeps (100 burn-in) at the chosen ``kappa``; every chain starts from the smoothed data
-(:func:`pmctx.vonmises.start.smoothed_start`). The variant ``pmctx-random-start`` is the
-same fit started from random angles at the missing pixels (how it ran before), on the
-``kappa_obs = 1`` conditions, to show the start is what broke calibration there.
+chosen by held-out-pixel cross-validation at rank 5 (3 folds, 60 sweeps per fit, kappa in
+:data:`KAPPA_GRID`), then 300 sweeps (100 burn-in) at the chosen ``kappa``; every chain
+starts from the smoothed data (:func:`pmctx.vonmises.start.smoothed_start`). On the
+von Mises prior truths the variant ``pmctx-true-kappa`` is the same fit at the generating
+``kappa`` (5), which isolates the effect of CV's choice on calibration. The full plan adds
+``pmctx-random-start`` (random angles at the missing pixels) on the ``kappa_obs = 1``
+conditions.
 
-``--quick`` runs 8 conditions on one 24 x 24 map each (about 15 minutes on a loaded 2-core
-machine; every pmctx fit includes its cross-validation). Both methods are scored at the
-missing pixels: the mean absolute orientation error (degrees, of the posterior circular
-mean) and the coverage of 90% intervals (the interval is the set of angles within the 90%
-quantile of the draws' circular distance to their circular mean, on doubled angles).
-Ground truths: a draw from the von Mises map prior (kappa 5, rank 5: pmctx's own model) and
-band-pass filtered complex noise (the usual model-free orientation-map generator, closer to
-the GP's assumptions), 32 x 32 (24 x 24 with ``--quick``), observed with von Mises noise
-of concentration ``kappa_obs`` on doubled angles.
+Every condition is scored on 3 maps; rows give the mean over maps and each map's value.
+``--quick`` runs 8 conditions on 12 x 12 maps (a few CPU minutes; every pmctx fit includes
+its cross-validation). Both methods are scored at the missing pixels: the mean absolute
+orientation error (degrees, of the posterior circular mean) and the coverage of 90%
+intervals (the interval is the set of angles within the 90% quantile of the draws' circular
+distance to their circular mean, on doubled angles; on exact von Mises posteriors it covers
+0.89-0.90 of 4000 truths). Ground truths: a draw from the von Mises map prior (kappa 5,
+rank 5, 1200 sweeps: pmctx's own model) and band-pass filtered complex noise (the usual
+model-free orientation-map generator, closer to the GP's assumptions), 32 x 32 (12 x 12 with
+``--quick``), observed with von Mises noise of concentration ``kappa_obs`` on doubled angles.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -52,13 +56,20 @@ def bandpass_map(size: int, rng, wavelength: float = 8.0) -> np.ndarray:
     return np.angle(np.fft.ifft2(np.fft.fft2(noise) * ring))
 
 
-def vonmises_prior_map(size: int, rng, kappa: float = 5.0, rank: int = 5) -> np.ndarray:
-    # 400 sweeps: from uniform angles a 32 x 32 map at kappa 5 still holds extra pinwheel
-    # pairs after 60 sweeps (smoothness 0.90, the prior's is 0.93), so 60 gave a truth rougher
-    # than the prior pmctx assumes; by 200 sweeps smoothness and pinwheels are stationary.
+TRUTH_KAPPA, TRUTH_RANK, TRUTH_SWEEPS = 5.0, 5, 1200
+
+
+def vonmises_prior_map(
+    size: int, rng, kappa: float = TRUTH_KAPPA, rank: int = TRUTH_RANK
+) -> np.ndarray:
+    # 1200 sweeps from uniform angles. Measured on 24 x 24 maps (kappa 5, rank 5; 4 chains
+    # from uniform angles against 4 from a flat map): after 400 sweeps one chain in 4 still
+    # held a pinwheel and the mean smoothness was 0.922; from 800 sweeps on both starts agree
+    # (0.93, no pinwheels). A 400-sweep truth (used before) was rougher than the prior pmctx
+    # assumes, and such a map is not covered at the nominal rate by a correct posterior.
     o = rng.uniform(-np.pi, np.pi, size=(size, size))
     field = np.zeros((size, size, 2))
-    for _ in range(400):
+    for _ in range(TRUTH_SWEEPS):
         o = augmented_sweep(o, field, kappa, rank, rng)
     return o
 
@@ -115,13 +126,18 @@ def gp_reconstruct(z, observed, rng, n_draws: int = 400):
     return np.angle(draws), {"length": length, "noise": noise, "var": var}
 
 
+KAPPA_GRID = (1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
+
+
 def pmctx_reconstruct(
-    z, observed, rng, *, rank: int = 5, kappas=(1.0, 2.0, 4.0, 8.0), random_start=False
+    z, observed, rng, *, rank: int = 5, kappas=KAPPA_GRID, random_start=False, kappa=None
 ):
-    """Posterior draws (doubled angles) at missing pixels; kappa by CV, kappa_obs learned."""
-    z_nan = np.where(observed, z, np.nan)
-    cv = cross_validate(z_nan, kappas=kappas, ranks=[rank], n_sweeps=60, seed=rng)
-    kappa = cv.best_kappa
+    """Posterior draws (doubled angles) at missing pixels; kappa by CV (unless given),
+    kappa_obs learned."""
+    if kappa is None:
+        z_nan = np.where(observed, z, np.nan)
+        cv = cross_validate(z_nan, kappas=kappas, ranks=[rank], n_sweeps=60, seed=rng)
+        kappa = cv.best_kappa
     if random_start:
         o = np.where(observed, z, rng.uniform(-np.pi, np.pi, size=z.shape))
     else:  # a random start stalls in a defected map (see pmctx.vonmises.start)
@@ -139,6 +155,10 @@ def _random_start(z, observed, rng):
     return pmctx_reconstruct(z, observed, rng, random_start=True)
 
 
+def _true_kappa(z, observed, rng):
+    return pmctx_reconstruct(z, observed, rng, kappa=TRUTH_KAPPA)
+
+
 def _plan(quick: bool):
     if quick:
         return [
@@ -154,60 +174,86 @@ def _plan(quick: bool):
     ]
 
 
-def run(quick: bool = False, *, verbose: bool = False) -> list[dict]:
-    reps = 1 if quick else 2
-    size = 24 if quick else SIZE
+def _condition(args) -> list[dict]:
+    """Rows of one (generator, missing, kappa_obs) condition, scored on 3 maps."""
+    quick, generator, missing, kappa_obs, verbose = args
+    reps = 3
+    size = 12 if quick else SIZE
     rows = []
-    for generator, missing, kappa_obs in _plan(quick):
-        make = GENERATORS[generator]
-        methods = {"pmctx": pmctx_reconstruct, "gp": gp_reconstruct}
-        if kappa_obs == 1.0:
-            methods["pmctx-random-start"] = _random_start
-        scores = {method: [] for method in methods}
-        seconds = dict.fromkeys(methods, 0.0)
-        for rep in range(reps):
-            rng = np.random.default_rng(1000 * rep + int(100 * missing) + int(kappa_obs))
-            truth = make(size, rng)
-            z = wrap_angle(rng.vonmises(truth, kappa_obs))
-            observed = rng.random(truth.shape) >= missing
-            for method, fn in methods.items():
-                begin = time.perf_counter()
-                draws, _ = fn(z, observed, np.random.default_rng(rep))
-                seconds[method] += time.perf_counter() - begin
-                mean, covered = _interval_stats(draws, truth[~observed])
-                error = 0.5 * np.degrees(np.abs(wrap_angle(mean - truth[~observed])))
-                scores[method].append((error, covered))
-        for method in methods:
-            errors = np.concatenate([e for e, _ in scores[method]])
-            covered = np.concatenate([c for _, c in scores[method]])
-            rows.append(
-                {
-                    "benchmark": "vonmises_gp",
-                    "variant": method,
-                    "size": f"{size}x{size} {generator}",
-                    "missing": missing,
-                    "kappa_obs": kappa_obs,
-                    "error_deg": float(errors.mean()),
-                    "coverage90": float(covered.mean()),
-                    "seconds": seconds[method] / reps,
-                    "baseline": "gp",
-                    "notes": (
-                        f"missing {missing:.0%}, kappa_obs {kappa_obs:g}: error "
-                        f"{errors.mean():.1f} deg, 90% coverage {covered.mean():.2f}; {reps} "
-                        f"map(s), {errors.size} missing pixels"
-                    ),
-                }
-            )
-            if verbose:
-                _print_row(rows[-1])
+    make = GENERATORS[generator]
+    methods = {"pmctx": pmctx_reconstruct, "gp": gp_reconstruct}
+    if generator == "vonmises-prior":  # isolates the effect of CV's choice of kappa
+        methods["pmctx-true-kappa"] = _true_kappa
+    if kappa_obs == 1.0 and not quick:
+        methods["pmctx-random-start"] = _random_start
+    scores = {method: [] for method in methods}
+    seconds = dict.fromkeys(methods, 0.0)
+    chosen = []
+    for rep in range(reps):
+        rng = np.random.default_rng(1000 * rep + int(100 * missing) + int(kappa_obs))
+        truth = make(size, rng)
+        z = wrap_angle(rng.vonmises(truth, kappa_obs))
+        observed = rng.random(truth.shape) >= missing
+        for method, fn in methods.items():
+            begin = time.process_time()
+            draws, info = fn(z, observed, np.random.default_rng(rep))
+            seconds[method] += time.process_time() - begin
+            if method == "pmctx":
+                chosen.append(info["kappa"])
+            mean, covered = _interval_stats(draws, truth[~observed])
+            error = 0.5 * np.degrees(np.abs(wrap_angle(mean - truth[~observed])))
+            scores[method].append((error.mean(), covered.mean(), error.size))
+    for method in methods:
+        errors, coverages, counts = (np.array(v) for v in zip(*scores[method]))
+        rows.append(
+            {
+                "benchmark": "vonmises_gp",
+                "variant": method,
+                "size": f"{size}x{size} {generator}",
+                "missing": missing,
+                "kappa_obs": kappa_obs,
+                "error_deg": float(errors.mean()),
+                "error_deg_maps": [round(float(e), 2) for e in errors],
+                "coverage90": float(coverages.mean()),
+                "coverage90_maps": [round(float(c), 3) for c in coverages],
+                "cv_kappa_maps": chosen if method == "pmctx" else None,
+                "cpu_seconds_per_map": seconds[method] / reps,
+                "baseline": "gp",
+                "notes": (
+                    f"missing {missing:.0%}, kappa_obs {kappa_obs:g}: error "
+                    f"{errors.mean():.1f} deg (maps {errors.min():.1f}-{errors.max():.1f}), "
+                    f"90% coverage {coverages.mean():.2f} (maps {coverages.min():.2f}-"
+                    f"{coverages.max():.2f}); {reps} maps, {counts.sum()} missing pixels"
+                    + (f"; CV kappa {chosen}" if method == "pmctx" else "")
+                ),
+            }
+        )
+        if verbose:
+            _print_row(rows[-1])
     return rows
+
+
+def run(quick: bool = False, *, verbose: bool = True) -> list[dict]:
+    """All conditions; ``PMCTX_BENCH_WORKERS`` processes (default 1) run them in parallel
+    (each condition seeds its own generators, so the rows do not depend on it)."""
+    workers = int(os.environ.get("PMCTX_BENCH_WORKERS", "1"))
+    tasks = [(quick, *condition, verbose) for condition in _plan(quick)]
+    if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers) as pool:
+            results = list(pool.map(_condition, tasks))
+    else:
+        results = map(_condition, tasks)
+    return [row for condition_rows in results for row in condition_rows]
 
 
 def _print_row(row):
     print(
         f"{row['size']:>26} miss={row['missing']:.1f} kobs={row['kappa_obs']:.0f} "
-        f"{row['variant']:>18}: err {row['error_deg']:5.1f} deg, cov90 {row['coverage90']:.2f}, "
-        f"{row['seconds']:.1f} s",
+        f"{row['variant']:>18}: err {row['error_deg']:5.1f} deg {row['error_deg_maps']}, "
+        f"cov90 {row['coverage90']:.2f} {row['coverage90_maps']}, "
+        f"{row['cpu_seconds_per_map']:.1f} CPU s/map {row['cv_kappa_maps'] or ''}",
         flush=True,
     )
 
