@@ -23,6 +23,7 @@ its workers is recorded as an error.
 from __future__ import annotations
 
 import math
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 
@@ -34,6 +35,9 @@ __all__ = ["CHUNK_SECONDS", "chunk_size", "run_chunk", "run_distributed"]
 #: Seconds of fitting a chunk aims at: long enough that a task's own cost (a few milliseconds
 #: of scheduling and transfer) is under 1% of it, short enough for a moving progress bar.
 CHUNK_SECONDS = 1.0
+
+#: Seconds between two looks at the number of worker threads.
+SLOTS_REFRESH_SECONDS = 5.0
 
 #: Chunks in flight per worker slot: one running and one waiting on the worker or scheduler.
 IN_FLIGHT_PER_SLOT = 2
@@ -131,6 +135,14 @@ class _Chunks:
         self.futures: dict = {}
         self.done = as_completed()
         self.seconds, self.timed, self.count = 0.0, 0, 0
+        self.slots, self.slots_at = 1, -math.inf
+
+    def _slot_count(self) -> int:
+        # A round trip to the scheduler: asked again at most every few seconds (workers that
+        # join an adaptive cluster get chunks from then on).
+        if time.monotonic() - self.slots_at > SLOTS_REFRESH_SECONDS:
+            self.slots, self.slots_at = _slots(self.client), time.monotonic()
+        return self.slots
 
     def _size(self, slots: int) -> int:
         if self.fixed_size is not None:
@@ -154,7 +166,7 @@ class _Chunks:
         self.done.add(future)
 
     def _fill(self) -> None:
-        slots = _slots(self.client)
+        slots = self._slot_count()
         while len(self.futures) < IN_FLIGHT_PER_SLOT * slots and (self.singles or self.pending):
             if self.singles:
                 self._submit([self.singles.popleft()])
@@ -196,8 +208,9 @@ class _Chunks:
                 records = self._failed(sources, err)
             future.release()
             for record in records:
-                if record.get("status") == "ok" and record.get("seconds") == record.get("seconds"):
-                    self.seconds += float(record["seconds"])
+                seconds = float(record.get("seconds", math.nan))
+                if record.get("status") == "ok" and math.isfinite(seconds):
+                    self.seconds += seconds
                     self.timed += 1
             self._fill()
             yield from records
