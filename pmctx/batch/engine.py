@@ -41,6 +41,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -210,6 +211,24 @@ def run_unit(
     status ``ok``, or one this run (``run_id``) wrote, is returned without refitting, which
     makes a rescheduled task (its first worker died after writing) idempotent.
     """
+    started = _fit_phase(fit_unit, source, out_dir, seed=seed, options=options,
+                         summarize=summarize, run_id=run_id)  # fmt: skip
+    return started if isinstance(started, dict) else _write_phase(started, groups=groups)
+
+
+class _Fitted(NamedTuple):
+    """A unit whose fit ran (or raised) and whose files are still to be written."""
+
+    record: dict
+    idata: object  # None when the fit raised
+    nc: Path
+    js: Path
+    seconds: float  # wall and process CPU seconds of loading, fitting and summarizing
+    cpu_seconds: float
+
+
+def _fit_phase(fit_unit, source, out_dir, *, seed, options, summarize, run_id) -> dict | _Fitted:
+    # The unit's record when it needs no fit in this run, else its fit and the record so far.
     nc, js = _unit_paths(out_dir, source.name)
     done = _read_record(js)
     if done is not None and (
@@ -225,22 +244,38 @@ def run_unit(
         "path": str(nc),
         "error": "",
     }
+    idata = None
     try:
         data = source.load()
         idata = fit_unit(data, random_seed=seed, **dict(options or {}))
-        extra = dict(summarize(idata)) if summarize is not None else {}
-        write_idata(idata, nc, groups=groups)
-        record.update(extra, status="ok")
+        record.update(dict(summarize(idata)) if summarize is not None else {}, status="ok")
     except Exception as err:  # a failing unit must not stop the batch: record it instead
-        record.update(
-            status="error",
-            path="",
-            error=f"{type(err).__name__}: {err}",
-            traceback=traceback.format_exc(),
-        )
-    record["seconds"] = time.perf_counter() - start
-    record["cpu_seconds"] = time.process_time() - cpu_start  # this process, all its threads
-    _write_json(js, record)
+        idata = None
+        record.update(_error_fields(err))
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    return _Fitted(record, idata, nc, js, seconds, cpu)
+
+
+def _error_fields(err: Exception) -> dict:
+    return {"status": "error", "path": "", "error": f"{type(err).__name__}: {err}",
+            "traceback": traceback.format_exc()}  # fmt: skip
+
+
+def _write_phase(fitted: _Fitted, *, groups=UNIT_GROUPS, thread_cpu: bool = False) -> dict:
+    # The unit's NetCDF, then its record: a record on disk means its NetCDF is complete.
+    # ``thread_cpu``: count this thread's CPU only (a background writer, whose process CPU
+    # includes the next unit's fit).
+    clock = time.thread_time if thread_cpu else time.process_time
+    start, cpu_start = time.perf_counter(), clock()
+    record = fitted.record
+    if fitted.idata is not None:
+        try:
+            write_idata(fitted.idata, fitted.nc, groups=groups)
+        except Exception as err:  # e.g. a full disk: this unit failed, the batch goes on
+            record.update(_error_fields(err))
+    record["seconds"] = fitted.seconds + time.perf_counter() - start
+    record["cpu_seconds"] = fitted.cpu_seconds + clock() - cpu_start
+    _write_json(fitted.js, record)
     return record
 
 
@@ -333,6 +368,7 @@ def run_batch(
     progressbar: bool | None = None,
     groups=UNIT_GROUPS,
     chunk_size: int | None = None,
+    background_writes: bool = True,
 ) -> pd.DataFrame:
     """Fit every unit (skipping finished ones) and return the summary table.
 
@@ -366,6 +402,9 @@ def run_batch(
         Units per Dask task. Default: sized from the measured fit times, about a second of
         fits per task (see :mod:`pmctx.batch.scheduling`); each unit is still written the
         moment it finishes, and a retried task refits only its unfinished units.
+    background_writes : bool
+        Write each unit's files in a background thread while the next unit fits (default;
+        see :mod:`pmctx.batch.writer`); ``False`` writes them between fits.
 
     Returns
     -------
@@ -390,13 +429,17 @@ def run_batch(
         else:
             todo.append(source)
     groups = None if groups is None else tuple(groups)
-    kwargs = dict(options=dict(options or {}), summarize=summarize, run_id=run_id, groups=groups)
+    kwargs = dict(options=dict(options or {}), summarize=summarize, run_id=run_id, groups=groups,
+                  background_writes=bool(background_writes))  # fmt: skip
     disable = None if progressbar is None else not progressbar
     summary = _Summary(out_dir, records)
     if local or not todo:
-        for source in progress(todo, total=len(todo), description="units", disable=disable):
-            summary.add(run_unit(fit_unit, source, out_dir, seed=unit_seed(seed, source.name),
-                                 **kwargs))  # fmt: skip
+        from pmctx.batch.writer import run_units
+
+        seeds = [unit_seed(seed, source.name) for source in todo]
+        records = run_units(fit_unit, todo, out_dir, seeds=seeds, **kwargs)
+        for record in progress(records, total=len(todo), description="units", disable=disable):
+            summary.add(record)
         return summary.close()
     from pmctx.batch.scheduling import run_distributed
 

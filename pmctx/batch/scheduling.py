@@ -4,20 +4,21 @@ One task per unit costs a scheduler round trip, a task's bookkeeping on the work
 result transfer per unit: for fits of tens of milliseconds that is a third of the fit again
 (measured on 200 CRP alpha fits of 40 ms on one worker: +36% wall against a plain loop). A
 task here runs a *chunk*: :func:`run_chunk` fits its units one after another with
-:func:`pmctx.batch.engine.run_unit`, so each unit's NetCDF and record are still written
-atomically the moment that unit finishes, and a unit that raises records its error while the
-chunk goes on. Chunk sizes (:func:`chunk_size`) come from the units' measured seconds: the
-first chunks hold one unit each; then a chunk holds about :data:`CHUNK_SECONDS` of work, at
-most an even share of what is left per worker slot, so the progress bar moves every second or
-so and the last chunks still spread over every worker. Two chunks per worker slot are in
-flight, so a worker never waits on the scheduler for its next chunk.
+:func:`pmctx.batch.writer.run_units`, so each unit's NetCDF and record are still written
+atomically as soon as that unit finishes (while the next one fits), and a unit that raises
+records its error while the chunk goes on. Chunk sizes (:func:`chunk_size`) come from the
+units' measured seconds: the first chunks hold one unit each; then a chunk holds about
+:data:`CHUNK_SECONDS` of work, at most an even share of what is left per worker slot, so the
+progress bar moves every second or so and the last chunks still spread over every worker.
+Two chunks per worker slot are in flight, so a worker never waits on the scheduler for its
+next chunk.
 
-Exactly once: a chunk whose worker dies is retried by the scheduler on another worker, and
-:func:`run_unit` returns a unit's record instead of refitting it when this run (or an earlier
-one, for ``ok``) already wrote it, so the retry fits only the units the dead worker had not
-finished. A chunk that fails as a whole (``KilledWorker``: it took down every worker it met)
-is split: its units without a record are resubmitted one per task, so only the unit that kills
-its workers is recorded as an error.
+Exactly once: a chunk whose worker dies is retried by the scheduler on another worker, and a
+unit that this run already recorded (or an earlier run, with status ``ok``) is returned from
+its record instead of being fitted again, so the retry fits only the units the dead worker
+had not finished. A chunk that fails as a whole (``KilledWorker``: it took down every worker
+it met) is split: its units without a record are resubmitted one per task, so only the unit
+that kills its workers is recorded as an error.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from pmctx.batch.engine import _read_record, _unit_paths, _write_json, run_unit
+from pmctx.batch.engine import _read_record, _unit_paths, _write_json
 from pmctx.batch.units import UnitSource, unit_seed
+from pmctx.batch.writer import run_units
 
 __all__ = ["CHUNK_SECONDS", "chunk_size", "run_chunk", "run_distributed"]
 
@@ -77,7 +79,7 @@ def chunk_size(seconds_per_unit: float | None, remaining: int, slots: int) -> in
 
 def run_chunk(fit_unit: Callable, sources: list[UnitSource], out_dir, *, seeds: list[int],
               **kwargs) -> list[dict]:  # fmt: skip
-    """Run :func:`~pmctx.batch.engine.run_unit` on each unit in turn (the task a worker runs).
+    """Fit each unit in turn with :func:`~pmctx.batch.writer.run_units` (the task a worker runs).
 
     Parameters
     ----------
@@ -90,7 +92,8 @@ def run_chunk(fit_unit: Callable, sources: list[UnitSource], out_dir, *, seeds: 
     seeds : list of int
         Each unit's seed.
     **kwargs
-        Passed to :func:`~pmctx.batch.engine.run_unit` (options, summarize, run_id, groups).
+        Passed to :func:`~pmctx.batch.writer.run_units` (options, summarize, run_id, groups,
+        background_writes).
 
     Returns
     -------
@@ -108,10 +111,7 @@ def run_chunk(fit_unit: Callable, sources: list[UnitSource], out_dir, *, seeds: 
     >>> [(r["unit"], r["status"]) for r in records]
     [('a', 'ok'), ('b', 'error')]
     """
-    return [
-        run_unit(fit_unit, source, out_dir, seed=seed, **kwargs)
-        for source, seed in zip(sources, seeds, strict=True)
-    ]
+    return list(run_units(fit_unit, sources, out_dir, seeds=seeds, **kwargs))
 
 
 def _slots(client) -> int:

@@ -8,6 +8,7 @@ MODULES = [
     "pmctx.batch.units",
     "pmctx.batch.engine",
     "pmctx.batch.scheduling",
+    "pmctx.batch.writer",
     "pmctx.batch.adapters",
     "pmctx.batch.toy",
     "pmctx.batch.population",
