@@ -5,19 +5,34 @@
 * ``gum_laplace``: 200 simulated neurons (seed section 3.1 Poisson GUM, 150 observations,
   16-point grids); each fit is the GUM Laplace approximation (:func:`fit_gum`).
 
-Rows: the plain loop (``fit`` on every unit, nothing written: the baseline), the plain loop
-that also saves each fit (``idata.to_netcdf``: what a hand-written loop that keeps its
-results costs), the engine in the same process (``local=True``: seeds, one NetCDF + JSON
-record per unit, summary rows), and the engine on a ``LocalCluster`` with 1 and 2 worker
-processes (client and workers started and warmed before timing; start-up is reported
-separately). ``seconds_per_sweep`` is wall seconds per unit; ``ratio_vs_baseline`` the
-wall-time speed-up over the plain loop. The machine these run on may be shared, so every row
-also has ``cpu_s_per_unit``: process CPU time per unit (for Dask rows, the workers' CPU plus
-the client's, whose process also runs the scheduler), ``cpu_overhead`` against the plain
-loop's CPU time, and the 1-minute load average before and after the row (``load``).
-Targets: engine overhead < 10% (CPU time; wall time on a quiet machine), 2 workers >= 1.7x
-over 1 worker in wall time (which needs two free cores). With ``--quick`` 40 units. SBC wall
-times are in ``notes`` of the ``sbc`` rows when run with ``PMCTX_BENCH_SBC=<reps>``.
+Baselines, all in this process, one unit after another, same fits and seeds:
+
+* ``plain loop (no files)``: ``fit`` on every unit, nothing kept (run before and after the
+  engine rows; the baseline is their mean, the load drifts on a shared machine);
+* ``plain loop + same files``: the loop also writes each unit's NetCDF with the engine's own
+  writer (:func:`pmctx.batch.engine.write_idata`, the same groups): a loop that keeps what
+  the engine keeps;
+* ``plain loop + to_netcdf``: the loop saves each fit with ``idata.to_netcdf`` (what a
+  hand-written loop that keeps its results costs).
+
+Engine rows: in the same process (``local=True``: seeds, one NetCDF + JSON record per unit,
+summary rows; each unit's files written by a background thread while the next unit fits,
+and, for comparison, ``writes inline``: between fits, ``background_writes=False``) and on a
+``LocalCluster`` with 1 and 2 worker processes (client and workers started and warmed before
+timing; start-up reported separately; units in chunks, see :mod:`pmctx.batch.scheduling`).
+``seconds_per_sweep`` is wall seconds per unit and ``ratio_vs_baseline`` the wall-time
+speed-up over the plain loop without files.
+
+Overhead, per unit, relative to the plain loop without files ``t0``:
+``overhead = (t_engine - t0) / t0`` (everything the engine adds, writing the unit files
+included) and ``engine_only = (t_engine - t_files) / t0`` (what the engine adds to a loop
+that writes the same files: seeds, records, summary, scheduling). Both in wall time
+(``wall_overhead*``) and in CPU time (``cpu_overhead*``: process CPU per unit; for Dask rows
+the workers' CPU plus the client's, whose process also runs the scheduler). The machine may
+be shared: each row has the 1-minute load average before and after it (``load``); under load
+trust the CPU columns. Targets: engine overhead < 10% (in-process and 1 worker), 2 workers
+>= 1.7x over 1 worker in wall time (which needs two free cores). With ``--quick`` 40 units.
+SBC wall times are in ``notes`` of the ``sbc`` rows when run with ``PMCTX_BENCH_SBC=<reps>``.
 """
 
 from __future__ import annotations
@@ -32,33 +47,47 @@ import numpy as np
 
 from pmctx.batch import connect, run_batch, unit_seed
 from pmctx.batch.adapters import fit_gum, resolve_fit, resolve_invariants, resolve_simulate
+from pmctx.batch.engine import write_idata
 from pmctx.conditioning.simulate import fit_alpha_posterior
 from pmctx.conditioning.simulate import simulate as simulate_crp
 from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
 
 
-def _row(benchmark, variant, size, per_unit, *, base=None, cpu=None, base_cpu=None, load=(),
-         notes=""):  # fmt: skip
+def _row(benchmark, variant, size, per_unit, *, base=None, cpu=None, base_cpu=None, files=None,
+         load=(), notes=""):  # fmt: skip
+    """One table row; ``base``/``base_cpu`` the plain loop without files, ``files`` the (wall,
+    CPU) seconds per unit of the plain loop writing the same files (for engine rows)."""
     overhead = None if cpu is None or base_cpu is None else cpu / base_cpu - 1.0
-    parts = [] if cpu is None else [f"CPU {1000 * cpu:.1f} ms/unit"]
-    if overhead is not None and cpu is not base_cpu:
-        parts.append(f"CPU overhead {100 * overhead:+.1f}%")
-    if load:
-        parts.append("load " + "->".join(f"{x:.1f}" for x in load))
-    return {
+    row = {
         "benchmark": benchmark,
         "variant": variant,
         "size": size,
         "seconds_per_sweep": per_unit,
         "sweeps_per_s": 1.0 / per_unit,
         "ess_per_s": None,
-        "baseline": None if base is None else "plain loop",
+        "baseline": None if base is None else "plain loop (no files)",
         "ratio_vs_baseline": None if base is None else base / per_unit,
         "cpu_s_per_unit": cpu,
+        "wall_overhead": None if base is None else per_unit / base - 1.0,
         "cpu_overhead": overhead,
         "load": list(load),
-        "notes": "; ".join(parts + ([notes] if notes else [])),
     }
+    parts = [] if cpu is None else [f"CPU {1000 * cpu:.1f} ms/unit"]
+    if files is not None:
+        row["wall_overhead_engine_only"] = (per_unit - files[0]) / base
+        row["cpu_overhead_engine_only"] = (cpu - files[1]) / base_cpu
+        parts.append(
+            f"overhead wall {100 * row['wall_overhead']:+.1f}% / CPU {100 * overhead:+.1f}% "
+            f"(engine only, vs loop + same files: wall "
+            f"{100 * row['wall_overhead_engine_only']:+.1f}% / CPU "
+            f"{100 * row['cpu_overhead_engine_only']:+.1f}%)"
+        )
+    elif overhead is not None and cpu is not base_cpu:
+        parts.append(f"CPU overhead {100 * overhead:+.1f}%")
+    if load:
+        parts.append("load " + "->".join(f"{x:.1f}" for x in load))
+    row["notes"] = "; ".join(parts + ([notes] if notes else []))
+    return row
 
 
 def _load() -> float:
@@ -84,18 +113,24 @@ CASES = {
 }
 
 
-def _plain_loop(fit, units, options, save_to=None):
-    """Wall and CPU seconds of fitting every unit in a loop (saving each fit to ``save_to``)."""
+def _plain_loop(fit, units, options, save_to=None, writer=None):
+    """Wall and CPU seconds of fitting every unit in a loop (each fit saved to ``save_to`` by
+    ``writer(idata, path)`` when given)."""
     start, cpu = time.perf_counter(), time.process_time()
     for name, data in units.items():
         idata = fit(dict(data), random_seed=unit_seed(0, name), **options)
         if save_to is not None:
-            idata.to_netcdf(str(Path(save_to) / f"{name}.nc"))
+            writer(idata, Path(save_to) / f"{name}.nc")
     return time.perf_counter() - start, time.process_time() - cpu
 
 
+def _to_netcdf(idata, path):
+    idata.to_netcdf(str(path))
+
+
 def _engine(fit, units, options, client=None, **kwargs):
-    """Wall seconds and CPU seconds (this process, plus the workers' when on a cluster)."""
+    """Wall seconds, CPU seconds (this process, plus the workers' when on a cluster) and this
+    process's CPU seconds (on a cluster: the client and the local cluster's scheduler)."""
     out = Path(tempfile.mkdtemp(prefix="pmctx-bench-"))
     try:
         workers = client.run(time.process_time) if client is not None else {}
@@ -103,11 +138,12 @@ def _engine(fit, units, options, client=None, **kwargs):
         table = run_batch(fit, units, out, options=options, progressbar=False, client=client,
                           **kwargs)  # fmt: skip
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        here = cpu
         if client is not None:
             after = client.run(time.process_time)
             cpu += sum(after[w] - workers[w] for w in workers)
         assert (table["status"] == "ok").all(), table[table["status"] != "ok"]
-        return seconds, cpu
+        return seconds, cpu, here
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -132,41 +168,65 @@ def bench_case(name, n_units):
     with tempfile.TemporaryDirectory() as folder:  # warm this process: fit, writers
         run_batch(fit, dict(list(units.items())[:1]), folder, options=options, local=True,
                   progressbar=False)  # fmt: skip
+        _plain_loop(fit, dict(list(units.items())[:1]), options, folder, _to_netcdf)
     size = f"{n_units} units"
-    load = _load()
-    loop, loop_cpu = (x / n_units for x in _plain_loop(fit, units, options))
-    rows = [_row(name, "plain loop (no files)", size, loop, base=loop, cpu=loop_cpu,
-                 base_cpu=loop_cpu, load=(load, load := _load()))]  # fmt: skip
-    with tempfile.TemporaryDirectory() as folder:
-        wall, cpu = (x / n_units for x in _plain_loop(fit, units, options, save_to=folder))
-    rows.append(_row(name, "plain loop + to_netcdf", size, wall, base=loop, cpu=cpu,
-                     base_cpu=loop_cpu, load=(load, load := _load())))  # fmt: skip
-    wall, cpu = (x / n_units for x in _engine(fit, units, options, local=True))
-    rows.append(_row(name, "engine in-process (files)", size, wall, base=loop, cpu=cpu,
-                     base_cpu=loop_cpu, load=(load, load := _load()),
-                     notes=f"wall overhead {100 * (wall / loop - 1):+.1f}%"))  # fmt: skip
-    walls = {}
+
+    def per_unit(seconds):
+        return tuple(x / n_units for x in seconds)
+
+    load = [_load()]
+    first = per_unit(_plain_loop(fit, units, options))
+    load.append(_load())
+    measured = {}
+    for label, writer in (("same files", write_idata), ("to_netcdf", _to_netcdf)):
+        with tempfile.TemporaryDirectory() as folder:
+            measured[label] = per_unit(_plain_loop(fit, units, options, folder, writer))
+        load.append(_load())
+    measured["in-process"] = per_unit(_engine(fit, units, options, local=True))
+    load.append(_load())
+    measured["inline"] = per_unit(_engine(fit, units, options, local=True,
+                                          background_writes=False))  # fmt: skip
+    load.append(_load())
+    walls, notes = {}, {}
     for workers in (1, 2):
         start = time.perf_counter()
         client = connect(workers=workers)
         startup = time.perf_counter() - start
         try:
             _warm(client, fit, units, options)
-            load = _load()
-            wall, cpu = (x / n_units for x in _engine(fit, units, options, client=client))
+            load.append(_load())
+            measured[workers] = per_unit(_engine(fit, units, options, client=client))
+            load.append(_load())
         finally:
             cluster = client.cluster
             client.close()
             cluster.close()
-        walls[workers] = wall
-        notes = f"cluster start {startup:.1f} s"
-        if workers == 1:
-            notes += f"; wall overhead vs plain loop {100 * (wall / loop - 1):+.1f}%"
-        else:
-            notes += f"; speed-up over 1 worker {walls[1] / walls[2]:.2f}x"
-        rows.append(_row(name, f"dask {workers} worker(s)", size, wall, base=loop, cpu=cpu,
-                         base_cpu=loop_cpu, load=(load, _load()), notes=notes))  # fmt: skip
-    return rows
+        walls[workers] = measured[workers][0]
+        notes[workers] = f"cluster start {startup:.1f} s"
+    notes[2] += f"; speed-up over 1 worker {walls[1] / walls[2]:.2f}x"
+    last = per_unit(_plain_loop(fit, units, options))
+    load.append(_load())
+    loop, loop_cpu = ((a + b) / 2 for a, b in zip(first, last, strict=True))
+    spread = f"loop before/after engine rows {1000 * first[0]:.1f}/{1000 * last[0]:.1f} ms wall"
+    files = measured["same files"]
+
+    def row(variant, wall_cpu, notes="", **kwargs):
+        out = _row(name, variant, size, wall_cpu[0], cpu=wall_cpu[1], base=loop,
+                   base_cpu=loop_cpu, notes=notes, **kwargs)  # fmt: skip
+        if len(wall_cpu) > 2 and variant.startswith("dask"):
+            out["client_cpu_s_per_unit"] = wall_cpu[2]
+            out["notes"] += f"; of the CPU, client + scheduler {1000 * wall_cpu[2]:.1f} ms/unit"
+        return out
+
+    return [
+        row("plain loop (no files)", (loop, loop_cpu), load=(load[0], load[-1]), notes=spread),
+        row("plain loop + same files", files, load=load[1:3]),
+        row("plain loop + to_netcdf", measured["to_netcdf"], load=load[2:4]),
+        row("engine in-process (files)", measured["in-process"], files=files, load=load[3:5]),
+        row("engine in-process, writes inline", measured["inline"], files=files, load=load[4:6]),
+        row("dask 1 worker(s)", measured[1], files=files, load=load[6:8], notes=notes[1]),
+        row("dask 2 worker(s)", measured[2], load=load[8:10], notes=notes[2]),
+    ]
 
 
 SBC_SETTINGS = {

@@ -77,6 +77,9 @@ def add_parser(subparsers) -> None:
     batch.add_argument("--all-groups", action="store_true",
                        help="write every InferenceData group per unit (default: all but the "
                        "posterior predictive draws)")  # fmt: skip
+    batch.add_argument("--chunk-size", type=int, default=None, metavar="N",
+                       help="units per Dask task (default: about a second of fits per task, "
+                       "from measured fit times)")  # fmt: skip
     batch.set_defaults(func=run)
     sbc = subparsers.add_parser(
         "sbc",
@@ -124,6 +127,7 @@ def _batch(args) -> int:
         options=parse_options(args.settings),
         rerun_errors=args.rerun_errors,
         groups=None if args.all_groups else UNIT_GROUPS,
+        chunk_size=args.chunk_size,
         **_engine(args),
     )
     counts = table["status"].value_counts().to_dict()

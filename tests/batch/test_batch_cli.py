@@ -63,7 +63,7 @@ def test_batch_command_on_a_local_cluster(tmp_path, capsys):
         np.savez(folder / f"s{i}.npz", x=x, y=np.cos(3 * x) + 0.3 * rng.normal(size=25),
                  formula="y ~ f(x, max_points=6)", noise_sd=0.3)  # fmt: skip
     args = ["batch", "gum", "--data", str(folder), "--out", str(tmp_path / "o"), "--workers",
-            "2", "--set", "draws=50"]  # fmt: skip
+            "2", "--set", "draws=50", "--chunk-size", "2"]  # fmt: skip
     assert main(args) == 0
     summary = pd.read_csv(tmp_path / "o" / "summary.csv")
     assert summary["status"].tolist() == ["ok"] * 3

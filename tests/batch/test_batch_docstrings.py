@@ -7,6 +7,8 @@ from pmctx.testing import assert_docstring_examples
 MODULES = [
     "pmctx.batch.units",
     "pmctx.batch.engine",
+    "pmctx.batch.scheduling",
+    "pmctx.batch.writer",
     "pmctx.batch.adapters",
     "pmctx.batch.toy",
     "pmctx.batch.population",

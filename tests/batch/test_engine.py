@@ -254,3 +254,53 @@ def _empty(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     return empty
+
+
+def test_retried_chunk_refits_only_units_this_run_has_not_recorded(tmp_path):
+    # What a chunk's retry on a second worker sees when its first worker died mid-chunk.
+    from pmctx.batch.scheduling import run_chunk
+
+    sources = list(discover_units({k: UNITS[k] for k in ("u0", "u1", "u2")}).values())
+    kwargs = {"options": {"fail_on": "u1"}, "run_id": "first"}
+    first = run_chunk(normal_mean_fit, sources[:2], tmp_path, seeds=[1, 2], **kwargs)
+    assert [r["status"] for r in first] == ["ok", "error"]
+    stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "units").iterdir()}
+    again = run_chunk(normal_mean_fit, sources, tmp_path, seeds=[1, 2, 3], **kwargs)
+    assert again[:2] == first  # returned from disk, not refitted (nor the error retried)
+    assert {p: (tmp_path / "units" / p).stat().st_mtime_ns for p in stamps} == stamps
+    assert again[2]["status"] == "ok" and (tmp_path / "units" / "u2.nc").exists()
+    # A later run retries the error only when asked (rerun_errors), never an ok unit.
+    later = run_chunk(normal_mean_fit, sources[:2], tmp_path, seeds=[1, 2], run_id="second")
+    assert later[0] == first[0] and later[1]["status"] == "ok"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(CLUSTER_TEST_TIMEOUT)
+def test_chunks_run_every_unit_once_and_a_failing_unit_does_not_stop_its_chunk(client, tmp_path):
+    units = {f"c{i}": {"y": np.linspace(0, 1, 4) + i, "name": f"c{i}"} for i in range(10)}
+    table = run_batch(normal_mean_fit, units, tmp_path, client=client, seed=5, chunk_size=4,
+                      options={"fail_on": "c5"}).set_index("unit")  # fmt: skip
+    assert sorted(table.index) == sorted(units) and table.index.is_unique
+    assert table.loc["c5", "status"] == "error" and "fails on purpose" in table.loc["c5", "error"]
+    assert (table.drop(index="c5")["status"] == "ok").all()
+    assert len(list((tmp_path / "units").glob("*.json"))) == len(units)
+    for name in set(units) - {"c5"}:
+        expected = normal_mean_fit(dict(units[name]), random_seed=unit_seed(5, name))
+        np.testing.assert_array_equal(_draws(tmp_path, name), expected.posterior["mu"].values)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(CLUSTER_TEST_TIMEOUT)
+def test_chunk_that_kills_its_workers_is_split_and_only_the_killer_unit_fails(tmp_path):
+    import dask
+
+    units = {f"x{i}": {"y": [float(i)], "name": f"x{i}"} for i in range(6)}
+    # One retry per task keeps the test short: the chunk dies twice, then its units run alone.
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        with local_cluster(workers=2) as client:
+            table = run_batch(normal_mean_fit, units, tmp_path, client=client, chunk_size=3,
+                              options={"crash_on": "x1"}).set_index("unit")  # fmt: skip
+    assert sorted(table.index) == sorted(units) and table.index.is_unique
+    assert table.loc["x1", "status"] == "error" and "KilledWorker" in table.loc["x1", "error"]
+    assert (table.drop(index="x1")["status"] == "ok").all()
+    assert not list((tmp_path / "units").glob(".*.tmp"))
