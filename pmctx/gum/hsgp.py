@@ -62,8 +62,10 @@ HSGP_MIN_OBS = 5000
 HSGP_C = 1.5
 #: Boundary factors tried by :func:`choose_n_basis`.
 HSGP_CS = (1.2, 1.5, 2.0, 2.5, 3.0, 4.0)
-#: Largest covariance error (relative to the variance) accepted when choosing the basis size.
-HSGP_TOL = 1e-3
+#: Largest covariance error (relative to the variance) accepted when choosing the basis size:
+#: at 1e-3 the posterior mean of a 400-row SE fit sat 0.19 posterior sd from the exact GP, at
+#: 1e-4 0.02 sd (tests/gum/test_gum_hsgp.py).
+HSGP_TOL = 1e-4
 
 _COVARIANCES = {
     "se": pm.gp.cov.ExpQuad,
