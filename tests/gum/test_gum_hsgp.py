@@ -58,6 +58,7 @@ def _hand_built(g, sizes, *, sample_lengthscale):
     return hand
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sample_lengthscale", [False, True])
 def test_hsgp_logp_matches_hand_built_pymc_model(sample_lengthscale):
     g = gum(
@@ -102,6 +103,7 @@ def _gaussian_posterior(W, Q, theta0, y, noise):
     return theta0 + Q @ mean_z, np.sqrt(np.einsum("ij,jk,ik->i", Q, cov, Q))
 
 
+@pytest.mark.slow
 def test_hsgp_posterior_matches_exact_gp_posterior():
     """Moderate problem (N=400, one SE term, known noise): HSGP posterior mean within 0.1
     posterior sd of the exact one and sd within 10%, on the whole grid; the pm.Model's MAP
@@ -124,6 +126,7 @@ def test_hsgp_posterior_matches_exact_gp_posterior():
     np.testing.assert_allclose(point["f_x"], mean, atol=1e-3 * np.abs(mean).max())
 
 
+@pytest.mark.slow
 def test_auto_uses_hsgp_from_threshold_and_start_matches_laplace_mode():
     small = gum(FORMULA, _additive_data(200), noise_sd=0.3)
     assert small.hsgp_sizes == {}
