@@ -30,7 +30,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import platform
 import resource
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -178,5 +180,17 @@ def run(quick: bool = False) -> list[dict]:
             print(json.dumps(row), flush=True)
             # rows so far, in case a long run is cut short (the runner writes the full table)
             partial = RESULTS / f"gum_samplers_n{n}.json"
-            partial.write_text(json.dumps([r for r in rows if r["size"] == n], indent=2))
+            partial.write_text(json.dumps(_partial_payload(rows, n), indent=2))
     return rows
+
+
+def _partial_payload(rows: list, n: int) -> dict:
+    """The rows of size ``n`` in the runner's format (the docs' benchmark page reads every
+    JSON in ``results/`` as one)."""
+    return {
+        "benchmark": f"gum_samplers_n{n}",
+        "quick": False,
+        "partial": True,
+        "machine": {"python": sys.version.split()[0], "platform": platform.platform()},
+        "rows": [r for r in rows if r["size"] == n],
+    }

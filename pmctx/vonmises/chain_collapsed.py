@@ -60,7 +60,7 @@ __all__ = [
 
 
 def chain_log_evidence(field, kappa: float, rank: int) -> float:
-    """``log`` of the integral of ``prod_t psi(x_t, x_{t+1}) prod_t exp(field_t . x_t)``.
+    """``log`` of the integral of ``prod_t psi(x_t, x_{t+1}) prod_t exp(<field_t, x_t>)``.
 
     Parameters
     ----------
