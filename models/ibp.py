@@ -33,7 +33,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pmctx import TruncationWarning
+from pmctx import PmctxWarning, TruncationWarning
 from pmctx.convergence import report_after_fit
 from pmctx.ibp.hyper import HYPER_PRIORS
 from pmctx.ibp.marginal import add_integrated_log_likelihood
@@ -81,6 +81,23 @@ DEFAULT_HYPER = dict(
 # well within pm.sample's tuning (docs/guides/ibp_defaults.md).
 SUBSAMPLE_START_MIN_TRIALS = 500
 START_CHOICES = ("auto", "subsample", "zero")
+#: Stored draws larger than this (bytes) get a warning before sampling starts: at N=10,000 the
+#: per-draw Z, X_prob and posterior predictive of 4 x 1000 draws need about 25 GB.
+STORED_BYTES_WARN = 4 * 2**30
+
+
+def _stored_bytes(model, draws: int, chains: int, *, log_likelihood, posterior_predictive):
+    # every per-trial quantity kept per draw (8-byte values): Z, the reconstructions, the
+    # log-likelihood and the redrawn observations
+    dims = {name: int(length.eval()) for name, length in model.dim_lengths.items()}
+    per_trial = dims["feature"]
+    for name in ("F_hat", "X_prob", "F_offset"):
+        if name in model.named_vars:
+            per_trial += dims[model.named_vars_to_dims[name][1]]
+    observed = [dims[model.named_vars_to_dims[v.name][1]] for v in model.observed_RVs]
+    per_trial += len(observed) * bool(log_likelihood) + sum(observed) * bool(posterior_predictive)
+    return 8 * dims["trial"] * per_trial * draws * chains
+
 
 UNUSED_PLACEHOLDERS = {"F": dict(sigma_n=0.5, sigma_A=1.0), "X": dict(phi=0.5, lam=0.9, eps=0.05)}
 
@@ -416,6 +433,22 @@ def sample(
         raise ValueError(f"start must be one of {START_CHOICES}; got {start!r}.")
     model = build_model(F, X, K_max=K_max, reconstructions=reconstructions, **hyper)
     n_trials = int(model.dim_lengths["trial"].eval())
+    stored = _stored_bytes(
+        model,
+        draws,
+        chains,
+        log_likelihood=log_likelihood,
+        posterior_predictive=posterior_predictive,
+    )
+    if stored > STORED_BYTES_WARN:
+        warnings.warn(
+            f"Keeping {chains} x {draws} draws of this fit needs about {stored / 2**30:.1f} GiB "
+            f"({n_trials} trials: Z, the reconstructions and the per-trial groups are stored per "
+            "draw). Pass reconstructions=False, posterior_predictive=False and "
+            "log_likelihood=False, or fewer draws, to keep it smaller.",
+            PmctxWarning,
+            stacklevel=2,
+        )
     initvals = None
     if start == "subsample" or (start == "auto" and n_trials >= SUBSAMPLE_START_MIN_TRIALS):
         initvals = subsample_initvals(model, F, X, chains=chains, random_seed=random_seed)

@@ -153,3 +153,15 @@ def test_hyperparameters_with_priors_are_learned_next_to_the_ibp_step():
     # 60 trials x 2 force dims pin the noise scale (truth 0.3) to within about 10 %.
     assert 0.24 < sigma_n.mean() < 0.38
     assert np.all(np.isfinite(idata.posterior["alpha"].values))
+
+
+def test_sample_warns_before_storing_draws_too_large_for_memory(monkeypatch):
+    from pmctx.models import ibp
+
+    from pmctx import PmctxWarning
+    from pmctx.ibp.data import visuomotor_data
+
+    data = visuomotor_data(n_trials=6, seed=0)
+    monkeypatch.setattr(ibp, "STORED_BYTES_WARN", 1000)
+    with pytest.warns(PmctxWarning, match=r"needs about .* GiB .*reconstructions=False"):
+        ibp.sample(data.F, data.X, draws=5, tune=2, chains=1, check_convergence=False)
