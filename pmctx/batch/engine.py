@@ -473,6 +473,12 @@ def load_records(out_dir) -> pd.DataFrame:
     return pd.DataFrame(records).drop(columns=["traceback"], errors="ignore")
 
 
+def _remove_stale_temps(out_dir: Path) -> None:
+    # temporary files of writes that never finished (one batch per folder at a time)
+    for stale in (out_dir / "units").glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
+
+
 def run_batch(
     fit_unit: Callable,
     units,
@@ -555,9 +561,7 @@ def run_batch(
     sources = discover_units(units)
     seed = check_int(seed, "seed", minimum=0)
     run_id = uuid.uuid4().hex[:12]
-    # Temporary files of a run that was killed mid-write (one batch per folder at a time).
-    for stale in (out_dir / "units").glob(".*.tmp"):
-        stale.unlink(missing_ok=True)
+    _remove_stale_temps(out_dir)
     records, todo = [], []
     for name, source in sources.items():
         done = _finished(out_dir, name, rerun_errors)
@@ -587,4 +591,7 @@ def run_batch(
                               units_per_task=chunk_size)  # fmt: skip
     for record in progress(records, total=len(todo), description="units", disable=disable):
         summary.add(record)
+    # a worker killed while its writer thread was mid-write leaves a temporary file; every
+    # task has ended now, so nothing else writes into the folder
+    _remove_stale_temps(out_dir)
     return summary.close()
