@@ -16,8 +16,8 @@ Baselines, all in this process, one unit after another, same fits and seeds:
   hand-written loop that keeps its results costs).
 
 Engine rows: in the same process (``local=True``: seeds, one NetCDF + JSON record per unit,
-summary rows; each unit's files written by a background thread while the next unit fits,
-and, for comparison, ``writes inline``: between fits, ``background_writes=False``) and on a
+summary rows; each unit's files written between fits, and, for comparison, ``background
+writes``: by a background thread while the next unit fits, ``background_writes=True``) and on a
 ``LocalCluster`` with 1 and 2 worker processes (client and workers started and warmed before
 timing; start-up reported separately; units in chunks, see :mod:`pmctx.batch.scheduling`).
 ``seconds_per_sweep`` is wall seconds per unit and ``ratio_vs_baseline`` the wall-time
@@ -184,8 +184,8 @@ def bench_case(name, n_units):
         load.append(_load())
     measured["in-process"] = per_unit(_engine(fit, units, options, local=True))
     load.append(_load())
-    measured["inline"] = per_unit(_engine(fit, units, options, local=True,
-                                          background_writes=False))  # fmt: skip
+    measured["background"] = per_unit(_engine(fit, units, options, local=True,
+                                              background_writes=True))  # fmt: skip
     load.append(_load())
     walls, notes = {}, {}
     for workers in (1, 2):
@@ -223,7 +223,12 @@ def bench_case(name, n_units):
         row("plain loop + same files", files, load=load[1:3]),
         row("plain loop + to_netcdf", measured["to_netcdf"], load=load[2:4]),
         row("engine in-process (files)", measured["in-process"], files=files, load=load[3:5]),
-        row("engine in-process, writes inline", measured["inline"], files=files, load=load[4:6]),
+        row(
+            "engine in-process, background writes",
+            measured["background"],
+            files=files,
+            load=load[4:6],
+        ),
         row("dask 1 worker(s)", measured[1], files=files, load=load[6:8], notes=notes[1]),
         row("dask 2 worker(s)", measured[2], load=load[8:10], notes=notes[2]),
     ]

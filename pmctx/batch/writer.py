@@ -68,7 +68,7 @@ def run_units(
     summarize: Callable | None = None,
     run_id: str = "",
     groups=UNIT_GROUPS,
-    background_writes: bool = True,
+    background_writes: bool = False,
 ) -> Iterator[dict]:
     """Fit ``sources`` in order, yielding each unit's record once its files are on disk.
 
@@ -90,9 +90,9 @@ def run_units(
         This run's id (a unit this run already recorded is not fitted again).
     groups : sequence of str or None
         InferenceData groups written per unit.
-    background_writes : bool
-        Write each unit while the next one fits (default); ``False`` writes in this thread,
-        as :func:`~pmctx.batch.engine.run_unit` does.
+    background_writes : bool, default False
+        Write each unit while the next one fits; ``False`` writes in this thread, as
+        :func:`~pmctx.batch.engine.run_unit` does.
 
     Yields
     ------

@@ -304,3 +304,17 @@ def test_chunk_that_kills_its_workers_is_split_and_only_the_killer_unit_fails(tm
     assert table.loc["x1", "status"] == "error" and "KilledWorker" in table.loc["x1", "error"]
     assert (table.drop(index="x1")["status"] == "ok").all()
     assert not list((tmp_path / "units").glob(".*.tmp"))
+
+
+def test_background_writes_give_the_same_files_and_records_as_inline_writes(tmp_path):
+    inline = run_batch(normal_mean_fit, UNITS, tmp_path / "inline", local=True)
+    background = run_batch(
+        normal_mean_fit, UNITS, tmp_path / "background", local=True, background_writes=True
+    )
+    assert inline["unit"].tolist() == background["unit"].tolist()
+    assert (background["status"] == "ok").all()
+    for name in UNITS:
+        np.testing.assert_array_equal(
+            _draws(tmp_path / "inline", name), _draws(tmp_path / "background", name)
+        )
+    assert not list((tmp_path / "background" / "units").glob(".*.tmp"))
