@@ -4,7 +4,14 @@ The library lives in ``pmctx`` (step methods, kernels, validation, I/O, testing 
 model declarations live in ``pmctx.models``, one module per model.
 """
 
+import warnings
 from importlib.metadata import PackageNotFoundError, version
+
+# ArviZ 0.23 announces its coming refactor with a FutureWarning once a day on import; a pmctx
+# user cannot act on it (pmctx pins arviz < 0.30), so it is silenced here, narrowly by message.
+warnings.filterwarnings(
+    "ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning
+)
 
 try:
     __version__ = version("pmctx")
