@@ -191,7 +191,7 @@ def _print_report(name: str, idata) -> None:
     report = convergence_report(idata)
     ok = bool(report["converged"].all())
     print(f"[{name}] convergence ({'all quantities converged' if ok else 'NOT CONVERGED'}):")
-    columns = ["kind", "r_hat", "ess_bulk", "ess_tail", "ess_min", "converged"]
+    columns = ["kind", "r_hat", "r_hat_limit", "ess_bulk", "ess_tail", "ess_min", "converged"]
     print(report[columns].to_string(float_format=lambda v: f"{v:.4g}"))
 
 
