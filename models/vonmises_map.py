@@ -83,7 +83,7 @@ STEPS = {
 }
 
 
-def default_steps(model, sampler: str = "augmented", *, n_sweeps: int = 1) -> list:
+def default_steps(model, sampler: str = "augmented", *, n_sweeps: int | None = None) -> list:
     """The step list of a model from :func:`build_model`: the map sampler ``sampler`` for
     ``o`` (``n_sweeps`` kernel sweeps per draw), plus
     :class:`~pmctx.steps.vonmises.KappaObsSlice` when ``kappa_obs="prior"``.
@@ -95,8 +95,9 @@ def default_steps(model, sampler: str = "augmented", *, n_sweeps: int = 1) -> li
         A model returned by :func:`build_model`.
     sampler : {"augmented", "cluster", "ffbs", "pointwise"}, default "augmented"
         Step method for the angle grid ``o`` (keys of :data:`STEPS`).
-    n_sweeps : int, default 1
-        Kernel sweeps of ``o`` per stored draw.
+    n_sweeps : int, optional
+        Kernel sweeps of ``o`` per stored draw; default: the step's ``default_n_sweeps``
+        (8 for ``"augmented"`` and ``"cluster"``, 1 for the others).
 
     Returns
     -------
@@ -113,7 +114,8 @@ def default_steps(model, sampler: str = "augmented", *, n_sweeps: int = 1) -> li
     ['PointwiseVonMisesGibbs', 'KappaObsSlice']
     """
     step_class = STEPS[check_choice(sampler, "sampler", list(STEPS))]
-    n_sweeps = check_int(n_sweeps, "n_sweeps", minimum=1)
+    if n_sweeps is not None:
+        n_sweeps = check_int(n_sweeps, "n_sweeps", minimum=1)
     steps = [step_class([model["o"]], n_sweeps=n_sweeps)]
     if model["kappa_obs"] in model.free_RVs:
         steps.append(KappaObsSlice())
@@ -397,9 +399,13 @@ def reconstruct(
     seed=None,
     posterior_predictive: bool = True,
     check_convergence: bool = True,
-    n_sweeps: int = 1,
+    n_sweeps: int | None = None,
 ):
     """Posterior of an orientation map given noisy, partially missing orientations.
+
+    Every chain starts at the data with its own uniform random angles at the missing
+    nodes: overdispersed starts, so that chains that settle on different pinwheel layouts
+    show up in R-hat of theta and of the pinwheel count.
 
     Parameters
     ----------
@@ -411,10 +417,12 @@ def reconstruct(
         As in :func:`build_model` (``kappa_obs`` applies to doubled angles).
     sampler : {"augmented", "cluster", "ffbs", "pointwise"}
         Step method (see :mod:`pmctx.steps.vonmises`).
-    n_sweeps : int, default 1
-        Kernel sweeps per stored draw (thinning inside the step): ``n_sweeps`` times the
-        work and fewer correlated draws to store; chains that disagree on the pinwheel
-        layout need more sweeps in total, not more stored draws.
+    n_sweeps : int, optional
+        Kernel sweeps per stored draw (thinning inside the step); default: the step's
+        ``default_n_sweeps`` (8 for ``"augmented"`` and ``"cluster"``: about 6 times the CPU
+        per stored draw of one sweep and 2.8 times theta's ESS per CPU second on the demo
+        data). Chains that disagree on the pinwheel layout need more sweeps in total, not
+        more stored draws.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in ``pm.sample``, with its defaults (``seed``: deprecated alias).
     posterior_predictive : bool, default True
@@ -446,16 +454,21 @@ def reconstruct(
     model = build_model(
         theta_to_o(theta_obs), mask=mask, kappa=kappa, kappa_obs=kappa_obs, rank=rank
     )
-    # Start at the data (random angles where missing): far shorter burn-in than all zeros.
-    start = theta_to_o(theta_obs)
-    missing = np.isnan(start) if mask is None else np.asarray(mask) == 0
-    start = np.where(missing, as_rng(random_seed).uniform(-np.pi, np.pi, size=start.shape), start)
+    # Start at the data (far shorter burn-in than all zeros), each chain with its own random
+    # angles where missing (overdispersed, so R-hat can see different pinwheel layouts).
+    data = theta_to_o(theta_obs)
+    missing = np.isnan(data) if mask is None else np.asarray(mask) == 0
+    start_rng = as_rng(random_seed)
+    initvals = [
+        {"o": np.where(missing, start_rng.uniform(-np.pi, np.pi, size=data.shape), data)}
+        for _ in range(check_int(chains, "chains", minimum=1))
+    ]
     with model:
         steps = default_steps(model, sampler, n_sweeps=n_sweeps)
     idata = run_sampler(
         model,
         step=steps,
-        initvals={"o": start},
+        initvals=initvals,
         draws=draws,
         tune=tune,
         chains=chains,

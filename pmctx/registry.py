@@ -297,7 +297,7 @@ register(
             "kappa_obs": "observation concentration on doubled angles (default 2.0)",
             "rank": "rank R of the edge potential (default 5)",
             "sampler": "augmented, cluster, ffbs or pointwise (default augmented)",
-            "n_sweeps": "kernel sweeps per stored draw (default 1)",
+            "n_sweeps": "kernel sweeps per stored draw (default 8 for augmented/cluster, else 1)",
         },
         "Maps can hold several pinwheel layouts that a chain leaves only every few hundred sweeps;"
         " run longer (e.g. tune=2000, draws=4000, or n_sweeps=4) and compare the chains' pinwheel"

@@ -24,6 +24,7 @@ import numpy as np
 from pytensor.compile.sharedvalue import SharedVariable
 
 from pmctx.steps.base import PmctxStep
+from pmctx.vonmises._numba_vector import log_joint_compiled
 from pmctx.vonmises.augmented import augmented_sweep
 from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR, sample_chain, sample_chain_kappa
 from pmctx.vonmises.cluster import cluster_sweep
@@ -31,7 +32,7 @@ from pmctx.vonmises.ffbs import ffbs_sweep
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR, kappa_obs_statistics, sample_kappa_obs
 from pmctx.vonmises.maps import smoothness
 from pmctx.vonmises.pointwise import pointwise_sweep
-from pmctx.vonmises.potentials import log_joint, natural_field, wrap_angle
+from pmctx.vonmises.potentials import natural_field, wrap_angle
 
 __all__ = [
     "AugmentedVonMisesGibbs",
@@ -79,14 +80,21 @@ class ModelParameters:
 
 
 class _VonMisesMapStep(PmctxStep):
-    """Shared plumbing: read the model's parameters, run ``n_sweeps`` kernel sweeps."""
+    """Shared plumbing: read the model's parameters, run ``n_sweeps`` kernel sweeps.
+
+    ``n_sweeps=None`` takes the class's :attr:`default_n_sweeps`. The stored ``log_joint``
+    stat is computed by a compiled kernel (:func:`~pmctx.vonmises._numba_vector.
+    log_joint_compiled`), so the fixed cost per stored draw is small next to a sweep.
+    """
 
     stats_dtypes_shapes = {
         "smoothness": (np.float64, []),
         "log_joint": (np.float64, []),
     }
+    #: Kernel sweeps per stored draw when ``n_sweeps`` is not given.
+    default_n_sweeps = 1
 
-    def __init__(self, vars=None, *, model=None, rng=None, n_sweeps: int = 1):
+    def __init__(self, vars=None, *, model=None, rng=None, n_sweeps: int | None = None):
         import pymc as pm
 
         model = pm.modelcontext(model)
@@ -105,6 +113,10 @@ class _VonMisesMapStep(PmctxStep):
                 f"pmctx.models.vonmises_map.build_model; the model lacks {missing}."
             )
         self.rank = int(model["rank"].get_value())
+        if n_sweeps is None:
+            n_sweeps = self.default_n_sweeps
+        if isinstance(n_sweeps, bool) or int(n_sweeps) != n_sweeps or n_sweeps < 1:
+            raise ValueError(f"n_sweeps must be an integer >= 1, got {n_sweeps!r}.")
         self.n_sweeps = int(n_sweeps)
         optional = ("signal",) if "signal" in model.named_vars else ()
         self._parameters = ModelParameters(self, (*_PARAMETERS, *optional))
@@ -128,7 +140,7 @@ class _VonMisesMapStep(PmctxStep):
         new_point[key] = o.astype(point[key].dtype)
         stats = {
             "smoothness": smoothness(o),
-            "log_joint": log_joint(o, field, kappa, self.rank),
+            "log_joint": log_joint_compiled(o, field, kappa, self.rank),
         }
         return new_point, [stats]
 
@@ -197,7 +209,12 @@ class ColumnFFBSVonMises(_VonMisesMapStep):
 class AugmentedVonMisesGibbs(_VonMisesMapStep):
     """Auxiliary-variable block Gibbs: all columns, then all rows, exactly and at once.
 
-    Same parameters as :class:`PointwiseVonMisesGibbs`.
+    Eight sweeps per stored draw by default (:attr:`default_n_sweeps`). On the demo data
+    (50 x 50, R = 5; ``benchmarks/bench_vonmises_step.py``, 2-core box at load 11) a stored
+    draw costs 38 ms CPU at 8 sweeps against 6.2 ms at 1 (10.3 ms before ``log_joint`` was
+    compiled), and theta's bulk ESS per CPU second is 2.8 times that of 1 sweep (worst-node
+    R-hat 1.011 against 1.117 for 4 x (500 + 500) draws). Pass ``n_sweeps=1`` for the
+    former behaviour.
 
     Parameters
     ----------
@@ -207,8 +224,8 @@ class AugmentedVonMisesGibbs(_VonMisesMapStep):
         The model (default: the context's).
     rng : int or Generator, optional
         Random seed or generator.
-    n_sweeps : int, default 1
-        Kernel sweeps per PyMC draw.
+    n_sweeps : int, optional
+        Kernel sweeps per PyMC draw (default :attr:`default_n_sweeps`, 8).
 
     Examples
     --------
@@ -216,11 +233,12 @@ class AugmentedVonMisesGibbs(_VonMisesMapStep):
     >>> from pmctx.models.vonmises_map import build_model
     >>> with build_model(np.zeros((3, 3)), kappa=2.0, kappa_obs=1.0, rank=2):
     ...     step = AugmentedVonMisesGibbs()
-    >>> step.name
-    'vonmises_augmented'
+    >>> step.name, step.n_sweeps
+    ('vonmises_augmented', 8)
     """
 
     name = "vonmises_augmented"
+    default_n_sweeps = 8
     owns_block = "vonmises_map"  # o, as tagged by pmctx.models.vonmises_map.build_model
     sweep = staticmethod(augmented_sweep)
 
@@ -230,7 +248,8 @@ class ClusterVonMisesGibbs(_VonMisesMapStep):
 
     The cluster move (:mod:`pmctx.vonmises.cluster`) reflects connected regions about one of
     the ``R + 1`` symmetry axes of the edge potential, accepting each region by heat bath on
-    the observations. Same parameters as :class:`PointwiseVonMisesGibbs`.
+    the observations. Eight sweeps per stored draw by default, as
+    :class:`AugmentedVonMisesGibbs`.
 
     Parameters
     ----------
@@ -240,8 +259,8 @@ class ClusterVonMisesGibbs(_VonMisesMapStep):
         The model (default: the context's).
     rng : int or Generator, optional
         Random seed or generator.
-    n_sweeps : int, default 1
-        Kernel sweeps per PyMC draw.
+    n_sweeps : int, optional
+        Kernel sweeps per PyMC draw (default :attr:`default_n_sweeps`, 8).
 
     Examples
     --------
@@ -254,6 +273,7 @@ class ClusterVonMisesGibbs(_VonMisesMapStep):
     """
 
     name = "vonmises_cluster"
+    default_n_sweeps = 8
     sweep = staticmethod(cluster_sweep)
 
 

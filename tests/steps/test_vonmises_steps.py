@@ -13,16 +13,17 @@ from pmctx.models.vonmises_map import build_model
 
 from pmctx.steps.vonmises import (
     AugmentedVonMisesGibbs,
+    ClusterVonMisesGibbs,
     ColumnFFBSVonMises,
     PointwiseVonMisesGibbs,
 )
-from pmctx.testing import assert_matches_exact
+from pmctx.testing import assert_matches_exact, compare_to_exact
 from pmctx.vonmises.exact import bin_index, binned_joint
 from pmctx.vonmises.potentials import log_joint, natural_field
 
 KAPPA, RANK, KAPPA_OBS, N_BINS = 1.5, 2, 1.2, 3
 Z = np.array([[0.3, np.nan], [np.nan, 0.0]])
-STEPS = [PointwiseVonMisesGibbs, ColumnFFBSVonMises, AugmentedVonMisesGibbs]
+STEPS = [PointwiseVonMisesGibbs, ColumnFFBSVonMises, AugmentedVonMisesGibbs, ClusterVonMisesGibbs]
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +44,92 @@ def test_model_logp_is_the_kernels_target_up_to_a_constant(model, field):
         o = rng.uniform(-np.pi, np.pi, size=(2, 2))
         gaps.append(logp({"o_circular__": o}) - log_joint(o, field, KAPPA, RANK))
     np.testing.assert_allclose(gaps, gaps[0], atol=1e-9)
+
+
+def _exact_bins(model, step):
+    probs, _ = binned_joint(
+        field=natural_field(np.nan_to_num(Z), ~np.isnan(Z), KAPPA_OBS),
+        kappa=KAPPA,
+        rank=RANK,
+        n_bins=N_BINS,
+    )
+    n = 4000
+    with model:
+        idata = pm.sample(
+            draws=n,
+            tune=50,
+            chains=1,
+            step=[step],
+            random_seed=1,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    draws = idata.posterior["o"].values[0]
+    return compare_to_exact(bin_index(draws, N_BINS), probs.ravel(), tv_tol=0.07, ess=n / 2)
+
+
+class _HalfKappaAugmented(AugmentedVonMisesGibbs):
+    """Deliberately broken: sweeps at half the smoothing concentration."""
+
+    @staticmethod
+    def sweep(o, field, kappa, rank, rng):
+        return AugmentedVonMisesGibbs.sweep(o, field, 0.5 * kappa, rank, rng)
+
+
+def test_a_broken_step_fails_the_exact_bins(model):
+    with model:
+        result = _exact_bins(model, _HalfKappaAugmented())
+    assert not result.passed, str(result)
+
+
+def test_default_sweeps_per_stored_draw():
+    model = build_model(np.zeros((3, 3)), kappa=2.0, kappa_obs=1.0, rank=2)
+    with model:
+        assert AugmentedVonMisesGibbs().n_sweeps == 8
+        assert ClusterVonMisesGibbs().n_sweeps == 8
+        assert PointwiseVonMisesGibbs().n_sweeps == ColumnFFBSVonMises().n_sweeps == 1
+        assert AugmentedVonMisesGibbs(n_sweeps=1).n_sweeps == 1
+        for bad in (0, 1.5, True):
+            with pytest.raises(ValueError, match="n_sweeps"):
+                AugmentedVonMisesGibbs(n_sweeps=bad)
+
+
+def test_stored_log_joint_is_the_reference_log_joint():
+    rng = np.random.default_rng(4)
+    z = rng.uniform(-np.pi, np.pi, (6, 7))
+    z[rng.random(z.shape) < 0.3] = np.nan
+    model = build_model(z, kappa=3.0, kappa_obs=1.5, rank=4)
+    field = natural_field(np.nan_to_num(z), ~np.isnan(z), 1.5)
+    with model:
+        step = AugmentedVonMisesGibbs(rng=5, n_sweeps=2)
+    point = model.initial_point()
+    for _ in range(3):
+        point, (stats,) = step.step(point)
+        o = np.mod(point["o_circular__"] + np.pi, 2 * np.pi) - np.pi
+        reference = log_joint(o, field, 3.0, 4)
+        assert abs(stats["log_joint"] - reference) <= 1e-11 * max(1.0, abs(reference))
+
+
+def test_reconstruct_starts_every_chain_at_its_own_random_missing_pixels(monkeypatch):
+    import pmctx.models.vonmises_map as vm
+
+    captured = {}
+
+    def fake_run_sampler(model, **kwargs):
+        captured.update(kwargs)
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(vm, "run_sampler", fake_run_sampler)
+    theta = np.full((5, 6), 0.4)
+    theta[1:3, 2:5] = np.nan
+    with pytest.raises(RuntimeError, match="stop"):
+        vm.reconstruct(theta, chains=3, random_seed=0)
+    starts = [init["o"] for init in captured["initvals"]]
+    assert len(starts) == 3
+    seen = ~np.isnan(theta)
+    for start in starts:
+        np.testing.assert_allclose(start[seen], 0.8)
+    assert len({tuple(np.round(start[~seen], 12)) for start in starts}) == 3
 
 
 @pytest.mark.parametrize("step_cls", STEPS, ids=lambda c: c.name)

@@ -66,3 +66,78 @@ def test_direction_is_checked():
             np.random.default_rng(0),
             direction="diagonal",
         )
+
+
+def test_vector_i0e_and_exp_match_scipy_and_numpy():
+    import numba
+
+    from pmctx.vonmises import _numba_vector as nv
+
+    @numba.njit
+    def both(r, d):
+        a, b = np.empty_like(r), np.empty_like(d)
+        for i in range(r.size):
+            a[i] = nv.i0e_cheb(r[i])
+        for i in range(d.size):
+            b[i] = nv.exp_nonpositive(d[i])
+        return a, b
+
+    r = np.concatenate([np.linspace(0.0, 100.0, 100001), np.geomspace(1e-12, 1e7, 2001), [8.0]])
+    d = -np.concatenate([np.linspace(0.0, 760.0, 100001), np.geomspace(1e-14, 700.0, 1001)])
+    got_i0e, got_exp = both(r, d)
+    np.testing.assert_allclose(got_i0e, i0e(r), rtol=1e-15, atol=0)
+    normal = np.exp(d) > 1e-300
+    np.testing.assert_allclose(got_exp[normal], np.exp(d[normal]), rtol=5e-16, atol=0)
+    np.testing.assert_allclose(got_exp[~normal], np.exp(d[~normal]), rtol=0, atol=1e-300)
+
+
+@pytest.mark.parametrize(("kappa", "length"), [(2.5, 1), (2.5, 2), (5.0, 9), (60.0, 17)])
+def test_vector_chain_kernel_equals_the_table_kernel(kappa, length):
+    from pmctx.vonmises import _numba_chains, _numba_vector
+
+    rng = np.random.default_rng(length)
+    ext = np.concatenate([kappa * mode_vectors(10), np.zeros((1, 2))])
+    node_vec = rng.normal(scale=6.0, size=(40, length, 2))
+    uniforms = rng.random((40, length))
+    aux, log_ev = _numba_chains.single_term_chain_modes(
+        node_vec, ext, uniforms, _numba_chains.LOG_I0E_TABLE
+    )
+    for parallel in (False, True):
+        got_aux, got_log_ev = _numba_vector.chain_modes(node_vec, ext, uniforms, parallel=parallel)
+        np.testing.assert_array_equal(got_aux, aux)
+        # the table kernel's log i0e is exact to 1e-11 (test above); the vector one to 1e-15
+        np.testing.assert_allclose(got_log_ev, log_ev, rtol=1e-11)
+
+
+def test_vector_and_table_sweeps_give_the_same_draws():
+    rng = np.random.default_rng(5)
+    z = rng.uniform(-np.pi, np.pi, (23, 17))
+    field = np.stack([2.0 * np.cos(z), 2.0 * np.sin(z)], axis=-1) * (rng.random((23, 17, 1)) > 0.3)
+    maps = {}
+    for kernel in ("vector", "table"):
+        o, sweep_rng = z.copy(), np.random.default_rng(6)
+        for _ in range(10):
+            o = augmented_sweep(o, field, 5.0, 10, sweep_rng, kernel=kernel)
+        maps[kernel] = o
+    np.testing.assert_allclose(maps["vector"], maps["table"], rtol=0, atol=1e-12)
+
+
+def test_vector_log_joint_matches_the_reference():
+    from pmctx.vonmises._numba_vector import log_joint_compiled
+    from pmctx.vonmises.potentials import log_joint
+
+    rng = np.random.default_rng(7)
+    for shape, kappa, rank in (((1, 1), 2.0, 2), ((3, 5), 5.0, 10), ((30, 40), 40.0, 5)):
+        o = rng.uniform(-np.pi, np.pi, shape)
+        field = rng.normal(scale=2.0, size=(*shape, 2))
+        reference = log_joint(o, field, kappa, rank)
+        assert abs(log_joint_compiled(o, field, kappa, rank) - reference) <= 1e-12 * max(
+            1.0, abs(reference)
+        )
+
+
+def test_kernel_is_checked():
+    with pytest.raises(ValueError, match="kernel"):
+        augmented_sweep(
+            np.zeros((2, 2)), np.zeros((2, 2, 2)), 1.0, 2, np.random.default_rng(0), kernel="x"
+        )

@@ -28,6 +28,7 @@ SAMPLERS = {
     "ffbs": ffbs_sweep,
     "augmented": augmented_sweep,
     "augmented_columns": functools.partial(augmented_sweep, direction="columns"),
+    "augmented_table": functools.partial(augmented_sweep, kernel="table"),
     "cluster": functools.partial(cluster_sweep, n_moves=2),
 }
 
@@ -71,6 +72,23 @@ def test_seed_normaliser_fails_the_same_check(exact):
     probs, _ = exact
     n = 6000  # the seed's normaliser is off by a total variation of about 0.07 here
     draws = run_chain(ffbs_sweep, n, seed=12, log_normaliser=log_sphere_normaliser)
+    result = compare_to_exact(bin_index(draws, N_BINS), probs, tv_tol=0.04, ess=n / 2)
+    assert not result.passed, str(result)
+
+
+def test_a_broken_vector_kernel_fails_the_same_check(exact, monkeypatch):
+    """The check has power against kernel bugs: mode FFBS at half the node vectors fails."""
+    from pmctx.vonmises import _numba_vector
+
+    real = _numba_vector.chain_modes
+
+    def broken(node_vec, ext, uniforms, **kwargs):
+        return real(0.5 * np.asarray(node_vec), ext, uniforms, **kwargs)
+
+    monkeypatch.setattr(_numba_vector, "chain_modes", broken)
+    probs, _ = exact
+    n = 6000
+    draws = run_chain(augmented_sweep, n, seed=14)
     result = compare_to_exact(bin_index(draws, N_BINS), probs, tv_tol=0.04, ess=n / 2)
     assert not result.passed, str(result)
 
