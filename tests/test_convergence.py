@@ -114,7 +114,7 @@ def test_many_stationary_elements_do_not_warn():
             warnings.simplefilter("error", ConvergenceWarning)
             row = check_convergence(_ds(x)).loc["q"]
         assert row["converged"] and row["r_hat_worst"] <= row["r_hat_limit"] < 1.03
-        exceeded += element_diagnostics(x)["r_hat"].max() > 1.01
+        exceeded += row["r_hat"] > 1.01  # the largest of the 1000 R-hats
     assert exceeded >= 1  # the case the limit is for does occur
 
 
