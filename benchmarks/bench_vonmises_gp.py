@@ -8,25 +8,30 @@ variance maximise the marginal likelihood (both parts, L-BFGS on log parameters)
 missing pixel the posterior of ``m`` is complex normal; the orientation estimate is
 ``arg(mean) / 2`` and its interval comes from 400 draws of ``m`` (angle of each draw).
 
-pmctx: the augmented sampler with ``kappa_obs`` learned (exact slice update) and ``kappa``
-chosen by held-out-pixel cross-validation at rank 5 (3 folds, 60 sweeps per fit, kappa in
-:data:`KAPPA_GRID`), then 300 sweeps (100 burn-in) at the chosen ``kappa``; every chain
-starts from the smoothed data (:func:`pmctx.vonmises.start.smoothed_start`). On the
-von Mises prior truths the variant ``pmctx-true-kappa`` is the same fit at the generating
-``kappa`` (5), which isolates the effect of CV's choice on calibration. The full plan adds
-``pmctx-random-start`` (random angles at the missing pixels) on the ``kappa_obs = 1``
-conditions.
+pmctx: the default of :func:`pmctx.models.vonmises_select.reconstruct_cv`: held-out-pixel
+cross-validation at rank 5 (3 folds, 60 sweeps per fit, kappa in
+:data:`pmctx.models.vonmises_select.KAPPAS`, Rao-Blackwellised held-out densities), stacking
+weights over the kappa grid, and 300 sweeps (100 burn-in, ``kappa_obs`` learned by its exact
+slice update) at every kappa of weight >= 0.01, the draws pooled by weight. Every chain
+starts from the smoothed data (:func:`pmctx.vonmises.start.smoothed_start`).
+``pmctx-cv-best`` is the previous default (CV's single best kappa), scored on the same CV
+and fits. On the von Mises prior truths the variant ``pmctx-true-kappa`` is the same fit at
+the generating ``kappa`` (5), which isolates the effect of the choice of kappa on
+calibration. The full plan adds ``pmctx-random-start`` (random angles at the missing
+pixels, generating kappa) on the ``kappa_obs = 1`` conditions.
 
-Every condition is scored on 3 maps; rows give the mean over maps and each map's value.
-``--quick`` runs 8 conditions on 12 x 12 maps (a few CPU minutes; every pmctx fit includes
-its cross-validation). Both methods are scored at the missing pixels: the mean absolute
-orientation error (degrees, of the posterior circular mean) and the coverage of 90%
-intervals (the interval is the set of angles within the 90% quantile of the draws' circular
-distance to their circular mean, on doubled angles; on exact von Mises posteriors it covers
-0.89-0.90 of 4000 truths). Ground truths: a draw from the von Mises map prior (kappa 5,
-rank 5, 1200 sweeps: pmctx's own model) and band-pass filtered complex noise (the usual
-model-free orientation-map generator, closer to the GP's assumptions), 32 x 32 (12 x 12 with
-``--quick``), observed with von Mises noise of concentration ``kappa_obs`` on doubled angles.
+Every condition is scored on ``--maps`` maps (3); rows give the mean over maps and each
+map's value. ``--plan table`` runs the issue's table (both generators, 10-70% missing,
+``kappa_obs`` 1 and 4; ``--size`` sets the map size). ``--quick`` runs 8 conditions on 12 x
+12 maps (a few CPU minutes; every pmctx fit includes its cross-validation). Both methods are
+scored at the missing pixels: the mean absolute orientation error (degrees, of the posterior
+circular mean) and the coverage of 90% intervals (the interval is the set of angles within
+the 90% quantile of the draws' circular distance to their circular mean, on doubled angles;
+on exact von Mises posteriors it covers 0.89-0.90 of 4000 truths). Ground truths: a draw
+from the von Mises map prior (kappa 5, rank 5, 1200 sweeps: pmctx's own model) and band-pass
+filtered complex noise (the usual model-free orientation-map generator, closer to the GP's
+assumptions), 32 x 32 (12 x 12 with ``--quick``), observed with von Mises noise of
+concentration ``kappa_obs`` on doubled angles.
 """
 
 from __future__ import annotations
