@@ -328,12 +328,15 @@ if __name__ == "__main__":  # pragma: no cover
     parser.add_argument("--plan", choices=("quick", "table", "full"))
     parser.add_argument("--size", type=int)
     parser.add_argument("--maps", type=int, default=3)
+    parser.add_argument("--generator", choices=tuple(GENERATORS))
     parser.add_argument("out", nargs="?")
     args = parser.parse_args()
     rows = []
     plan = args.plan or ("quick" if args.quick else "full")
     size = args.size or (12 if plan == "quick" else SIZE)
     for condition in _plan(plan):  # written after every condition
+        if args.generator and condition[0] != args.generator:
+            continue
         rows += _condition((plan, size, args.maps, *condition, True))
         if args.out:
             with open(args.out, "w") as handle:
