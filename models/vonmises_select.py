@@ -9,10 +9,14 @@ learned by its exact slice update, start from the smoothed data) and pools the d
 weight (:func:`pmctx.vonmises.average.cv_average`). The result is an ``InferenceData`` whose
 ``cv`` group holds the CV curve and the weights.
 
-The default ``method="stacking"`` comes from ``benchmarks/study_vonmises_kappa.py`` (see its
-results file): CV's single best ``kappa`` is too large under noisy data and its 90%
-intervals at missing pixels under-cover; averaging over the grid keeps the rougher maps the
-held-out pixels support.
+The default ``method="stacking"`` comes from ``benchmarks/study_vonmises_kappa.py``
+(``benchmarks/results/vonmises_kappa_study.json``: 20 simulated 16 x 16 maps, kappa 5,
+10-70% missing, kappa_obs 1 and 4): the 90% intervals at missing pixels covered 0.910 of
+the pooled pixels with stacking (mean over maps 0.885 +- 0.026; error 7.7 degrees),
+0.920 with pseudo-BMA+ (0.899 +- 0.021; 7.6 degrees), 0.871 with CV's single best kappa
+(0.842 +- 0.022; 7.5 degrees) and 0.892 at the generating kappa (7.1 degrees). The
+one-SE rule towards smaller kappa and the elbow over-cover (0.92, 0.96) with larger errors
+(11.1, 9.0 degrees).
 
 Examples
 --------
