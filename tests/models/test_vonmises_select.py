@@ -9,7 +9,10 @@ single best kappa 0.871 (0.842 +- 0.022). Pixels of one map are not independent 
 spread of the stacking coverage between maps was 9.0 times the binomial variance of a map's
 pixels (design effect; 0.95 at the generating kappa). The test therefore uses the binomial
 SE inflated by that factor, ``se = sqrt(9 * 0.09 / n_pixels)`` (0.022 for its 6 maps of
-24 x 24 at 50% missing, about 1730 pixels), and allows 3 of them: 0.90 +- 0.065.
+24 x 24 at 50% missing, about 1730 pixels), and allows 3 of them: 0.90 +- 0.065. On the
+same maps (one CV shared by the rules, through the GP benchmark's ``pmctx_reconstruct``) stacking
+covered 0.910, pseudo-BMA+ 0.885, the generating kappa 0.878 and CV's single best kappa
+0.820, which the second slow test checks fails the same tolerance.
 """
 
 import numpy as np
@@ -80,3 +83,9 @@ def _coverage(method, n_maps=6, size=24, missing=0.5, kappa_obs=2.0):
 def test_default_stacking_intervals_cover_near_nominal():
     coverage, se = _coverage("stacking")
     assert abs(coverage - 0.9) < 3 * se, (coverage, se)
+
+
+@pytest.mark.slow
+def test_single_best_kappa_fails_the_same_check():
+    coverage, se = _coverage("best")
+    assert abs(coverage - 0.9) > 3 * se, (coverage, se)
