@@ -8,25 +8,30 @@ variance maximise the marginal likelihood (both parts, L-BFGS on log parameters)
 missing pixel the posterior of ``m`` is complex normal; the orientation estimate is
 ``arg(mean) / 2`` and its interval comes from 400 draws of ``m`` (angle of each draw).
 
-pmctx: the augmented sampler with ``kappa_obs`` learned (exact slice update) and ``kappa``
-chosen by held-out-pixel cross-validation at rank 5 (3 folds, 60 sweeps per fit, kappa in
-:data:`KAPPA_GRID`), then 300 sweeps (100 burn-in) at the chosen ``kappa``; every chain
-starts from the smoothed data (:func:`pmctx.vonmises.start.smoothed_start`). On the
-von Mises prior truths the variant ``pmctx-true-kappa`` is the same fit at the generating
-``kappa`` (5), which isolates the effect of CV's choice on calibration. The full plan adds
-``pmctx-random-start`` (random angles at the missing pixels) on the ``kappa_obs = 1``
-conditions.
+pmctx: the default of :func:`pmctx.models.vonmises_select.reconstruct_cv`: held-out-pixel
+cross-validation at rank 5 (3 folds, 60 sweeps per fit, kappa in
+:data:`pmctx.models.vonmises_select.KAPPAS`, Rao-Blackwellised held-out densities), stacking
+weights over the kappa grid, and 300 sweeps (100 burn-in, ``kappa_obs`` learned by its exact
+slice update) at every kappa of weight >= 0.01, the draws pooled by weight. Every chain
+starts from the smoothed data (:func:`pmctx.vonmises.start.smoothed_start`).
+``pmctx-cv-best`` is the previous default (CV's single best kappa), scored on the same CV
+and fits. On the von Mises prior truths the variant ``pmctx-true-kappa`` is the same fit at
+the generating ``kappa`` (5), which isolates the effect of the choice of kappa on
+calibration. The full plan adds ``pmctx-random-start`` (random angles at the missing
+pixels, generating kappa) on the ``kappa_obs = 1`` conditions.
 
-Every condition is scored on 3 maps; rows give the mean over maps and each map's value.
-``--quick`` runs 8 conditions on 12 x 12 maps (a few CPU minutes; every pmctx fit includes
-its cross-validation). Both methods are scored at the missing pixels: the mean absolute
-orientation error (degrees, of the posterior circular mean) and the coverage of 90%
-intervals (the interval is the set of angles within the 90% quantile of the draws' circular
-distance to their circular mean, on doubled angles; on exact von Mises posteriors it covers
-0.89-0.90 of 4000 truths). Ground truths: a draw from the von Mises map prior (kappa 5,
-rank 5, 1200 sweeps: pmctx's own model) and band-pass filtered complex noise (the usual
-model-free orientation-map generator, closer to the GP's assumptions), 32 x 32 (12 x 12 with
-``--quick``), observed with von Mises noise of concentration ``kappa_obs`` on doubled angles.
+Every condition is scored on ``--maps`` maps (3); rows give the mean over maps and each
+map's value. ``--plan table`` runs the issue's table (both generators, 10-70% missing,
+``kappa_obs`` 1 and 4; ``--size`` sets the map size). ``--quick`` runs 8 conditions on 12 x
+12 maps (a few CPU minutes; every pmctx fit includes its cross-validation). Both methods are
+scored at the missing pixels: the mean absolute orientation error (degrees, of the posterior
+circular mean) and the coverage of 90% intervals (the interval is the set of angles within
+the 90% quantile of the draws' circular distance to their circular mean, on doubled angles;
+on exact von Mises posteriors it covers 0.89-0.90 of 4000 truths). Ground truths: a draw
+from the von Mises map prior (kappa 5, rank 5, 1200 sweeps: pmctx's own model) and band-pass
+filtered complex noise (the usual model-free orientation-map generator, closer to the GP's
+assumptions), 32 x 32 (12 x 12 with ``--quick``), observed with von Mises noise of
+concentration ``kappa_obs`` on doubled angles.
 """
 
 from __future__ import annotations
@@ -35,10 +40,12 @@ import os
 import time
 
 import numpy as np
+from pmctx.models.vonmises_select import KAPPAS, grid_posterior, grid_weights
 from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize
 
 from pmctx.vonmises.augmented import augmented_sweep
+from pmctx.vonmises.average import cv_average
 from pmctx.vonmises.hyper import kappa_obs_statistics, sample_kappa_obs
 from pmctx.vonmises.potentials import natural_field, wrap_angle
 from pmctx.vonmises.select import cross_validate
@@ -130,25 +137,55 @@ KAPPA_GRID = (1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
 
 
 def pmctx_reconstruct(
-    z, observed, rng, *, rank: int = 5, kappas=KAPPA_GRID, random_start=False, kappa=None
+    z,
+    observed,
+    rng,
+    *,
+    rank: int = 5,
+    kappas=KAPPAS,
+    random_start=False,
+    kappa=None,
+    method: str = "stacking",
+    also=(),
 ):
-    """Posterior draws (doubled angles) at missing pixels; kappa by CV (unless given),
-    kappa_obs learned."""
-    if kappa is None:
-        z_nan = np.where(observed, z, np.nan)
-        cv = cross_validate(z_nan, kappas=kappas, ranks=[rank], n_sweeps=60, seed=rng)
-        kappa = cv.best_kappa
-    if random_start:
-        o = np.where(observed, z, rng.uniform(-np.pi, np.pi, size=z.shape))
-    else:  # a random start stalls in a defected map (see pmctx.vonmises.start)
-        o = smoothed_start(z, observed)
-    k_obs, draws = 2.0, []
-    for sweep in range(300):
-        o = augmented_sweep(o, natural_field(z, observed, k_obs), kappa, rank, rng)
-        k_obs = sample_kappa_obs(kappa_obs_statistics(o, z, observed), k_obs, rng)
-        if sweep >= 100:
-            draws.append(o[~observed])
-    return np.asarray(draws), {"kappa": kappa, "kappa_obs": k_obs}
+    """Posterior draws (doubled angles) at missing pixels, ``kappa_obs`` learned.
+
+    Unless ``kappa`` is given, ``kappa`` comes from held-out-pixel CV as
+    :func:`pmctx.models.vonmises_select.reconstruct_cv` does it by default (3 folds, 60
+    sweeps, Rao-Blackwellised densities; ``method`` weights or picks grid points, and the
+    draws of the grid points with weight >= 0.01 are pooled). ``also`` names further methods
+    scored on the same CV (returned in ``info["also"]``)."""
+    if kappa is not None or random_start:
+        kappa = TRUTH_KAPPA if kappa is None else kappa
+        if random_start:
+            o = np.where(observed, z, rng.uniform(-np.pi, np.pi, size=z.shape))
+        else:  # a random start stalls in a defected map (see pmctx.vonmises.start)
+            o = smoothed_start(z, observed)
+        k_obs, draws = 2.0, []
+        for sweep in range(300):
+            o = augmented_sweep(o, natural_field(z, observed, k_obs), kappa, rank, rng)
+            k_obs = sample_kappa_obs(kappa_obs_statistics(o, z, observed), k_obs, rng)
+            if sweep >= 100:
+                draws.append(o[~observed])
+        return np.asarray(draws), {"kappa": kappa, "kappa_obs": k_obs}
+    z_nan = np.where(observed, z, np.nan)
+    cv = cross_validate(
+        z_nan, kappas=kappas, ranks=[rank], n_sweeps=60, heldout="rao_blackwell", seed=rng
+    )
+    weights = {m: grid_weights(cv, m, seed=rng) for m in (method, *also)}
+    weights = {m: np.where(w >= min(0.01, w.max()), w, 0.0) for m, w in weights.items()}
+    needed = np.flatnonzero(sum(w > 0 for w in weights.values()))
+    fits = {}
+    for k in needed:
+        o, _ = grid_posterior(z, observed, kappas[k], rank, draws=200, tune=100, seed=rng)
+        fits[int(k)] = o[:, ~observed]
+    out = {}
+    for m, w in weights.items():
+        pooled, _ = cv_average([fits.get(k) for k in range(len(kappas))], w, 200, seed=rng)
+        out[m] = (pooled, {"kappa": round(float(np.dot(w, kappas)), 2)})
+    draws, info = out.pop(method)
+    info["also"] = out
+    return draws, info
 
 
 def _random_start(z, observed, rng):
@@ -159,13 +196,24 @@ def _true_kappa(z, observed, rng):
     return pmctx_reconstruct(z, observed, rng, kappa=TRUTH_KAPPA)
 
 
-def _plan(quick: bool):
-    if quick:
+#: Also scored on pmctx's CV: the single best kappa (the default before the kappa study).
+ALSO = ("best",)
+
+
+def _plan(plan: str):
+    if plan == "quick":
         return [
             ("vonmises-prior", missing, kappa_obs)
             for kappa_obs in (1.0, 4.0)
             for missing in (0.1, 0.4, 0.7)
         ] + [("bandpass", missing, 2.0) for missing in (0.1, 0.7)]
+    if plan == "table":  # the issue's table: 10-70% missing, two noise levels
+        return [
+            (generator, missing, kappa_obs)
+            for generator in GENERATORS
+            for kappa_obs in (1.0, 4.0)
+            for missing in (0.1, 0.3, 0.5, 0.7)
+        ]
     return [
         (generator, missing, kappa_obs)
         for generator in GENERATORS
@@ -175,20 +223,19 @@ def _plan(quick: bool):
 
 
 def _condition(args) -> list[dict]:
-    """Rows of one (generator, missing, kappa_obs) condition, scored on 3 maps."""
-    quick, generator, missing, kappa_obs, verbose = args
-    reps = 3
-    size = 12 if quick else SIZE
+    """Rows of one (generator, missing, kappa_obs) condition, scored on ``reps`` maps."""
+    plan, size, reps, generator, missing, kappa_obs, verbose = args
     rows = []
     make = GENERATORS[generator]
     methods = {"pmctx": pmctx_reconstruct, "gp": gp_reconstruct}
     if generator == "vonmises-prior":  # isolates the effect of CV's choice of kappa
         methods["pmctx-true-kappa"] = _true_kappa
-    if kappa_obs == 1.0 and not quick:
+    if kappa_obs == 1.0 and plan == "full":
         methods["pmctx-random-start"] = _random_start
-    scores = {method: [] for method in methods}
-    seconds = dict.fromkeys(methods, 0.0)
-    chosen = []
+    variants = [*methods, *(f"pmctx-cv-{m}" for m in ALSO)]
+    scores = {method: [] for method in variants}
+    seconds = dict.fromkeys(variants, 0.0)
+    chosen = {method: [] for method in variants}
     for rep in range(reps):
         rng = np.random.default_rng(1000 * rep + int(100 * missing) + int(kappa_obs))
         truth = make(size, rng)
@@ -196,15 +243,23 @@ def _condition(args) -> list[dict]:
         observed = rng.random(truth.shape) >= missing
         for method, fn in methods.items():
             begin = time.process_time()
-            draws, info = fn(z, observed, np.random.default_rng(rep))
-            seconds[method] += time.process_time() - begin
             if method == "pmctx":
-                chosen.append(info["kappa"])
-            mean, covered = _interval_stats(draws, truth[~observed])
-            error = 0.5 * np.degrees(np.abs(wrap_angle(mean - truth[~observed])))
-            scores[method].append((error.mean(), covered.mean(), error.size))
-    for method in methods:
+                draws, info = fn(z, observed, np.random.default_rng(rep), also=ALSO)
+            else:
+                draws, info = fn(z, observed, np.random.default_rng(rep))
+            seconds[method] += time.process_time() - begin
+            results = {method: (draws, info)}
+            for other, result in info.get("also", {}).items():
+                results[f"pmctx-cv-{other}"] = result
+            for name, (d, i) in results.items():
+                chosen[name].append(i.get("kappa"))
+                mean, covered = _interval_stats(d, truth[~observed])
+                error = 0.5 * np.degrees(np.abs(wrap_angle(mean - truth[~observed])))
+                scores[name].append((error.mean(), covered.mean(), error.size))
+    seconds["pmctx-cv-best"] = seconds["pmctx"]  # one CV and grid fits serve both
+    for method in variants:
         errors, coverages, counts = (np.array(v) for v in zip(*scores[method]))
+        cv_kappa = chosen[method] if method.startswith("pmctx") else None
         rows.append(
             {
                 "benchmark": "vonmises_gp",
@@ -216,7 +271,8 @@ def _condition(args) -> list[dict]:
                 "error_deg_maps": [round(float(e), 2) for e in errors],
                 "coverage90": float(coverages.mean()),
                 "coverage90_maps": [round(float(c), 3) for c in coverages],
-                "cv_kappa_maps": chosen if method == "pmctx" else None,
+                "n_missing_pixels": int(counts.sum()),
+                "cv_kappa_maps": cv_kappa,
                 "cpu_seconds_per_map": seconds[method] / reps,
                 "baseline": "gp",
                 "notes": (
@@ -224,7 +280,7 @@ def _condition(args) -> list[dict]:
                     f"{errors.mean():.1f} deg (maps {errors.min():.1f}-{errors.max():.1f}), "
                     f"90% coverage {coverages.mean():.2f} (maps {coverages.min():.2f}-"
                     f"{coverages.max():.2f}); {reps} maps, {counts.sum()} missing pixels"
-                    + (f"; CV kappa {chosen}" if method == "pmctx" else "")
+                    + (f"; (weighted) kappa {cv_kappa}" if cv_kappa else "")
                 ),
             }
         )
@@ -233,11 +289,16 @@ def _condition(args) -> list[dict]:
     return rows
 
 
-def run(quick: bool = False, *, verbose: bool = True) -> list[dict]:
-    """All conditions; ``PMCTX_BENCH_WORKERS`` processes (default 1) run them in parallel
-    (each condition seeds its own generators, so the rows do not depend on it)."""
+def run(
+    quick: bool = False, *, plan: str | None = None, size=None, reps: int = 3, verbose=True
+) -> list[dict]:
+    """All conditions of ``plan`` ("quick", "table" or "full"; ``quick`` picks "quick");
+    ``PMCTX_BENCH_WORKERS`` processes (default 1) run them in parallel (each condition
+    seeds its own generators, so the rows do not depend on it)."""
+    plan = plan or ("quick" if quick else "full")
+    size = size or (12 if plan == "quick" else SIZE)
     workers = int(os.environ.get("PMCTX_BENCH_WORKERS", "1"))
-    tasks = [(quick, *condition, verbose) for condition in _plan(quick)]
+    tasks = [(plan, size, reps, *condition, verbose) for condition in _plan(plan)]
     if workers > 1:
         from concurrent.futures import ProcessPoolExecutor
 
@@ -259,10 +320,24 @@ def _print_row(row):
 
 
 if __name__ == "__main__":  # pragma: no cover
+    import argparse
     import json
-    import sys
 
-    result = run(quick="--quick" in sys.argv, verbose=True)
-    if len(sys.argv) > 2:
-        with open(sys.argv[2], "w") as handle:
-            json.dump(result, handle, indent=1)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--plan", choices=("quick", "table", "full"))
+    parser.add_argument("--size", type=int)
+    parser.add_argument("--maps", type=int, default=3)
+    parser.add_argument("--generator", choices=tuple(GENERATORS))
+    parser.add_argument("out", nargs="?")
+    args = parser.parse_args()
+    rows = []
+    plan = args.plan or ("quick" if args.quick else "full")
+    size = args.size or (12 if plan == "quick" else SIZE)
+    for condition in _plan(plan):  # written after every condition
+        if args.generator and condition[0] != args.generator:
+            continue
+        rows += _condition((plan, size, args.maps, *condition, True))
+        if args.out:
+            with open(args.out, "w") as handle:
+                json.dump(rows, handle, indent=1)

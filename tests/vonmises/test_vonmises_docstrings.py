@@ -23,6 +23,8 @@ MODULES = [
     "pmctx.vonmises.chain_collapsed",
     "pmctx.steps.vonmises_chain_collapsed",
     "pmctx.vonmises.start",
+    "pmctx.vonmises.average",
+    "pmctx.models.vonmises_select",
 ]
 
 

@@ -1,0 +1,277 @@
+"""Orientation-map reconstruction with ``kappa`` and the rank chosen from the data.
+
+:func:`reconstruct_cv` runs held-out-pixel cross-validation over a ``(kappa, rank)`` grid
+(:func:`pmctx.vonmises.select.cross_validate`, Rao-Blackwellised held-out densities by
+default), turns the held-out densities into weights over the grid
+(:func:`grid_weights`: stacking, pseudo-BMA+, or one grid point by a pick rule), samples
+the map at every grid point of non-negligible weight (augmented sampler, ``kappa_obs``
+learned by its exact slice update, start from the smoothed data) and pools the draws by
+weight (:func:`pmctx.vonmises.average.cv_average`). The result is an ``InferenceData`` whose
+``cv`` group holds the CV curve and the weights.
+
+The default ``method="stacking"`` comes from ``benchmarks/study_vonmises_kappa.py``
+(``benchmarks/results/vonmises_kappa_study.json``: 20 simulated 16 x 16 maps, kappa 5,
+10-70% missing, kappa_obs 1 and 4): the 90% intervals at missing pixels covered 0.910 of
+the pooled pixels with stacking (mean over maps 0.885 +- 0.026; error 7.7 degrees),
+0.920 with pseudo-BMA+ (0.899 +- 0.021; 7.6 degrees), 0.871 with CV's single best kappa
+(0.842 +- 0.022; 7.5 degrees) and 0.892 at the generating kappa (7.1 degrees). The
+one-SE rule towards smaller kappa and the elbow over-cover (0.92, 0.96) with larger errors
+(11.1, 9.0 degrees).
+
+Examples
+--------
+>>> import numpy as np
+>>> from pmctx.models.vonmises_select import reconstruct_cv
+>>> rng = np.random.default_rng(0)
+>>> theta = np.mod(rng.vonmises(np.zeros((8, 8)), 4.0), 2 * np.pi) / 2
+>>> idata = reconstruct_cv(theta, kappas=[1.0, 4.0], ranks=[2], cv_sweeps=12, draws=20,
+...                        tune=10, seed=0)
+>>> idata.posterior["theta"].shape, float(idata.cv["weight"].sum().round(6))
+((1, 20, 8, 8), 1.0)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pmctx.validation import as_angle_array, as_rng, check_choice, check_int
+from pmctx.vonmises.augmented import augmented_sweep
+from pmctx.vonmises.average import (
+    PICK_RULES,
+    cv_average,
+    pick_index,
+    pseudo_bma_weights,
+    stacking_weights,
+)
+from pmctx.vonmises.hyper import kappa_obs_statistics, sample_kappa_obs
+from pmctx.vonmises.potentials import natural_field, wrap_angle
+from pmctx.vonmises.select import cross_validate
+from pmctx.vonmises.start import smoothed_start
+
+__all__ = ["KAPPAS", "METHODS", "grid_posterior", "grid_weights", "reconstruct_cv"]
+
+KAPPAS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
+METHODS = ("stacking", "pseudo_bma", *PICK_RULES)
+
+
+def grid_weights(cv, method: str = "stacking", *, seed=None) -> np.ndarray:
+    """Weights over the grid of a cross-validation result.
+
+    Parameters
+    ----------
+    cv : pmctx.vonmises.select.CrossValidation
+        The result of :func:`~pmctx.vonmises.select.cross_validate`.
+    method : {"stacking", "pseudo_bma", "best", "one_se", "elbow"}, default "stacking"
+        Averaging rule, or a pick rule of :func:`~pmctx.vonmises.average.pick_index`
+        (weight one on the chosen point).
+    seed : int or numpy.random.Generator, optional
+        Seed of the Bayesian bootstrap (``"pseudo_bma"``).
+
+    Returns
+    -------
+    numpy.ndarray
+        One weight per row of ``cv.curve``, summing to one.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> import pandas as pd
+    >>> cv = SimpleNamespace(curve=pd.DataFrame({"kappa": [1.0, 2.0], "rank": [5, 5]}),
+    ...                      pointwise=np.log([[0.5, 0.1], [0.1, 0.5]]))
+    >>> grid_weights(cv).round(3).tolist(), grid_weights(cv, "best").tolist()
+    ([0.5, 0.5], [1.0, 0.0])
+    """
+    method = check_choice(method, "method", list(METHODS))
+    if method == "stacking":
+        return stacking_weights(cv.pointwise)
+    if method == "pseudo_bma":
+        return pseudo_bma_weights(cv.pointwise, seed=seed)
+    weights = np.zeros(len(cv.curve))
+    weights[pick_index(cv.pointwise, cv.curve["kappa"], cv.curve["rank"], method)] = 1.0
+    return weights
+
+
+def grid_posterior(
+    z, observed, kappa, rank, *, draws=200, tune=100, kappa_obs=None, signal=None, seed=None
+):
+    """Posterior draws of the whole map at one ``(kappa, rank)`` (``kappa_obs`` learned).
+
+    Parameters
+    ----------
+    z : numpy.ndarray (M, N)
+        Observed doubled angles (any value where not observed).
+    observed : numpy.ndarray of bool (M, N)
+        Where ``z`` is observed.
+    kappa : float
+        Smoothing concentration.
+    rank : int
+        Rank of the edge potential.
+    draws, tune : int
+        Kept sweeps and burn-in sweeps.
+    kappa_obs : float, optional
+        Fixed observation concentration (default: learned, starting at 2).
+    signal : numpy.ndarray (M, N), optional
+        Relative signal strength per pixel.
+    seed : int or numpy.random.Generator, optional
+        Random seed or generator.
+
+    Returns
+    -------
+    o_draws : numpy.ndarray (draws, M, N)
+        Doubled-angle map draws.
+    kappa_obs_draws : numpy.ndarray (draws,)
+        Draws of ``kappa_obs``.
+
+    Examples
+    --------
+    >>> z = np.zeros((4, 4))
+    >>> o, k = grid_posterior(z, z == 0, 2.0, 3, draws=5, tune=2, seed=0)
+    >>> o.shape, k.shape
+    ((5, 4, 4), (5,))
+    """
+    rng = as_rng(seed)
+    learn = kappa_obs is None
+    k_obs = 2.0 if learn else float(kappa_obs)
+    o = smoothed_start(z, observed)
+    o_draws, k_draws = [], []
+    for sweep in range(tune + draws):
+        o = augmented_sweep(o, natural_field(z, observed, k_obs, signal=signal), kappa, rank, rng)
+        if learn:
+            k_obs = sample_kappa_obs(kappa_obs_statistics(o, z, observed, signal), k_obs, rng)
+        if sweep >= tune:
+            o_draws.append(o.copy())
+            k_draws.append(k_obs)
+    return np.asarray(o_draws), np.asarray(k_draws)
+
+
+def reconstruct_cv(
+    theta_obs,
+    *,
+    mask=None,
+    kappas=KAPPAS,
+    ranks=(5,),
+    method: str = "stacking",
+    kappa_obs=None,
+    signal=None,
+    n_folds: int = 3,
+    cv_sweeps: int = 60,
+    heldout: str = "rao_blackwell",
+    draws: int = 200,
+    tune: int = 100,
+    min_weight: float = 0.01,
+    seed=None,
+):
+    """Reconstruct a map with ``(kappa, rank)`` weighted or chosen by held-out pixels.
+
+    Parameters
+    ----------
+    theta_obs : array_like, shape (M, N)
+        Observed orientations in ``[0, pi]``; NaN marks a missing pixel.
+    mask : array_like of 0/1, optional
+        1 where observed (default: not NaN).
+    kappas, ranks : sequences
+        The grid (default ``kappa`` in :data:`KAPPAS`, rank 5).
+    method : {"stacking", "pseudo_bma", "best", "one_se", "elbow"}, default "stacking"
+        How the grid is used (:func:`grid_weights`).
+    kappa_obs : float, optional
+        Fixed observation concentration on doubled angles (default: learned).
+    signal : array_like, shape (M, N), optional
+        Relative signal strength per pixel.
+    n_folds, cv_sweeps : int
+        Folds and sweeps per fold fit of the cross-validation.
+    heldout : {"rao_blackwell", "draws"}, default "rao_blackwell"
+        Held-out density of :func:`~pmctx.vonmises.select.cross_validate`.
+    draws, tune : int
+        Pooled draws, and burn-in sweeps of each grid point's fit.
+    min_weight : float, default 0.01
+        Grid points below this weight are dropped (the rest renormalised) before fitting.
+    seed : int or numpy.random.Generator, optional
+        Random seed or generator.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior``: ``o``, ``theta`` (1 chain, ``draws``), ``kappa_obs``, and ``kappa`` and
+        ``rank`` of the grid point each draw came from; ``cv``: the CV curve over ``grid``
+        with ``weight``; ``constant_data``: ``obs_mask``. ``cv.attrs`` holds ``method``,
+        ``heldout`` and the weighted ``kappa``.
+
+    Examples
+    --------
+    >>> idata = reconstruct_cv(np.full((6, 6), 0.5), kappas=[2.0], ranks=[3], cv_sweeps=9,
+    ...                        draws=5, tune=3, seed=1)
+    >>> idata.cv["weight"].values.tolist(), idata.posterior["rank"].values.ravel()[:2].tolist()
+    ([1.0], [3, 3])
+    """
+    import arviz as az
+    import xarray as xr
+
+    method = check_choice(method, "method", list(METHODS))
+    draws = check_int(draws, "draws", minimum=1)
+    theta_obs = as_angle_array(theta_obs, "theta_obs", ndim=2, low=0.0, high=np.pi, allow_nan=True)
+    observed = ~np.isnan(theta_obs) if mask is None else np.asarray(mask).astype(bool)
+    z = np.where(observed, wrap_angle(2.0 * np.nan_to_num(theta_obs)), 0.0)
+    signal = None if signal is None else np.asarray(signal, dtype=np.float64)
+    rng = as_rng(seed)
+    cv = cross_validate(
+        np.where(observed, z, np.nan),
+        kappas=kappas,
+        ranks=ranks,
+        kappa_obs=kappa_obs,
+        signal=signal,
+        n_folds=n_folds,
+        n_sweeps=cv_sweeps,
+        heldout=heldout,
+        seed=rng,
+    )
+    weights = grid_weights(cv, method, seed=rng)
+    fit_weights = np.where(weights >= min(min_weight, weights.max()), weights, 0.0)
+    fits = [
+        grid_posterior(
+            z,
+            observed,
+            kappa,
+            rank,
+            draws=draws,
+            tune=tune,
+            kappa_obs=kappa_obs,
+            signal=signal,
+            seed=rng,
+        )
+        if w > 0
+        else None
+        for w, kappa, rank in zip(fit_weights, cv.curve["kappa"], cv.curve["rank"])
+    ]
+    # Pool draw indices, so each map keeps its own kappa_obs draw.
+    index, source = cv_average(
+        [None if f is None else np.arange(len(f[0])) for f in fits], fit_weights, draws, seed=rng
+    )
+    o = np.stack([fits[k][0][i] for k, i in zip(source, index)])
+    k_obs = np.array([fits[k][1][i] for k, i in zip(source, index)])
+    curve = cv.curve.assign(weight=weights)
+    grid = {"grid": np.arange(len(curve))}
+    cv_group = xr.Dataset(
+        {name: ("grid", curve[name].to_numpy()) for name in curve.columns},
+        coords=grid,
+        attrs={
+            "method": method,
+            "heldout": heldout,
+            "weighted_kappa": float(np.dot(weights, curve["kappa"])),
+        },
+    )
+    theta = np.mod(o, 2.0 * np.pi) / 2.0
+    idata = az.from_dict(
+        posterior={
+            "o": o[None],
+            "theta": theta[None],
+            "kappa_obs": k_obs[None],
+            "kappa": curve["kappa"].to_numpy()[source][None],
+            "rank": curve["rank"].to_numpy()[source][None],
+        },
+        dims={"o": ["row", "col"], "theta": ["row", "col"]},
+        constant_data={"obs_mask": observed.astype(np.int64)},
+        constant_data_dims={"obs_mask": ["row", "col"]},
+    )
+    idata.posterior["theta"].attrs["period"] = np.pi
+    idata.add_groups(cv=cv_group)
+    return idata
