@@ -45,7 +45,10 @@ def _context(Z, A, Y, F, X, k):
     """Residual ``F - Z A`` and counts ``Z Y`` without column ``k``."""
     keep = np.arange(Z.shape[1]) != k
     R = F - Z[:, keep] @ A[keep] if F.shape[1] else np.zeros((Z.shape[0], 0))
-    C = Z[:, keep] @ Y[keep] if X.shape[1] else np.zeros((Z.shape[0], 0), dtype=np.int64)
+    if X.shape[1]:  # float product (BLAS), exact for these small integer counts
+        C = (Z[:, keep].astype(np.float64) @ Y[keep].astype(np.float64)).astype(np.int64)
+    else:
+        C = np.zeros((Z.shape[0], 0), dtype=np.int64)
     return R, C
 
 
@@ -83,12 +86,15 @@ def row_gains(R, C, X, a, y, hyper) -> np.ndarray:
     if R.shape[1]:
         gain -= (((R - a) ** 2).sum(axis=1) - (R**2).sum(axis=1)) / (2.0 * hyper.sigma_n**2)
     if X.shape[1] and y.any():
+        on = y == 1
+        Xs, Cs = X[:, on], C[:, on]
         l0 = np.log1p(-hyper.lam)
-        ll0_off = C * l0 + np.log1p(-hyper.eps)  # log P(x = 0 | C)
+        # The gain of a pixel depends on C only: tabulate it over the counts that occur.
+        c = np.arange(int(Cs.max()) + 1)
+        ll0_off = c * l0 + np.log1p(-hyper.eps)  # log P(x = 0 | C)
         ll0_on = ll0_off + l0
         d1 = np.log(-np.expm1(ll0_on)) - np.log(-np.expm1(ll0_off))
-        delta = np.where(X == 1, d1, l0)
-        gain += delta[:, y == 1].sum(axis=1)
+        gain += np.where(Xs == 1, d1[Cs], l0).sum(axis=1)
     return gain
 
 
