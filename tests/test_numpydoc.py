@@ -84,6 +84,7 @@ VALIDATED = [
     "pmctx.gum.synthetic",
     "pmctx.gum.terms",
     "pmctx.ibp",
+    "pmctx.ibp.birth_death",
     "pmctx.ibp.conditionals",
     "pmctx.ibp.continuous",
     "pmctx.ibp.data",

@@ -8,11 +8,25 @@ and the reconstructions ``F_hat = Z A`` and ``X_prob``; to look at the bases the
 
 from __future__ import annotations
 
+import math
+
 import arviz as az
+import numba
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+from scipy.special import logsumexp
 
-__all__ = ["align_features", "label_invariant_summary", "match_features", "recovery_report"]
+from pmctx.ibp.kernels import _set_z, new_feature_log_posterior, noisy_or_tables
+from pmctx.ibp.sampler import IBPHyper
+from pmctx.ibp.sweep import row_caches
+
+__all__ = [
+    "align_features",
+    "label_invariant_summary",
+    "match_features",
+    "recovery_report",
+    "singleton_log_odds",
+]
 
 LABEL_INVARIANT = ("n_active", "loglik")
 
@@ -149,3 +163,108 @@ def recovery_report(idata, Z_true, F_true_mean=None, X_true_prob=None) -> dict:
         x_prob = idata.posterior["X_prob"].mean(("chain", "draw")).values
         report["X_prob_mae"] = float(np.mean(np.abs(x_prob - X_true_prob)))
     return report
+
+
+@numba.njit(cache=True)
+def _singleton_log_weights(Z, A, Y, F, X, hyper):
+    """Per row, ``log w[i, k]`` of owning ``k = 0..K_max`` singletons (``-inf`` past ``J_i``)."""
+    n, k_max = Z.shape
+    ll0, _ = noisy_or_tables(hyper[4], hyper[5], k_max)
+    R, C, m = row_caches(Z, A, Y, F)
+    out = np.full((n, k_max + 1), -np.inf)
+    own = np.empty(k_max, dtype=np.int64)
+    for i in range(n):
+        n_free = 0
+        n_own = 0
+        for k in range(k_max):
+            if m[k] - Z[i, k] == 0:
+                n_free += 1
+                if Z[i, k] == 1:
+                    own[n_own] = k
+                    n_own += 1
+                    _set_z(i, k, 0, Z, A, Y, R, C, m)
+        if n_free > 0:
+            out[i, : n_free + 1] = new_feature_log_posterior(i, n_free, X, R, C, hyper, ll0)
+        else:
+            out[i, 0] = 0.0
+        for j in range(n_own):
+            _set_z(i, own[j], 1, Z, A, Y, R, C, m)
+    return out
+
+
+def singleton_log_odds(Z, A, Y, F, X, hyper, *, K_max=None) -> dict:
+    """Exact log odds, per row, of owning one singleton feature versus none.
+
+    For each row ``i`` the other rows' ownership and the shared features' ``A`` and ``Y`` are
+    held at the given state; the row's own singletons (columns no other row uses) are
+    removed, and the weight of the row owning ``k`` of the ``J_i`` free columns, their ``A``
+    and ``Y`` integrated out, is the marginal the sampler's new-feature update draws from
+    (:func:`pmctx.ibp.kernels.new_feature_log_posterior`, seed eq. 10-13 with the finite
+    model's Binomial(J_i, (alpha/K_max) / (N + alpha/K_max)) prior). Treating the rows as
+    independent given the shared features, ``1 - prod_i P(K_new,i = 0)`` is the implied
+    probability that the posterior holds more active features than the state's shared ones
+    (``n_active > K`` at the truth).
+
+    Parameters
+    ----------
+    Z : array_like (N, K)
+        Ownership (e.g. the truth); padded with empty columns up to ``K_max``.
+    A : array_like (K, D)
+        Force bases (``D`` may be 0).
+    Y : array_like (K, T)
+        Cue images (``T`` may be 0).
+    F : array_like (N, D)
+        Forces.
+    X : array_like (N, T)
+        Cues.
+    hyper : IBPHyper or mapping
+        Hyperparameters (``alpha, sigma_n, sigma_a`` (or ``sigma_A``), ``phi, lam, eps``).
+    K_max : int, optional
+        Truncation level; default ``Z.shape[1]``.
+
+    Returns
+    -------
+    dict
+        ``log_odds`` (N,): ``log P(K_new,i = 1) / P(K_new,i = 0)``; ``log_p_none`` (N,):
+        ``log P(K_new,i = 0)``; ``p_extra``: implied ``P(n_active > K)``; ``expected_extra``:
+        ``sum_i E[K_new,i]``.
+
+    Examples
+    --------
+    >>> from pmctx.ibp.data import visuomotor_data
+    >>> data = visuomotor_data(50, seed=0)
+    >>> hyper = dict(alpha=1.0, sigma_n=0.3, sigma_a=1.0, phi=1 / 6, lam=0.9, eps=0.05)
+    >>> out = singleton_log_odds(data.Z, data.A, data.Y, data.F, data.X, hyper, K_max=10)
+    >>> out["log_odds"].shape, 0.0 < out["p_extra"] < 1.0
+    ((50,), True)
+    """
+    Z = np.asarray(Z, dtype=np.int64)
+    n, k = Z.shape
+    k_max = k if K_max is None else int(K_max)
+    if k_max < k:
+        raise ValueError(f"K_max must be at least Z.shape[1]={k}; got {K_max}.")
+    if not isinstance(hyper, IBPHyper):
+        hyper = IBPHyper(**{("sigma_a" if key == "sigma_A" else key): float(v)
+                            for key, v in dict(hyper).items()})  # fmt: skip
+    A = np.asarray(A, dtype=np.float64).reshape(k, -1)
+    Y = np.asarray(Y, dtype=np.int64).reshape(k, -1)
+    Zp = np.zeros((n, k_max), dtype=np.int64)
+    Zp[:, :k] = Z
+    Ap = np.zeros((k_max, A.shape[1]))
+    Ap[:k] = A
+    Yp = np.zeros((k_max, Y.shape[1]), dtype=np.int64)
+    Yp[:k] = Y
+    F = np.ascontiguousarray(np.asarray(F, dtype=np.float64).reshape(n, -1))
+    X = np.ascontiguousarray(np.asarray(X, dtype=np.int64).reshape(n, -1))
+    logw = _singleton_log_weights(Zp, Ap, Yp, F, X, hyper.as_array(k_max))
+    log_norm = logsumexp(logw, axis=1)
+    log_p_none = logw[:, 0] - log_norm
+    with np.errstate(invalid="ignore"):
+        log_odds = np.where(np.isfinite(logw[:, 1]), logw[:, 1] - logw[:, 0], -np.inf)
+    probs = np.exp(logw - log_norm[:, None])
+    return {
+        "log_odds": log_odds,
+        "log_p_none": log_p_none,
+        "p_extra": float(-math.expm1(log_p_none.sum())),
+        "expected_extra": float((probs * np.arange(k_max + 1)).sum()),
+    }

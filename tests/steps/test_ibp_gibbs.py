@@ -222,6 +222,29 @@ def test_ibp_gibbs_with_split_merge_matches_exact_posterior(tiny_model, exact_ti
     assert_matches_exact(state_indices(draws, z_states), z_probs, tv_tol=0.04, ess=len(draws) / 4)
 
 
+@pytest.mark.slow
+def test_ibp_gibbs_with_birth_death_matches_exact_posterior(tiny_model, exact_tiny):
+    states, probs = exact_tiny
+    with tiny_model:
+        step = IBPGibbs(birth_death=3, rng=4)
+    point = tiny_model.initial_point()
+    draws, accepted = [], 0
+    for s in range(6000):
+        point, (stats,) = step.step(point)
+        accepted += stats["birth_death_accepted"]
+        if s >= 200:
+            draws.append(np.concatenate([point["Z"].ravel(), point["Y"].ravel()]))
+    assert accepted > 40  # births of a 2-row feature are rare on 3 rows; see test_ibp_birth_death
+    z_states, z_probs = z_marginal(states, probs)
+    draws = np.array(draws)[:, :6]
+    assert_matches_exact(state_indices(draws, z_states), z_probs, tv_tol=0.04, ess=len(draws) / 4)
+
+
+def test_birth_death_count_is_validated(tiny_model):
+    with tiny_model, pytest.raises(ValueError, match="birth_death"):
+        IBPGibbs(birth_death=-1)
+
+
 def test_new_features_off_needs_the_legacy_moves():
     with build_model(F=np.zeros((3, 2)), K_max=2, sigma_n=0.5, sigma_A=1.0, alpha=1.0):
         with pytest.raises(ValueError, match="new_features=False needs moves='legacy'"):
