@@ -215,7 +215,10 @@ def bench_case(name, n_units):
     last = per_unit(_plain_loop(fit, units, options))
     load.append(_load())
     loop, loop_cpu = ((a + b) / 2 for a, b in zip(first, last, strict=True))
-    spread = f"loop before/after engine rows {1000 * first[0]:.1f}/{1000 * last[0]:.1f} ms wall"
+    spread = (
+        f"loop before/after engine rows {1000 * first[0]:.1f}/{1000 * last[0]:.1f} ms wall; "
+        "1 BLAS thread here and in every worker"
+    )
     files = measured["same files"]
 
     def row(variant, wall_cpu, notes="", **kwargs):
