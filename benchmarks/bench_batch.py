@@ -18,8 +18,12 @@ Baselines, all in this process, one unit after another, same fits and seeds:
 Engine rows: in the same process (``local=True``: seeds, one NetCDF + JSON record per unit,
 summary rows; each unit's files written between fits, and, for comparison, ``background
 writes``: by a background thread while the next unit fits, ``background_writes=True``) and on a
-``LocalCluster`` with 1 and 2 worker processes (client and workers started and warmed before
+``LocalCluster`` with 1 and 2 worker processes started by :func:`pmctx.batch.connect` (its
+tuned worker settings, :mod:`pmctx.batch.cluster`), and 1 worker with Dask's default settings
+(``connect(tuned=False)``) for comparison (client and workers started and warmed before
 timing; start-up reported separately; units in chunks, see :mod:`pmctx.batch.scheduling`).
+BLAS: Dask's nanny gives each worker one BLAS thread; the loops and in-process rows here run
+with one BLAS thread too (``threadpoolctl``), so every row times the same computation.
 ``seconds_per_sweep`` is wall seconds per unit and ``ratio_vs_baseline`` the wall-time
 speed-up over the plain loop without files.
 
@@ -28,10 +32,12 @@ Overhead, per unit, relative to the plain loop without files ``t0``:
 included) and ``engine_only = (t_engine - t_files) / t0`` (what the engine adds to a loop
 that writes the same files: seeds, records, summary, scheduling). Both in wall time
 (``wall_overhead*``) and in CPU time (``cpu_overhead*``: process CPU per unit; for Dask rows
-the workers' CPU plus the client's, whose process also runs the scheduler). The machine may
-be shared: each row has the 1-minute load average before and after it (``load``); under load
-trust the CPU columns. Targets: engine overhead < 10% (in-process and 1 worker), 2 workers
->= 1.7x over 1 worker in wall time (which needs two free cores). With ``--quick`` 40 units.
+the workers' CPU plus the client's, whose process also runs the scheduler; and
+``worker_cpu_overhead``: the workers' CPU alone over the loop's, what the engine costs inside
+the process that fits). The machine may be shared: each row has the 1-minute load average
+before and after it (``load``); under load trust the CPU columns. Targets: engine overhead
+< 10% (in-process and 1 worker), 2 workers >= 1.7x over 1 worker in wall time (which needs
+two free cores). With ``--quick`` 40 units.
 SBC wall times are in ``notes`` of the ``sbc`` rows when run with ``PMCTX_BENCH_SBC=<reps>``.
 """
 
@@ -44,6 +50,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from pmctx.batch import connect, run_batch, unit_seed
 from pmctx.batch.adapters import fit_gum, resolve_fit, resolve_invariants, resolve_simulate
@@ -138,12 +145,13 @@ def _engine(fit, units, options, client=None, **kwargs):
         table = run_batch(fit, units, out, options=options, progressbar=False, client=client,
                           **kwargs)  # fmt: skip
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-        here = cpu
+        here, on_workers = cpu, 0.0
         if client is not None:
             after = client.run(time.process_time)
-            cpu += sum(after[w] - workers[w] for w in workers)
+            on_workers = sum(after[w] - workers[w] for w in workers)
+            cpu += on_workers
         assert (table["status"] == "ok").all(), table[table["status"] != "ok"]
-        return seconds, cpu, here
+        return seconds, cpu, here, on_workers
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -187,27 +195,30 @@ def bench_case(name, n_units):
     measured["background"] = per_unit(_engine(fit, units, options, local=True,
                                               background_writes=True))  # fmt: skip
     load.append(_load())
-    walls, notes = {}, {}
-    for workers in (1, 2):
+    notes = {}
+    for workers, tuned in ((1, True), (2, True), (1, False)):
+        key = workers if tuned else "1 default"
         start = time.perf_counter()
-        client = connect(workers=workers)
+        client = connect(workers=workers, tuned=tuned)
         startup = time.perf_counter() - start
         try:
             _warm(client, fit, units, options)
             load.append(_load())
-            measured[workers] = per_unit(_engine(fit, units, options, client=client))
+            measured[key] = per_unit(_engine(fit, units, options, client=client))
             load.append(_load())
         finally:
             cluster = client.cluster
             client.close()
             cluster.close()
-        walls[workers] = measured[workers][0]
-        notes[workers] = f"cluster start {startup:.1f} s"
-    notes[2] += f"; speed-up over 1 worker {walls[1] / walls[2]:.2f}x"
+        notes[key] = f"cluster start {startup:.1f} s"
+    notes[2] += f"; speed-up over 1 worker {measured[1][0] / measured[2][0]:.2f}x"
     last = per_unit(_plain_loop(fit, units, options))
     load.append(_load())
     loop, loop_cpu = ((a + b) / 2 for a, b in zip(first, last, strict=True))
-    spread = f"loop before/after engine rows {1000 * first[0]:.1f}/{1000 * last[0]:.1f} ms wall"
+    spread = (
+        f"loop before/after engine rows {1000 * first[0]:.1f}/{1000 * last[0]:.1f} ms wall; "
+        "1 BLAS thread here and in every worker"
+    )
     files = measured["same files"]
 
     def row(variant, wall_cpu, notes="", **kwargs):
@@ -215,7 +226,13 @@ def bench_case(name, n_units):
                    base_cpu=loop_cpu, notes=notes, **kwargs)  # fmt: skip
         if len(wall_cpu) > 2 and variant.startswith("dask"):
             out["client_cpu_s_per_unit"] = wall_cpu[2]
-            out["notes"] += f"; of the CPU, client + scheduler {1000 * wall_cpu[2]:.1f} ms/unit"
+            out["worker_cpu_s_per_unit"] = wall_cpu[3]
+            out["worker_cpu_overhead"] = wall_cpu[3] / loop_cpu - 1.0
+            out["notes"] += (
+                f"; of the CPU, client + scheduler {1000 * wall_cpu[2]:.1f} ms/unit, workers "
+                f"{1000 * wall_cpu[3]:.1f} ms/unit ({100 * out['worker_cpu_overhead']:+.1f}% "
+                "over the loop's CPU)"
+            )
         return out
 
     return [
@@ -231,6 +248,13 @@ def bench_case(name, n_units):
         ),
         row("dask 1 worker(s)", measured[1], files=files, load=load[6:8], notes=notes[1]),
         row("dask 2 worker(s)", measured[2], load=load[8:10], notes=notes[2]),
+        row(
+            "dask 1 worker(s), Dask's default settings",
+            measured["1 default"],
+            files=files,
+            load=load[10:12],
+            notes=notes["1 default"],
+        ),
     ]
 
 
@@ -269,7 +293,11 @@ def bench_sbc(reps):
 def run(quick: bool = False) -> list[dict]:
     os.environ.setdefault("PMCTX_NO_PROGRESS", "1")
     n_units = 40 if quick else 200
-    rows = bench_case("crp_alpha", n_units) + bench_case("gum_laplace", n_units)
+    # Dask's nanny gives each worker one BLAS thread (OMP/MKL/OPENBLAS_NUM_THREADS=1): this
+    # process's loops and in-process engine rows run with one too, so that every row compares
+    # the same fits.
+    with threadpool_limits(limits=1, user_api="blas"):
+        rows = bench_case("crp_alpha", n_units) + bench_case("gum_laplace", n_units)
     reps = int(os.environ.get("PMCTX_BENCH_SBC", "0"))
     if reps:
         rows += bench_sbc(reps)

@@ -3,6 +3,8 @@
 * :mod:`~pmctx.batch.units`: units from a folder of files or a table with a ``unit`` column.
 * :mod:`~pmctx.batch.engine`: :func:`run_batch`, results written per unit as they finish,
   resumable, robust to failing units and dying workers.
+* :mod:`~pmctx.batch.cluster`: :func:`connect`, the engine's local cluster, its workers tuned
+  for many short fits (Dask's memory trimming and profiler off); or a cluster by address.
 * :mod:`~pmctx.batch.adapters`: model name -> fit callable (:func:`resolve_fit`).
 * :mod:`~pmctx.batch.toy`: a closed-form model to try the engine on.
 

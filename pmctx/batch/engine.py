@@ -46,6 +46,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from pmctx.batch.cluster import connect
 from pmctx.batch.units import UnitSource, discover_units, unit_seed
 from pmctx.progress import progress
 from pmctx.validation import check_int
@@ -358,43 +359,6 @@ def _write_phase(fitted: _Fitted, *, groups=UNIT_GROUPS, thread_cpu: bool = Fals
     record["cpu_seconds"] = fitted.cpu_seconds + clock() - cpu_start
     _write_json(fitted.js, record)
     return record
-
-
-def connect(*, workers: int | None = None, scheduler: str | None = None, **cluster_kwargs):
-    """A ``distributed.Client``: to ``scheduler`` (or ``$DASK_SCHEDULER_ADDRESS``) when given,
-    else to a new ``LocalCluster`` of ``workers`` processes with one thread each.
-
-    Close it (``client.close()``; and ``client.cluster.close()`` for a local cluster) when done,
-    or use it as a context manager.
-
-    Parameters
-    ----------
-    workers : int, optional
-        Worker processes of a new local cluster (default: the number of CPUs).
-    scheduler : str, optional
-        Address of a running Dask scheduler.
-    **cluster_kwargs
-        Passed to ``distributed.LocalCluster``.
-
-    Returns
-    -------
-    distributed.Client
-        A client connected to the scheduler or the new local cluster.
-
-    Examples
-    --------
-    >>> client = connect(workers=2)  # doctest: +SKIP
-    >>> client.close(); client.cluster.close()  # doctest: +SKIP
-    """
-    from distributed import Client, LocalCluster
-
-    scheduler = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
-    if scheduler:
-        return Client(scheduler)
-    n = check_int(workers if workers is not None else os.cpu_count() or 1, "workers", minimum=1)
-    cluster_kwargs.setdefault("dashboard_address", None)
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, **cluster_kwargs)
-    return Client(cluster)
 
 
 def _columns(keys) -> list[str]:

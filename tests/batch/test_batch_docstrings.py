@@ -6,6 +6,7 @@ from pmctx.testing import assert_docstring_examples
 
 MODULES = [
     "pmctx.batch.units",
+    "pmctx.batch.cluster",
     "pmctx.batch.engine",
     "pmctx.batch.scheduling",
     "pmctx.batch.writer",
