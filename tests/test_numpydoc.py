@@ -83,6 +83,7 @@ VALIDATED = [
     "pmctx.gum.simulate",
     "pmctx.gum.synthetic",
     "pmctx.gum.terms",
+    "pmctx.gum.whiten",
     "pmctx.ibp",
     "pmctx.ibp.conditionals",
     "pmctx.ibp.continuous",

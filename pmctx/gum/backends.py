@@ -62,6 +62,7 @@ __all__ = [
     "BACKENDS",
     "NUTPIE_MIN_ITERATIONS",
     "choose_backend",
+    "compile_nutpie",
     "nutpie_available",
     "sample_nutpie",
 ]
@@ -122,6 +123,26 @@ def choose_backend(backend: str, *, draws: int, tune: int, chains: int, pymc_onl
     return "nutpie" if chains * (draws + tune) >= NUTPIE_MIN_ITERATIONS else "pymc"
 
 
+def compile_nutpie(model: pm.Model, initial_point: dict | None = None):
+    """nutpie's compiled model of ``model`` (Numba log density and gradient).
+
+    Parameters
+    ----------
+    model : pymc.Model
+        The model.
+    initial_point : dict, optional
+        Initial values of the value variables.
+
+    Returns
+    -------
+    nutpie.CompiledModel
+        Reusable by any number of :func:`sample_nutpie` calls.
+    """
+    import nutpie
+
+    return nutpie.compile_pymc_model(model, initial_points=initial_point)
+
+
 def sample_nutpie(
     model: pm.Model,
     *,
@@ -131,10 +152,14 @@ def sample_nutpie(
     cores,
     random_seed,
     progressbar,
-    initial_point,
+    initial_point=None,
     observed: dict | None = None,
+    compiled=None,
+    low_rank: bool = True,
+    loglik_model: pm.Model | None = None,
+    drop: tuple = (),
 ):
-    """NUTS by nutpie (low-rank mass matrix) with ``log_likelihood`` and ``observed_data``
+    """NUTS by nutpie with ``log_likelihood`` and ``observed_data``
     (``observed``: name -> values) groups like ``pm.sample`` with
     ``idata_kwargs={"log_likelihood": True}`` gives.
 
@@ -148,10 +173,20 @@ def sample_nutpie(
         Seed (reduced to one 31-bit integer for nutpie).
     progressbar : bool or None
         Show progress (None: in a terminal).
-    initial_point : dict
-        Initial values of the value variables.
+    initial_point : dict, optional
+        Initial values of the value variables (used when ``compiled`` is None).
     observed : dict, optional
         Observed data added as the ``observed_data`` group.
+    compiled : nutpie.CompiledModel, optional
+        ``model`` already compiled (:func:`compile_nutpie`); default: compiled here.
+    low_rank : bool, default True
+        nutpie's low-rank modified mass matrix (False: diagonal adaptation, enough in
+        whitened coordinates, :mod:`pmctx.gum.whiten`).
+    loglik_model : pymc.Model, optional
+        The model whose observed variables give the ``log_likelihood`` group (default
+        ``model``; the plain model when ``model`` is its whitened version).
+    drop : tuple of str
+        Posterior variables and coordinates to remove (the whitened coordinates).
 
     Returns
     -------
@@ -160,7 +195,8 @@ def sample_nutpie(
     """
     import nutpie
 
-    compiled = nutpie.compile_pymc_model(model, initial_points=initial_point)
+    if compiled is None:
+        compiled = compile_nutpie(model, initial_point)
     seed = None if random_seed is None else int(np.random.default_rng(random_seed).integers(2**31))
     idata = nutpie.sample(
         compiled,
@@ -170,12 +206,16 @@ def sample_nutpie(
         cores=cores,
         seed=seed,
         progress_bar=progress_enabled(None if progressbar is None else not progressbar),
-        low_rank_modified_mass_matrix=True,
+        low_rank_modified_mass_matrix=low_rank,
     )
     for group in ("warmup_posterior", "warmup_sample_stats"):
         if group in idata.groups():
             del idata[group]
+    if drop:
+        idata.posterior = idata.posterior.drop_vars([d for d in drop if d in idata.posterior])
     if observed:
         idata.add_groups(observed_data=observed)
-    pm.compute_log_likelihood(idata, model=model, extend_inferencedata=True, progressbar=False)
+    pm.compute_log_likelihood(
+        idata, model=loglik_model or model, extend_inferencedata=True, progressbar=False
+    )
     return idata

@@ -25,6 +25,8 @@ MODULES = [
     "pmctx.gum.grouped",
     "pmctx.gum.backends",
     "pmctx.gum.design",
+    "pmctx.gum.whiten",
+    "pmctx.gum.hsgp",
     "pmctx.models.gum",
 ]
 
