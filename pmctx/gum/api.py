@@ -1158,7 +1158,8 @@ def gum(
         them with :mod:`pmctx.gum.hyper` instead). Default: fixed lengthscales.
     approximation : {"auto", "exact", "hsgp"}, default "auto"
         GP prior of the ``pm.Model`` that NUTS and ADVI sample: the exact grid prior, or the
-        HSGP basis (:mod:`pmctx.gum.hsgp`, PyMC's ``pm.gp.HSGP``); ``"auto"`` takes HSGP from
+        HSGP basis (:mod:`pmctx.gum.hsgp`, PyMC's ``pm.gp.HSGP``); ``"auto"`` takes HSGP when
+        lengthscales are sampled (``lengthscale_prior_sigma``) and from
         :data:`pmctx.gum.hsgp.HSGP_MIN_OBS` rows on. Laplace and evidence stay exact.
 
     Returns

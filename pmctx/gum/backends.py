@@ -51,6 +51,7 @@ Examples
 from __future__ import annotations
 
 import importlib.util
+import time
 
 import numpy as np
 import pymc as pm
@@ -198,6 +199,7 @@ def sample_nutpie(
     if compiled is None:
         compiled = compile_nutpie(model, initial_point)
     seed = None if random_seed is None else int(np.random.default_rng(random_seed).integers(2**31))
+    start = time.perf_counter()
     idata = nutpie.sample(
         compiled,
         draws=draws,
@@ -208,6 +210,7 @@ def sample_nutpie(
         progress_bar=progress_enabled(None if progressbar is None else not progressbar),
         low_rank_modified_mass_matrix=low_rank,
     )
+    idata.posterior.attrs.setdefault("sampling_time", time.perf_counter() - start)
     for group in ("warmup_posterior", "warmup_sample_stats"):
         if group in idata.groups():
             del idata[group]

@@ -9,8 +9,9 @@ the identifiability constraint by projecting: ``theta = theta0 + P^T P B z``. Th
 exact constrained prior of the approximate GP (``P^T P f`` is ``f`` minus its constrained
 component, as in seed 002 Appendix A), with ``z ~ N(0, I)`` of the basis size.
 
-Why and when (``approximation="auto"`` of :func:`pmctx.gum.gum` uses it from
-:data:`HSGP_MIN_OBS` rows on, for NUTS and ADVI; Laplace stays exact): a smooth function
+Why and when (``approximation="auto"`` of :func:`pmctx.gum.gum` uses it when lengthscales are
+sampled and the data have :data:`HSGP_MIN_OBS` rows or more, for NUTS and ADVI; Laplace stays
+exact): a smooth function
 needs fewer basis coefficients than grid points (seed 002 section 3.1: 26-30 instead of 47
 free coordinates for ``l = 0.1`` on [0, 2]), and with sampled lengthscales the graph needs
 no Cholesky of the grid covariance, only the spectral density. The basis size is the
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 
 from pmctx.gum.kernels import kernel_matrix
@@ -55,9 +57,14 @@ __all__ = [
     "uses_hsgp",
 ]
 
-#: Rows from which ``approximation="auto"`` samples GP terms through HSGP (see module doc and
-#: ``benchmarks/bench_gum_samplers.py``).
-HSGP_MIN_OBS = 5000
+#: Rows from which ``approximation="auto"`` samples GP terms through HSGP when lengthscales are
+#: sampled. Log density + gradient (PyTensor NUMBA mode, seed 002 section 3.1, lengthscales
+#: sampled, CPU us per call on the shared 2-core box under load ~10, so +-50%): exact 3,324 /
+#: 6,253 / 15,567 at N=500 / 2,000 / 5,000 against HSGP 2,095 / 1,497 / - (1.6x, 4.2x): the
+#: exact prior's per-step Cholesky and its gradient grow with the data-sized graph, HSGP's
+#: spectral density does not. With *fixed* lengthscales HSGP gave no gain at N=1k-10k (the
+#: exact factor is a constant matrix), so "auto" keeps the exact prior there.
+HSGP_MIN_OBS = 2000
 #: Boundary factor ``L = c * half-range`` of the non-periodic HSGP (default of hsgp_factor).
 HSGP_C = 1.5
 #: Boundary factors tried by :func:`choose_n_basis`.
@@ -199,7 +206,7 @@ def choose_n_basis(fn, *, tol: float = HSGP_TOL) -> tuple[int, float] | None:
 
     The basis is evaluated once per ``c`` at its largest size and smaller sizes are its
     leading columns (the search took 34 CPU s on seed 002 section 3.1 when every size was
-    compiled and evaluated on its own; it now takes well under 1 s).
+    compiled and evaluated on its own; now one compiled function evaluates all ``c``).
 
     Parameters
     ----------
@@ -216,10 +223,15 @@ def choose_n_basis(fn, *, tol: float = HSGP_TOL) -> tuple[int, float] | None:
     periodic = fn.leaf.kernel == "periodic"
     largest = _largest(fn)
     best = None
-    for c in (1.0,) if periodic else HSGP_CS:
-        if largest < 4 or (best is not None and best[0] <= 4):
+    cs = (1.0,) if periodic else HSGP_CS
+    if largest < 4:
+        return None
+    # one compiled function for the largest basis of every c (a compile per size took ~1 s)
+    ell = fn.hyper["lengthscale"]
+    bases = pytensor.function([], [_basis(fn, largest, ell, c) for c in cs])()
+    for c, basis in zip(cs, bases):
+        if best is not None and best[0] <= 4:
             break
-        basis = _basis(fn, largest, fn.hyper["lengthscale"], c).eval()
         for n_basis in range(4, largest + 1, 2):
             if best is not None and n_basis >= best[0]:
                 break
