@@ -60,9 +60,9 @@ __all__ = [
 #: Rows from which ``approximation="auto"`` samples GP terms through HSGP when lengthscales are
 #: sampled. Log density + gradient (PyTensor NUMBA mode, seed 002 section 3.1, lengthscales
 #: sampled, CPU us per call on the shared 2-core box under load ~10, so +-50%): exact 3,324 /
-#: 6,253 / 15,567 at N=500 / 2,000 / 5,000 against HSGP 2,095 / 1,497 / - (1.6x, 4.2x): the
-#: exact prior's per-step Cholesky and its gradient grow with the data-sized graph, HSGP's
-#: spectral density does not. With *fixed* lengthscales HSGP gave no gain at N=1k-10k (the
+#: 6,253 / 15,567 at N=500 / 2,000 / 5,000 against HSGP 2,095 / 1,497 / 2,183 (1.6x, 4.2x,
+#: 7.1x; the exact prior's cost grows with N faster than HSGP's, cause not profiled). With
+#: *fixed* lengthscales HSGP gave no gain at N=1k-10k (the
 #: exact factor is a constant matrix), so "auto" keeps the exact prior there.
 HSGP_MIN_OBS = 2000
 #: Boundary factor ``L = c * half-range`` of the non-periodic HSGP (default of hsgp_factor).
