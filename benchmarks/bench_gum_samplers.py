@@ -71,7 +71,7 @@ def convergence(idata, names) -> tuple[float, float]:
 
 
 def available(sampler: str) -> bool:
-    if sampler in ("pymc", "pymc_numba", "gum_auto"):
+    if sampler in ("pymc", "pymc_numba") or sampler in GUM_ROWS:
         return True
     if sampler == "numpyro":
         return all(importlib.util.find_spec(m) is not None for m in ("numpyro", "jax"))
