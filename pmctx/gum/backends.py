@@ -35,8 +35,35 @@ nutpie split (separate run, same load): compile 6.9 CPU s, sampling 10.3 CPU s, 
 leapfrog steps per draw, so about half the cost is Numba compilation, which no choice of
 mass matrix removes; the sampling half is gradient-bound (~0.1 ms per step).
 
+Since then :meth:`GumModel.sample` gives nutpie the Laplace-whitened model
+(:mod:`pmctx.gum.whiten`) with a diagonal mass matrix, keeps the compiled model on the
+``GumModel``, and sparse bases are read by one lookup per non-zero column
+(:func:`pmctx.gum.build.sparse_product`). ``benchmarks/bench_gum_samplers.py``, 4 x (1000 +
+1000), CPU seconds, shared 2-core box under 1-minute load 10.6-11.8 (so inflated; wall
+seconds were ~5x CPU and are not shown; ``results/gum_samplers_gum_rows_loaded.json``):
+
+====================================  =====  =======  ======  =====  ============
+``g.sample()`` row                    N      CPU s    max R   ESS    ESS / CPU s
+====================================  =====  =======  ======  =====  ============
+first call (nutpie compile included)  500    18.3     1.005   2049   112
+repeat call (compiled model reused)   500    3.9      1.005   2049   531
+first call, ``approximation="hsgp"``  500    16.3     1.005   1625   100
+first call                            10000  34.9     1.005   4058   116
+repeat call                           10000  25.9     1.005   4058   156
+first call, ``approximation="hsgp"``  10000  35.4     1.004   3838   109
+====================================  =====  =======  ======  =====  ============
+
+Where a first call's time goes (N=500, separate fresh processes, load ~11, CPU s): imports
+3.7, Laplace 0.1, whitened model 0.65, nutpie compile 11.5-13.0, sampling 3.7-4.1,
+``log_likelihood`` group 1.1-1.3. Of the compile, ~81% is Numba compiling nutpie's two
+``cfunc`` s (log density and Deterministics; not cached across processes although PyTensor's
+Numba disk cache is on, a second process compiled as long) and ~15% PyTensor's
+``function`` (rewrites, Numba funcify); restricting nutpie's Deterministics
+(``var_names``) did not shorten it (10.8 against 8.6 CPU s).
+
 Rule of ``backend="auto"`` (the default of :meth:`GumModel.sample`): nutpie with the low-rank
-mass matrix when nutpie is installed (``pip install pmctx[nutpie]``), no ``step`` or other
+mass matrix (the whitened model with a diagonal one when it applies) when nutpie is installed
+(``pip install pmctx[nutpie]``), no ``step`` or other
 PyMC-only argument is given, and the run has at least :data:`NUTPIE_MIN_ITERATIONS`
 iterations over all chains (``chains * (draws + tune)``); otherwise ``pm.sample`` (NUMBA mode
 when PyTensor has no BLAS, :func:`pmctx.sampling.run_sampler`).
