@@ -17,6 +17,14 @@ no ``initvals`` -- so the table also checks that the model's own start (the Lapl
 - ``ess_per_s``: the smallest bulk ESS over function values and intercept per wall second
   of the sampling call; ``max_rhat``: the largest R-hat over the same quantities.
 
+- ``load_1min`` / ``loaded``: the larger 1-minute load average before and after the row, and
+  whether it exceeded :data:`LOADED` (such rows say "(LOADED)" in their notes).
+
+The ``g.sample()`` rows (``gum_auto``: first call, nutpie compile included; ``gum_auto_repeat``:
+a second call on the same ``GumModel``, compiled model reused; ``gum_hsgp``: first call with
+``approximation="hsgp"``) run 4 x (1000 + 1000) at every size, the targets of issue 11 being
+NUTS 4 x 1000 at N=500 under 5 s and HSGP NUTS at N=10,000 under 60 s.
+
 The baseline is PyMC's NUTS measured in the same run. N=10,000 uses 100 tuning + 100 draws
 per chain (N=500: PyMC's defaults, 1000 + 1000). ``PMCTX_BENCH_GUM_SIZES=10000`` runs one size;
 every finished row is also written to ``results/gum_samplers_n{N}.json``. A back end that is
