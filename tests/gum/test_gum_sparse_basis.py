@@ -3,9 +3,10 @@
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+import pytest
 
 from pmctx.gum import gum
-from pmctx.gum.build import sparse_basis
+from pmctx.gum.build import sparse_basis, sparse_product
 from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
 
 
@@ -38,3 +39,33 @@ def test_gum_model_logp_matches_dense_design_product():
             pm.logp(pm.Normal.dist(), np.atleast_1d(x)).sum().eval() for x in point.values()
         )
         np.testing.assert_allclose(logp(point), expected, rtol=1e-10)
+
+
+def _random_basis(rng, shape, m, nonzeros):
+    basis = np.zeros((*shape, m))
+    for row in np.ndindex(*shape):
+        cols = rng.choice(m, size=rng.integers(1, nonzeros + 1), replace=False)
+        basis[row][cols] = rng.uniform(size=len(cols))
+    return basis
+
+
+@pytest.mark.parametrize("nonzeros", [1, 2])
+def test_sparse_product_equals_dense_matmul_and_its_gradient(nonzeros):
+    """One lookup per non-zero column (rows with fewer non-zeros padded with weight 0) gives
+    the dense ``basis @ theta`` and its gradient; a lookup with the columns swapped does not."""
+    rng = np.random.default_rng(nonzeros)
+    basis = _random_basis(rng, (9, 2), 12, nonzeros)
+    index, weight = sparse_basis(basis)
+    assert index.shape == (9, 2, nonzeros)
+    theta_value = rng.normal(size=12)
+    theta = pt.vector("theta")
+    out = sparse_product(theta, index, weight)
+    dense = pt.tensordot(pt.as_tensor(basis), theta, 1)
+    np.testing.assert_allclose(out.eval({theta: theta_value}), basis @ theta_value, rtol=1e-12)
+    cotangent = rng.normal(size=(9, 2))
+    grad_sparse = pt.grad((out * cotangent).sum(), theta).eval({theta: theta_value})
+    grad_dense = pt.grad((dense * cotangent).sum(), theta).eval({theta: theta_value})
+    np.testing.assert_allclose(grad_sparse, grad_dense, rtol=1e-12)
+    if nonzeros == 2:  # a deliberately broken lookup (weights paired with the wrong columns)
+        broken = sparse_product(theta, index[..., ::-1], weight).eval({theta: theta_value})
+        assert not np.allclose(broken, basis @ theta_value)
