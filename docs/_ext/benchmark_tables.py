@@ -21,10 +21,17 @@ def write_tables(app=None) -> Path:
             machine = {"platform": str(machine)}
         elapsed = payload.get("elapsed_s")
         took = f"; {elapsed:.0f} s in all" if isinstance(elapsed, int | float) else ""
+        rows = payload.get("rows")
+        if not isinstance(rows, list):  # a study's own layout (e.g. per data set): no table
+            parts.append(
+                f"## {payload.get('benchmark', payload.get('study', path.stem))}\n\n"
+                f"Study results in `benchmarks/results/{path.name}` (not a table of rows).\n"
+            )
+            continue
         parts.append(
             f"## {payload.get('benchmark', path.stem)}\n\n{size}; Python "
             f"{machine.get('python', '?')} on {machine.get('platform', '?')}{took}.\n\n"
-            f"```text\n{format_table(payload.get('rows', []))}\n```\n"
+            f"```text\n{format_table(rows)}\n```\n"
         )
     out = DOCS / "generated" / "benchmark_tables.md"
     out.parent.mkdir(exist_ok=True)
