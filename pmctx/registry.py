@@ -299,9 +299,9 @@ register(
             "sampler": "augmented, cluster, ffbs or pointwise (default augmented)",
             "n_sweeps": "kernel sweeps per stored draw (default 8 for augmented/cluster, else 1)",
         },
-        "Maps can hold several pinwheel layouts that a chain leaves only every few hundred sweeps;"
-        " run longer (e.g. tune=2000, draws=4000, or n_sweeps=4) and compare the chains' pinwheel"
-        " counts",
+        "Maps can hold several pinwheel layouts that a chain leaves only every few thousand"
+        " sweeps; run longer (e.g. draws=4000, or n_sweeps=32 kernel sweeps per draw; the default"
+        " is 8) and compare the chains' pinwheel counts",
         predict=_Lazy("pmctx.models.vonmises_map", "predict"),
     )
 )
