@@ -220,9 +220,9 @@ def rhat_limit(ess_bulk, *, chains: int, draws: int, elements: int = 1, r_hat_ma
     each). The scalar rule fails with probability ``p = P(R > r_hat_max)`` (0.36 at 100
     effective draws per chain: the 1.01 rule is strict); the limit for one of ``elements``
     elements is the quantile of the same law at which ``elements`` independent elements
-    exceed their limits with probability ``p`` (Sidak), never below ``r_hat_max``. An
-    element with too few effective draws fails the ESS rule anyway, so its limit is
-    ``r_hat_max``.
+    exceed their limits with probability ``p`` (Sidak), never below ``r_hat_max``.
+    (:func:`convergence_report` holds an element below the ESS threshold to ``r_hat_max``:
+    it fails the ESS rule anyway.)
 
     Parameters
     ----------
