@@ -430,7 +430,8 @@ def sample(
     --------
     >>> from pmctx.ibp.data import visuomotor_data
     >>> data = visuomotor_data(n_trials=8, seed=1)
-    >>> idata = sample(X=data.X, K_max=8, draws=20, tune=10, chains=1, check_convergence=False)
+    >>> idata = sample(X=data.X, K_max=8, draws=20, tune=10, chains=1, random_seed=1,
+    ...                check_convergence=False)
     >>> idata.posterior["Z"].shape
     (1, 20, 8, 8)
     """
@@ -752,10 +753,10 @@ def fit_data(
     --------
     >>> from pmctx.ibp.data import visuomotor_data
     >>> data = visuomotor_data(n_trials=8, seed=1)
-    >>> idata = fit_data({"X": data.X}, K_max=6, draws=20, tune=10, chains=1,
-    ...                  check_convergence=False, progressbar=False)
+    >>> idata = fit_data({"X": data.X}, K_max=10, draws=20, tune=10, chains=1,
+    ...                  random_seed=1, check_convergence=False, progressbar=False)
     >>> idata.posterior["Z"].shape
-    (1, 20, 8, 6)
+    (1, 20, 8, 10)
     """
     return sample(
         data.get("F"),

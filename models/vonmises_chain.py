@@ -581,7 +581,7 @@ def fit_data(
     --------
     >>> x, y = simulate(20, kappa=4.0, kappa_obs=3.0, rank=3, seed=2)
     >>> idata = fit_data({"y": y}, rank=3, draws=10, tune=5, chains=1,
-    ...                  check_convergence=False, progressbar=False)
+    ...                  random_seed=1, check_convergence=False, progressbar=False)
     >>> idata.posterior["x"].shape
     (1, 10, 20)
     """

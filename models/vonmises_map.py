@@ -840,7 +840,7 @@ def fit_data(
     --------
     >>> data = {"theta": np.array([[0.2, np.nan], [0.3, 0.4]])}
     >>> idata = fit_data(data, rank=3, draws=10, tune=5, chains=1,
-    ...                  check_convergence=False, progressbar=False)
+    ...                  random_seed=1, check_convergence=False, progressbar=False)
     >>> idata.posterior["theta"].shape
     (1, 10, 2, 2)
     """
