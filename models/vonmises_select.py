@@ -25,7 +25,7 @@ Examples
 >>> rng = np.random.default_rng(0)
 >>> theta = np.mod(rng.vonmises(np.zeros((8, 8)), 4.0), 2 * np.pi) / 2
 >>> idata = reconstruct_cv(theta, kappas=[1.0, 4.0], ranks=[2], cv_sweeps=12, draws=20,
-...                        tune=10, seed=0)
+...                        tune=10, random_seed=0)
 >>> idata.posterior["theta"].shape, float(idata.cv["weight"].sum().round(6))
 ((1, 20, 8, 8), 1.0)
 """
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pmctx.sampling import _NO_SEED, resolve_seed
 from pmctx.validation import as_angle_array, as_rng, check_choice, check_int
 from pmctx.vonmises.augmented import augmented_sweep
 from pmctx.vonmises.average import (
@@ -159,7 +160,8 @@ def reconstruct_cv(
     draws: int = 200,
     tune: int = 100,
     min_weight: float = 0.01,
-    seed=None,
+    random_seed=None,
+    seed=_NO_SEED,
 ):
     """Reconstruct a map with ``(kappa, rank)`` weighted or chosen by held-out pixels.
 
@@ -185,8 +187,10 @@ def reconstruct_cv(
         Pooled draws, and burn-in sweeps of each grid point's fit.
     min_weight : float, default 0.01
         Grid points below this weight are dropped (the rest renormalised) before fitting.
-    seed : int or numpy.random.Generator, optional
-        Random seed or generator.
+    random_seed : int or numpy.random.Generator, optional
+        Random seed or generator (as in :func:`pymc.sample`).
+    seed : optional
+        Deprecated alias of ``random_seed``.
 
     Returns
     -------
@@ -199,7 +203,7 @@ def reconstruct_cv(
     Examples
     --------
     >>> idata = reconstruct_cv(np.full((6, 6), 0.5), kappas=[2.0], ranks=[3], cv_sweeps=9,
-    ...                        draws=5, tune=3, seed=1)
+    ...                        draws=5, tune=3, random_seed=1)
     >>> idata.cv["weight"].values.tolist(), idata.posterior["rank"].values.ravel()[:2].tolist()
     ([1.0], [3, 3])
     """
@@ -212,7 +216,7 @@ def reconstruct_cv(
     observed = ~np.isnan(theta_obs) if mask is None else np.asarray(mask).astype(bool)
     z = np.where(observed, wrap_angle(2.0 * np.nan_to_num(theta_obs)), 0.0)
     signal = None if signal is None else np.asarray(signal, dtype=np.float64)
-    rng = as_rng(seed)
+    rng = as_rng(resolve_seed(random_seed, seed))
     cv = cross_validate(
         np.where(observed, z, np.nan),
         kappas=kappas,

@@ -37,7 +37,7 @@ def _data(size, missing, kappa_obs, seed):
 def test_reconstruct_cv_groups_and_pooled_draws():
     _, theta, observed = _data(8, 0.3, 2.0, 0)
     idata = reconstruct_cv(
-        theta, kappas=[1.0, 3.0, 8.0], ranks=[3], cv_sweeps=15, draws=40, tune=10, seed=0
+        theta, kappas=[1.0, 3.0, 8.0], ranks=[3], cv_sweeps=15, draws=40, tune=10, random_seed=0
     )
     post, cv = idata.posterior, idata.cv
     assert post["o"].shape == (1, 40, 8, 8)
@@ -60,7 +60,7 @@ def test_reconstruct_cv_groups_and_pooled_draws():
         draws=10,
         tune=5,
         method="best",
-        seed=0,
+        random_seed=0,
     )
     assert best.cv["weight"].values.max() == 1.0
     assert len(set(best.posterior["kappa"].values.ravel())) == 1
@@ -68,11 +68,22 @@ def test_reconstruct_cv_groups_and_pooled_draws():
         reconstruct_cv(theta, method="median")
 
 
+def test_reconstruct_cv_seed_is_a_deprecated_alias_of_random_seed():
+    _, theta, _ = _data(6, 0.3, 2.0, 1)
+    options = dict(kappas=[2.0], ranks=[3], cv_sweeps=6, draws=4, tune=2)
+    new = reconstruct_cv(theta, random_seed=3, **options)
+    with pytest.warns(FutureWarning, match="random_seed"):
+        old = reconstruct_cv(theta, seed=3, **options)
+    np.testing.assert_array_equal(new.posterior["o"].values, old.posterior["o"].values)
+    with pytest.raises(TypeError, match="random_seed"):
+        reconstruct_cv(theta, random_seed=3, seed=3, **options)
+
+
 def _coverage(method, n_maps=6, size=24, missing=0.5, kappa_obs=2.0):
     covered = []
     for seed in range(n_maps):
         truth, theta, observed = _data(size, missing, kappa_obs, 50 + seed)
-        idata = reconstruct_cv(theta, method=method, seed=seed)
+        idata = reconstruct_cv(theta, method=method, random_seed=seed)
         o = idata.posterior["o"].values[0][:, ~observed]
         covered.append(_interval_stats(o, truth[~observed])[1])
     covered = np.concatenate(covered)
