@@ -203,6 +203,13 @@ def window_moves(
         The new angles.
     n_accepted : int
         Number of accepted proposals.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> o, n_accepted = window_moves(np.zeros((3, 3)), np.zeros((3, 3, 2)), 0.0, 2, rng, n_moves=5)
+    >>> n_accepted  # a flat target accepts every proposal
+    5
     """
     o = np.ascontiguousarray(o, dtype=np.float64)
     if n_moves is None:
@@ -243,6 +250,12 @@ def window_sweep(
     -------
     numpy.ndarray (M, N)
         The updated angles.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> window_sweep(np.zeros((4, 4)), np.zeros((4, 4, 2)), 5.0, 5, rng).shape
+    (4, 4)
     """
     from pmctx.vonmises.augmented import augmented_sweep
 
