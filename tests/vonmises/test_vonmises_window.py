@@ -205,7 +205,6 @@ def _run(sweep, n, seed):
     return draws
 
 
-@pytest.mark.slow  # ~26 s at load 7: 12,000 sweeps, twice
 def test_window_sweep_matches_exact_bins(exact_bins):
     n = 12000
     draws = _run(_good, n, seed=21)
