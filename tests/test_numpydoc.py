@@ -144,6 +144,7 @@ VALIDATED = [
     "pmctx.vonmises.select",
     "pmctx.vonmises.simulate",
     "pmctx.vonmises.start",
+    "pmctx.vonmises.window",
 ]
 
 # Single objects checked in modules not yet complete (the entry points users call first).
