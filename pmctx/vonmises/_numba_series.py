@@ -7,15 +7,16 @@ uniforms are drawn by the caller), with less work per node:
   ``I0(r) = sum_k t^k / (k!)^2`` with ``t = r^2 / 4 = |v + kappa r_a + kappa r_b|^2 / 4``,
   a polynomial in ``t`` with positive coefficients (no cancellation: relative rounding
   error below ``2 n`` ulp for ``n`` terms). The number of terms is a compile-time constant
-  of a band of the node's largest ``t`` (:data:`BANDS`, truncation below ``2^-56`` of the
-  sum at the band's edge), so the Horner loop unrolls and the loop over pairs vectorises.
+  of a band of radii that holds all of the node's pairs (:data:`BANDS`, truncation below
+  ``2^-56`` of the sum at the band's edge), so the recurrences unroll and the loop over pairs
+  vectorises.
   Forward filtering normalises per node, so the terms need no common factor ``e^{-r_max}``;
   nodes beyond the last band (``r > 64``) use the vector kernel's ``i0e(r) e^{r - r_max}``;
-* the ``(R + 1)(R + 2) / 2`` terms are kept packed (upper triangle, row-major) and the
-  forward step reads them by rows, so there is no symmetric ``(R + 1)^2`` matrix to fill;
-* one compiled call per pass: cosines, edge modes (polynomial ``exp``), node vectors, FFBS
-  and each node's von Mises mean and concentration, in blocks of chains with scratch
-  allocated once per block. Only the caller's ``rng.vonmises`` stays serial.
+* the ``(R + 1)(R + 2) / 2`` terms are kept packed by diagonal (pairs ``(a, a + d)``) and the
+  forward step reads each diagonal in two contiguous passes, so there is no symmetric
+  ``(R + 1)^2`` matrix to fill;
+* one compiled call per pass (:mod:`pmctx.vonmises._numba_series_pass`); chains run in
+  blocks with scratch allocated once per block.
 
 The result does not depend on the number of threads.
 """
@@ -30,7 +31,7 @@ import numpy as np
 
 from pmctx.vonmises._numba_vector import PARALLEL_MIN_NODES, exp_nonpositive, i0e_cheb
 
-__all__ = ["BANDS", "chain_modes", "column_pass", "i0_series_terms"]
+__all__ = ["BANDS", "chain_modes", "i0_series_terms"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _BLOCK = 8  # chains per block (scratch is allocated once per block)
@@ -73,101 +74,89 @@ def i0_series_terms(r_limit: float) -> int:
 
 
 def _coefficients(n_terms):
-    """``1 / (k!)^2`` for ``k = n..0`` (highest first), correctly rounded."""
-    return np.array([float(Fraction(1, math.factorial(k) ** 2)) for k in range(n_terms, -1, -1)])
+    """``1 / (k!)^2``, ``k = 0..n``, correctly rounded, split by ``k mod 4`` (rows, highest
+    power first, zero-padded): ``sum_k c_k t^k = Q_0(t^4) + t Q_1(t^4) + t^2 (Q_2 + t Q_3)``."""
+    width = n_terms // 4 + 1
+    table = np.zeros((4, width))
+    for k in range(n_terms + 1):
+        table[k % 4, width - 1 - k // 4] = float(Fraction(1, math.factorial(k) ** 2))
+    return table
 
 
-#: Radius bands ``(r_limit, terms)``: a node whose largest pair radius is below ``r_limit``
-#: evaluates every pair term with ``terms + 1`` coefficients.
-BANDS = tuple((r, i0_series_terms(r)) for r in (8.0, 16.0, 24.0, 40.0, 64.0))
-_T0, _T1, _T2, _T3, _T4 = (r * r / 4.0 for r, _ in BANDS)
-_C0, _C1, _C2, _C3, _C4 = (_coefficients(n) for _, n in BANDS)
-_N0, _N1, _N2, _N3, _N4 = (n + 1 for _, n in BANDS)
-
-
-@numba.njit(cache=True, inline="always", fastmath=True)
-def _series0(t):
-    acc = _C0[0]
-    for j in range(1, _N0):
-        acc = acc * t + _C0[j]
-    return acc
+#: Radius bands ``(r_limit, terms)``: a node whose pair radii are all below ``r_limit`` (by
+#: the bound ``|v| + max_p |s_p|``) evaluates every pair term with ``terms + 1`` coefficients.
+BANDS = tuple((r, i0_series_terms(r)) for r in (8.0, 12.0, 16.0, 20.0, 24.0, 32.0, 48.0, 64.0))
+_R0, _R1, _R2, _R3, _R4, _R5, _R6, _R7 = (r for r, _ in BANDS)
+_C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7 = (_coefficients(n) for _, n in BANDS)
+_N0, _N1, _N2, _N3, _N4, _N5, _N6, _N7 = (n // 4 + 1 for _, n in BANDS)
 
 
 @numba.njit(cache=True, inline="always", fastmath=True)
-def _series1(t):
-    acc = _C1[0]
-    for j in range(1, _N1):
-        acc = acc * t + _C1[j]
-    return acc
-
-
-@numba.njit(cache=True, inline="always", fastmath=True)
-def _series2(t):
-    acc = _C2[0]
-    for j in range(1, _N2):
-        acc = acc * t + _C2[j]
-    return acc
-
-
-@numba.njit(cache=True, inline="always", fastmath=True)
-def _series3(t):
-    acc = _C3[0]
-    for j in range(1, _N3):
-        acc = acc * t + _C3[j]
-    return acc
-
-
-@numba.njit(cache=True, inline="always", fastmath=True)
-def _series4(t):
-    acc = _C4[0]
-    for j in range(1, _N4):
-        acc = acc * t + _C4[j]
-    return acc
+def _fill(vx, vy, px, py, out, coef, width):
+    """``out[p] = I0(|v + s_p|)``: four interleaved Horner recurrences in ``u = t^4`` (a
+    quarter of the dependency chain of one recurrence in ``t``; every coefficient is positive,
+    so there is no cancellation either way). ``coef`` and ``width`` are frozen globals, so the
+    recurrences unroll and the loop over pairs vectorises."""
+    for p in range(px.shape[0]):
+        x = vx + px[p]
+        y = vy + py[p]
+        t = 0.25 * (x * x + y * y)
+        t2 = t * t
+        u = t2 * t2
+        a, b, c, d = coef[0, 0], coef[1, 0], coef[2, 0], coef[3, 0]
+        for j in range(1, width):
+            a = a * u + coef[0, j]
+            b = b * u + coef[1, j]
+            c = c * u + coef[2, j]
+            d = d * u + coef[3, j]
+        out[p] = (a + t * b) + t2 * (c + t * d)
 
 
 @numba.njit(cache=True, fastmath=True)
-def _node_terms(vx, vy, px, py, t, out):
-    """``out[p] = I0(|v + s_p|) e^{-c}``; returns the log factor ``c`` (0 inside the bands)."""
-    n = px.shape[0]
-    t_max = 0.0
-    for p in range(n):
-        x = vx + px[p]
-        y = vy + py[p]
-        tp = 0.25 * (x * x + y * y)
-        t[p] = tp
-        t_max = max(t_max, tp)
-    if t_max <= _T0:
-        for p in range(n):
-            out[p] = _series0(t[p])
-    elif t_max <= _T1:
-        for p in range(n):
-            out[p] = _series1(t[p])
-    elif t_max <= _T2:
-        for p in range(n):
-            out[p] = _series2(t[p])
-    elif t_max <= _T3:
-        for p in range(n):
-            out[p] = _series3(t[p])
-    elif t_max <= _T4:
-        for p in range(n):
-            out[p] = _series4(t[p])
+def _node_terms(vx, vy, px, py, reach, out):
+    """``out[p] = I0(|v + s_p|) e^{-c}``; returns the log factor ``c`` (0 inside the bands).
+
+    ``reach`` is ``max_p |s_p|``, so ``|v| + reach`` bounds every pair radius.
+    """
+    bound = math.sqrt(vx * vx + vy * vy) + reach
+    if bound <= _R0:
+        _fill(vx, vy, px, py, out, _C0, _N0)
+    elif bound <= _R1:
+        _fill(vx, vy, px, py, out, _C1, _N1)
+    elif bound <= _R2:
+        _fill(vx, vy, px, py, out, _C2, _N2)
+    elif bound <= _R3:
+        _fill(vx, vy, px, py, out, _C3, _N3)
+    elif bound <= _R4:
+        _fill(vx, vy, px, py, out, _C4, _N4)
+    elif bound <= _R5:
+        _fill(vx, vy, px, py, out, _C5, _N5)
+    elif bound <= _R6:
+        _fill(vx, vy, px, py, out, _C6, _N6)
+    elif bound <= _R7:
+        _fill(vx, vy, px, py, out, _C7, _N7)
     else:
-        r_max = 2.0 * math.sqrt(t_max)
-        for p in range(n):
-            r = 2.0 * math.sqrt(t[p])
-            out[p] = i0e_cheb(r) * exp_nonpositive(r - r_max)
+        r_max = 0.0
+        for p in range(px.shape[0]):
+            x = vx + px[p]
+            y = vy + py[p]
+            out[p] = math.sqrt(x * x + y * y)
+            r_max = max(r_max, out[p])
+        for p in range(px.shape[0]):
+            out[p] = i0e_cheb(out[p]) * exp_nonpositive(out[p] - r_max)
         return r_max
     return 0.0
 
 
-@numba.njit(cache=True)
-def _one_chain(node, pairs, uniforms, aux, vals, forward, t, weights):
+@numba.njit(cache=True, fastmath=True)
+def _one_chain(node, pairs, uniforms, aux, vals, forward, weights):
     """FFBS over the modes of one chain from packed pair terms; returns the log evidence.
 
-    ``pairs``: ``(pair_x, pair_y, ext_x, ext_y, row_start, index)``; ``index[a * K + b]`` is
-    the packed position of pair ``(min(a, b), max(a, b))``.
+    ``pairs``: ``(pair_x, pair_y, ext_x, ext_y, diag_start, index, reach)``: the pairs
+    ``(a, a + d)`` packed by diagonal ``d`` (from ``diag_start[d]``); ``index[a * K + b]`` is
+    the packed position of the pair ``{a, b}``; ``reach``: the longest pair and mode vector.
     """
-    pair_x, pair_y, ext_x, ext_y, row_start, index = pairs
+    pair_x, pair_y, ext_x, ext_y, diag_start, index, reach = pairs
     length = node.shape[0]
     n_modes = ext_x.shape[0]
     null = n_modes
@@ -175,7 +164,7 @@ def _one_chain(node, pairs, uniforms, aux, vals, forward, t, weights):
         r = math.sqrt(node[0, 0] ** 2 + node[0, 1] ** 2)
         return _LOG_2PI + math.log(i0e_cheb(r)) + r
     val = vals[0]
-    log_scale = _node_terms(node[0, 0], node[0, 1], ext_x, ext_y, t, val)
+    log_scale = _node_terms(node[0, 0], node[0, 1], ext_x, ext_y, reach[1], val)
     total = 0.0
     for b in range(n_modes):
         total += val[b]
@@ -184,18 +173,16 @@ def _one_chain(node, pairs, uniforms, aux, vals, forward, t, weights):
     log_scale += math.log(total) + _LOG_2PI
     for i in range(1, length - 1):
         val = vals[i]
-        log_scale += _node_terms(node[i, 0], node[i, 1], pair_x, pair_y, t, val)
-        for b in range(n_modes):
-            weights[b] = 0.0
-        for a in range(n_modes):
-            # packed row a holds (a, b) for b >= a: an axpy into weights[a:] and a dot
-            start = row_start[a] - a
-            fa = forward[i - 1, a]
-            acc = 0.0
-            for b in range(a + 1, n_modes):
-                weights[b] += fa * val[start + b]
-                acc += forward[i - 1, b] * val[start + b]
-            weights[a] += fa * val[start + a] + acc
+        log_scale += _node_terms(node[i, 0], node[i, 1], pair_x, pair_y, reach[0], val)
+        f = forward[i - 1]
+        for b in range(n_modes):  # diagonal d = 0 first, then each pair (a, a + d) twice
+            weights[b] = f[b] * val[b]
+        for d in range(1, n_modes):
+            start = diag_start[d]
+            for a in range(n_modes - d):
+                weights[a + d] += f[a] * val[start + a]
+            for a in range(n_modes - d):
+                weights[a] += f[a + d] * val[start + a]
         total = 0.0
         for b in range(n_modes):
             total += weights[b]
@@ -204,7 +191,7 @@ def _one_chain(node, pairs, uniforms, aux, vals, forward, t, weights):
         log_scale += math.log(total) + _LOG_2PI
     last = length - 1
     val = vals[last]
-    log_scale += _node_terms(node[last, 0], node[last, 1], ext_x, ext_y, t, val)
+    log_scale += _node_terms(node[last, 0], node[last, 1], ext_x, ext_y, reach[1], val)
     total = 0.0
     for a in range(n_modes):
         weights[a] = forward[last - 1, a] * val[a]
@@ -234,19 +221,22 @@ def _one_chain(node, pairs, uniforms, aux, vals, forward, t, weights):
 
 def _pairs(ext):
     n_modes = ext.shape[0] - 1
-    a, b = np.triu_indices(n_modes)
+    diag = np.concatenate([np.arange(n_modes - d) * 0 + d for d in range(n_modes)])
+    a = np.concatenate([np.arange(n_modes - d) for d in range(n_modes)])
+    b = a + diag
     vectors = ext[a] + ext[b]
     index = np.empty((n_modes, n_modes), dtype=np.int64)
     index[a, b] = np.arange(a.size)
     index[b, a] = np.arange(a.size)
-    row_start = np.concatenate([[0], np.cumsum(n_modes - np.arange(n_modes))[:-1]])
+    diag_start = np.concatenate([[0], np.cumsum(n_modes - np.arange(n_modes))[:-1]])
     return (
         np.ascontiguousarray(vectors[:, 0]),
         np.ascontiguousarray(vectors[:, 1]),
         np.ascontiguousarray(ext[:n_modes, 0]),
         np.ascontiguousarray(ext[:n_modes, 1]),
-        row_start.astype(np.int64),
+        diag_start.astype(np.int64),
         index.ravel(),
+        np.array([np.hypot(*vectors.T).max(), np.hypot(*ext.T).max()]),
     )
 
 
@@ -256,10 +246,10 @@ def _chain_block(lo, hi, node_vec, pairs, uniforms, aux, log_evidence):
     n_modes, n_pairs = pairs[2].shape[0], pairs[0].shape[0]
     vals = np.empty((length, n_pairs))
     forward = np.empty((max(length - 1, 1), n_modes))
-    t, weights = np.empty(n_pairs), np.empty(n_modes)
+    weights = np.empty(n_modes)
     for chain in range(lo, hi):
         log_evidence[chain] = _one_chain(
-            node_vec[chain], pairs, uniforms[chain], aux[chain], vals, forward, t, weights
+            node_vec[chain], pairs, uniforms[chain], aux[chain], vals, forward, weights
         )
 
 
@@ -320,143 +310,3 @@ def chain_modes(node_vec, ext, uniforms, *, parallel=None):
     uniforms = np.ascontiguousarray(uniforms, dtype=np.float64)
     kernel(node_vec, _pairs(ext), uniforms, aux, log_evidence)
     return aux, log_evidence
-
-
-@numba.njit(cache=True, fastmath=True)
-def _edge_row(i, o, kx, ky, uniforms, edges, cos_row, sin_row, logits):
-    """Modes of the edges of row ``i`` of ``o``, written chain-major: ``edges[j, i]``."""
-    n_cols = o.shape[1]
-    n_modes = kx.shape[0]
-    for j in range(n_cols):
-        cos_row[j] = math.cos(o[i, j])
-        sin_row[j] = math.sin(o[i, j])
-    for j in range(n_cols - 1):
-        x = cos_row[j] + cos_row[j + 1]
-        y = sin_row[j] + sin_row[j + 1]
-        peak = -np.inf
-        for k in range(n_modes):
-            logits[k] = kx[k] * x + ky[k] * y
-            peak = max(peak, logits[k])
-        total = 0.0
-        for k in range(n_modes):
-            logits[k] = exp_nonpositive(logits[k] - peak)
-            total += logits[k]
-        target = uniforms[i, j] * total
-        cumulative = 0.0
-        pick = n_modes - 1
-        for k in range(n_modes):
-            cumulative += logits[k]
-            if cumulative >= target:
-                pick = k
-                break
-        edges[j, i] = pick
-
-
-@numba.njit(cache=True)
-def _edge_block(lo, hi, o, kx, ky, uniforms, edges):
-    cos_row, sin_row = np.empty(o.shape[1]), np.empty(o.shape[1])
-    logits = np.empty(kx.shape[0])
-    for i in range(lo, hi):
-        _edge_row(i, o, kx, ky, uniforms, edges, cos_row, sin_row, logits)
-
-
-@numba.njit(cache=True)
-def _pass_block(lo, hi, field, edges, ext, pairs, uniforms, mean, conc):
-    """FFBS of chains ``lo..hi-1`` (columns of ``field``), then each node's von Mises law."""
-    length, n_chains = field.shape[0], field.shape[1]
-    n_modes, n_pairs = pairs[2].shape[0], pairs[0].shape[0]
-    vals = np.empty((length, n_pairs))
-    forward = np.empty((max(length - 1, 1), n_modes))
-    t, weights = np.empty(n_pairs), np.empty(n_modes)
-    node = np.empty((length, 2))
-    aux = np.empty(length + 1, dtype=np.int64)
-    for j in range(lo, hi):
-        aux[:] = n_modes  # none (a chain of one node has no vertical modes)
-        for i in range(length):  # same additions, same order as the NumPy assembly
-            x = field[i, j, 0]
-            y = field[i, j, 1]
-            if j > 0:
-                x += ext[edges[j - 1, i], 0]
-                y += ext[edges[j - 1, i], 1]
-            if j < n_chains - 1:
-                x += ext[edges[j, i], 0]
-                y += ext[edges[j, i], 1]
-            node[i, 0] = x
-            node[i, 1] = y
-        _one_chain(node, pairs, uniforms[j], aux, vals, forward, t, weights)
-        for i in range(length):
-            x = node[i, 0] + ext[aux[i], 0] + ext[aux[i + 1], 0]
-            y = node[i, 1] + ext[aux[i], 1] + ext[aux[i + 1], 1]
-            conc[j, i] = math.hypot(x, y)
-            mean[j, i] = math.atan2(y, x)
-
-
-@numba.njit(cache=True)
-def _pass_serial(o, field, ext, pairs, u_edge, u_chain, edges, mean, conc):
-    kx, ky = pairs[2], pairs[3]
-    _edge_block(0, o.shape[0], o, kx, ky, u_edge, edges)
-    _pass_block(0, o.shape[1], field, edges, ext, pairs, u_chain, mean, conc)
-
-
-@numba.njit(cache=True, parallel=True)
-def _pass_parallel(o, field, ext, pairs, u_edge, u_chain, edges, mean, conc):
-    kx, ky = pairs[2], pairs[3]
-    n_rows, n_cols = o.shape
-    for block in numba.prange((n_rows + 4 * _BLOCK - 1) // (4 * _BLOCK)):
-        _edge_block(4 * _BLOCK * block, min(4 * _BLOCK * (block + 1), n_rows), o, kx, ky,
-                    u_edge, edges)  # fmt: skip
-    for block in numba.prange((n_cols + _BLOCK - 1) // _BLOCK):
-        lo = block * _BLOCK
-        _pass_block(lo, min(lo + _BLOCK, n_cols), field, edges, ext, pairs, u_chain, mean, conc)
-
-
-def column_pass(o, field, ext, u_edge, u_chain, *, parallel=None):
-    """Edge modes, column FFBS and each node's von Mises parameters in one compiled call.
-
-    The same computation as the NumPy column pass of :mod:`pmctx.vonmises.augmented` with the
-    vector kernel (same uniforms, same draws), up to the final ``rng.vonmises``.
-
-    Parameters
-    ----------
-    o : numpy.ndarray (M, N)
-        Current doubled angles.
-    field : numpy.ndarray (M, N, 2)
-        Natural parameters of observations and node priors (any strides).
-    ext : numpy.ndarray (K + 1, 2)
-        ``kappa r_k`` and a zero row.
-    u_edge : numpy.ndarray (M, N - 1)
-        One uniform per horizontal edge.
-    u_chain : numpy.ndarray (N, M)
-        One uniform per node, chain-major (backward sampling of the vertical modes).
-    parallel : bool or None, default None
-        Threads; ``None`` uses them from :data:`PARALLEL_MIN_NODES` nodes on.
-
-    Returns
-    -------
-    mean, concentration : numpy.ndarray (N, M)
-        Chain-major von Mises parameters of every node's conditional.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> ext = np.array([[2.0, 0.0], [-2.0, 0.0], [0.0, 0.0]])
-    >>> rng = np.random.default_rng(0)
-    >>> mean, conc = column_pass(
-    ...     np.zeros((3, 2)), np.zeros((3, 2, 2)), ext, rng.random((3, 1)), rng.random((2, 3))
-    ... )
-    >>> mean.shape
-    (2, 3)
-    """
-    o = np.asarray(o, dtype=np.float64)
-    field = np.asarray(field, dtype=np.float64)
-    n_rows, n_cols = o.shape
-    ext = np.ascontiguousarray(ext, dtype=np.float64)
-    if n_cols == 1:
-        u_edge = np.zeros((n_rows, 0))
-    edges = np.empty((max(n_cols - 1, 0), n_rows), dtype=np.int64)
-    mean, conc = np.empty((n_cols, n_rows)), np.empty((n_cols, n_rows))
-    if parallel is None:
-        parallel = o.size >= PARALLEL_MIN_NODES
-    kernel = _pass_parallel if parallel else _pass_serial
-    kernel(o, field, ext, _pairs(ext), u_edge, u_chain, edges, mean, conc)
-    return mean, conc

@@ -20,12 +20,12 @@ together. Here the horizontal modes are sampled, not summed: each step is an exa
 update of the joint over ``(O, modes)``, whose ``O``-marginal is the map posterior, so both
 samplers have the same stationary distribution (tested by exact enumeration).
 
-Compiled kernels (:data:`KERNELS`): ``"series"`` (:mod:`pmctx.vonmises._numba_series`, the
-default: pair terms ``I0`` by their power series, no ``exp``/``i0e`` per pair, and one
-compiled call per pass), ``"vector"`` (:mod:`pmctx.vonmises._numba_vector`: vectorised
-``i0e``/``exp``) and ``"table"`` (the earliest, :mod:`pmctx.vonmises._numba_chains`). Series
-and vector use threads from 2**15 nodes on; the same uniforms give the same draws (tested to
-1e-12).
+Compiled kernels (:data:`KERNELS`): ``"series"`` (the default: pair terms ``I0`` by their
+power series, no ``exp``/``i0e`` per pair, :mod:`pmctx.vonmises._numba_series`, and one
+compiled call per pass, :mod:`pmctx.vonmises._numba_series_pass`), ``"vector"``
+(:mod:`pmctx.vonmises._numba_vector`: vectorised ``i0e``/``exp``) and ``"table"`` (the
+earliest, :mod:`pmctx.vonmises._numba_chains`). Series and vector use threads from 2**15 nodes
+on; the same uniforms give the same draws (tested to 1e-12).
 
 Examples
 --------
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pmctx.vonmises import _numba_chains, _numba_series, _numba_vector
+from pmctx.vonmises import _numba_chains, _numba_series, _numba_series_pass, _numba_vector
 from pmctx.vonmises.potentials import mode_vectors, sample_von_mises, wrap_angle
 
 __all__ = ["KERNELS", "augmented_sweep", "sample_edge_modes", "sample_single_term_chains"]
@@ -148,7 +148,7 @@ def _column_pass(o, field, kappa: float, modes, rng, kernel):
         u_edge = rng.random((o.shape[0], n_cols - 1)) if n_cols > 1 else None
         ext = np.concatenate([kappa * modes, np.zeros((1, 2))], axis=0)
         u_chain = rng.random((n_cols, o.shape[0]))
-        mean, concentration = _numba_series.column_pass(o, field, ext, u_edge, u_chain)
+        mean, concentration = _numba_series_pass.column_pass(o, field, ext, u_edge, u_chain)
         return wrap_angle(rng.vonmises(mean, concentration)).T
     node_vec = np.array(field, dtype=np.float64)
     if n_cols > 1:

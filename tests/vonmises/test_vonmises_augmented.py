@@ -154,22 +154,30 @@ def test_series_pair_terms_are_exact_to_1e15_in_every_band():
     # one node per radius: pairs at (r, 0) and (r / 2, 0) from v = 0, so r sets the band
     radii = np.concatenate([np.linspace(0.0, 70.0, 701), limits, np.nextafter(limits, np.inf)])
     for r in np.concatenate([radii, [1e-9, 300.0, 1e4]]):
-        t, out = np.empty(2), np.empty(2)
-        log_factor = ns._node_terms(0.0, 0.0, np.array([r, 0.5 * r]), np.zeros(2), t, out)
+        out, pairs = np.empty(2), np.array([r, 0.5 * r])
+        log_factor = ns._node_terms(0.0, 0.0, pairs, np.zeros(2), r, out)
         if r <= limits[-1]:
             assert log_factor == 0.0
-            want, rtol = [float(_i0_exact(x)) for x in t], 1e-15
+            # measured on a grid of 6401 radii: below 9e-16 up to r = 32, 1.9e-15 up to 64
+            want = [float(_i0_exact(x * x / 4.0)) for x in pairs]
+            rtol = 1e-15 if r <= 32.0 else 2.5e-15
         else:  # beyond the bands: the vector kernel's i0e(r) e^(r - r_max), with r rounded
             assert log_factor == r  # from t = r^2 / 4 (relative error of e^(r - r_max) ~ ulp(r))
             want, rtol = i0e([r, 0.5 * r]) * np.exp([0.0, -0.5 * r]), 1e-14
         np.testing.assert_allclose(out, want, rtol=rtol, atol=0, err_msg=str(r))
     assert [n for _, n in ns.BANDS] == [ns.i0_series_terms(r) for r in limits]
     assert ns.i0_series_terms(8.0) == 21 and ns.i0_series_terms(64.0) == 71
+    # a node with v != 0 lands in the band of its bound |v| + reach, so all its pairs are inside
+    out = np.empty(3)
+    px, py = np.array([3.0, -2.0, 0.5]), np.array([0.0, 1.0, -4.0])
+    ns._node_terms(5.0, 1.0, px, py, np.hypot(px, py).max(), out)
+    want = [float(_i0_exact(((5.0 + x) ** 2 + (1.0 + y) ** 2) / 4.0)) for x, y in zip(px, py)]
+    np.testing.assert_allclose(out, want, rtol=1e-15, atol=0)
 
 
 def test_series_column_pass_equals_the_numpy_assembly():
     """The compiled pass gives the vector kernel's edge modes, node vectors and conditionals."""
-    from pmctx.vonmises import _numba_series, _numba_vector
+    from pmctx.vonmises import _numba_series_pass, _numba_vector
 
     rng = np.random.default_rng(8)
     kappa, modes, (m, n) = 3.0, mode_vectors(6), (7, 5)
@@ -177,7 +185,9 @@ def test_series_column_pass_equals_the_numpy_assembly():
     ext = np.concatenate([kappa * modes, np.zeros((1, 2))])
     u_edge, u_chain = rng.random((m, n - 1)), rng.random((n, m))
     for parallel in (False, True):
-        mean, conc = _numba_series.column_pass(o, field, ext, u_edge, u_chain, parallel=parallel)
+        mean, conc = _numba_series_pass.column_pass(
+            o, field, ext, u_edge, u_chain, parallel=parallel
+        )
         edge = _numba_vector.edge_modes(
             np.cos(o[:, :-1]), np.sin(o[:, :-1]), np.cos(o[:, 1:]), np.sin(o[:, 1:]),
             kappa * modes, u_edge,

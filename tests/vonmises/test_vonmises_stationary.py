@@ -98,16 +98,16 @@ def test_a_broken_vector_kernel_fails_the_same_check(exact, monkeypatch):
 def test_a_broken_series_kernel_fails_the_same_check(exact, monkeypatch, bug):
     """The same check against the default (series) pass: mode draws from skewed uniforms, or
     the node factors at half strength, fail."""
-    from pmctx.vonmises import _numba_series
+    from pmctx.vonmises import _numba_series_pass
 
-    real = _numba_series.column_pass
+    real = _numba_series_pass.column_pass
 
     def broken(o, field, ext, u_edge, u_chain, **kwargs):
         if bug == "mode_uniforms":
             return real(o, field, ext, u_edge, u_chain**2, **kwargs)
         return real(o, 0.5 * np.asarray(field), ext, u_edge, u_chain, **kwargs)
 
-    monkeypatch.setattr(_numba_series, "column_pass", broken)
+    monkeypatch.setattr(_numba_series_pass, "column_pass", broken)
     probs, _ = exact
     n = 6000
     draws = run_chain(augmented_sweep, n, seed=14)
