@@ -12,9 +12,9 @@ uniforms are drawn by the caller), with less work per node:
   vectorises.
   Forward filtering normalises per node, so the terms need no common factor ``e^{-r_max}``;
   nodes beyond the last band (``r > 64``) use the vector kernel's ``i0e(r) e^{r - r_max}``;
-* the ``(R + 1)(R + 2) / 2`` terms are kept packed by diagonal (pairs ``(a, a + d)``) and the
-  forward step reads each diagonal in two contiguous passes, so there is no symmetric
-  ``(R + 1)^2`` matrix to fill;
+* the ``(R + 1)(R + 2) / 2`` terms are kept packed; the forward step is one independent dot
+  product per mode (read through an index table, no symmetric ``(R + 1)^2`` matrix to
+  fill), so its dependency chains are short;
 * one compiled call per pass (:mod:`pmctx.vonmises._numba_series_pass`); chains run in
   blocks with scratch allocated once per block.
 
@@ -152,11 +152,11 @@ def _node_terms(vx, vy, px, py, reach, out):
 def _one_chain(node, pairs, uniforms, aux, vals, forward, weights):
     """FFBS over the modes of one chain from packed pair terms; returns the log evidence.
 
-    ``pairs``: ``(pair_x, pair_y, ext_x, ext_y, diag_start, index, reach)``: the pairs
-    ``(a, a + d)`` packed by diagonal ``d`` (from ``diag_start[d]``); ``index[a * K + b]`` is
-    the packed position of the pair ``{a, b}``; ``reach``: the longest pair and mode vector.
+    ``pairs``: ``(pair_x, pair_y, ext_x, ext_y, index, reach)``: the distinct pairs ``{a, b}``
+    packed; ``index[a * K + b]`` is the packed position of the pair ``{a, b}``; ``reach``: the
+    longest pair and mode vector.
     """
-    pair_x, pair_y, ext_x, ext_y, diag_start, index, reach = pairs
+    pair_x, pair_y, ext_x, ext_y, index, reach = pairs
     length = node.shape[0]
     n_modes = ext_x.shape[0]
     null = n_modes
@@ -175,14 +175,12 @@ def _one_chain(node, pairs, uniforms, aux, vals, forward, weights):
         val = vals[i]
         log_scale += _node_terms(node[i, 0], node[i, 1], pair_x, pair_y, reach[0], val)
         f = forward[i - 1]
-        for b in range(n_modes):  # diagonal d = 0 first, then each pair (a, a + d) twice
-            weights[b] = f[b] * val[b]
-        for d in range(1, n_modes):
-            start = diag_start[d]
-            for a in range(n_modes - d):
-                weights[a + d] += f[a] * val[start + a]
-            for a in range(n_modes - d):
-                weights[a] += f[a + d] * val[start + a]
+        for b in range(n_modes):  # independent dot products: short dependency chains
+            base = b * n_modes
+            acc = 0.0
+            for a in range(n_modes):
+                acc += f[a] * val[index[base + a]]
+            weights[b] = acc
         total = 0.0
         for b in range(n_modes):
             total += weights[b]
@@ -221,20 +219,16 @@ def _one_chain(node, pairs, uniforms, aux, vals, forward, weights):
 
 def _pairs(ext):
     n_modes = ext.shape[0] - 1
-    diag = np.concatenate([np.arange(n_modes - d) * 0 + d for d in range(n_modes)])
-    a = np.concatenate([np.arange(n_modes - d) for d in range(n_modes)])
-    b = a + diag
+    a, b = np.triu_indices(n_modes)
     vectors = ext[a] + ext[b]
     index = np.empty((n_modes, n_modes), dtype=np.int64)
     index[a, b] = np.arange(a.size)
     index[b, a] = np.arange(a.size)
-    diag_start = np.concatenate([[0], np.cumsum(n_modes - np.arange(n_modes))[:-1]])
     return (
         np.ascontiguousarray(vectors[:, 0]),
         np.ascontiguousarray(vectors[:, 1]),
         np.ascontiguousarray(ext[:n_modes, 0]),
         np.ascontiguousarray(ext[:n_modes, 1]),
-        diag_start.astype(np.int64),
         index.ravel(),
         np.array([np.hypot(*vectors.T).max(), np.hypot(*ext.T).max()]),
     )
