@@ -156,6 +156,9 @@ def column_pass(o, field, ext, u_edge, u_chain, *, parallel=None):
     mean, conc = np.empty((n_cols, n_rows)), np.empty((n_cols, n_rows))
     if parallel is None:
         parallel = o.size >= PARALLEL_MIN_NODES
-    kernel = _pass_parallel if parallel else _pass_serial
-    kernel(o, field, ext, _pairs(ext), u_edge, u_chain, edges, mean, conc)
+    if parallel:
+        with numba.parallel_chunksize(1):  # blocks handed out one at a time (a shared box)
+            _pass_parallel(o, field, ext, _pairs(ext), u_edge, u_chain, edges, mean, conc)
+    else:
+        _pass_serial(o, field, ext, _pairs(ext), u_edge, u_chain, edges, mean, conc)
     return mean, conc
