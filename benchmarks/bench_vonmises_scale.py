@@ -1,13 +1,16 @@
-"""Augmented sampler at scale: vectorised vs table kernel, 1 and 2 threads, same run.
+"""Augmented sampler at scale: series vs vectorised vs table kernel, 1 and 2 threads, same run.
 
 Problem: rank R = 10, kappa = 5, a map of uniform random observations (kappa_obs = 2, 30 %
 missing) from 100 x 100 to 512 x 512; 20 sweeps of the default ``augmented_sweep``
 (a column pass then a row pass) after one warm-up sweep, timed by CPU seconds of this process
-(``time.process_time``, all threads) and wall seconds. Kernels: ``"vector"``
-(:mod:`pmctx.vonmises._numba_vector`, the default) and ``"table"`` (the earlier compiled
-kernel, :mod:`pmctx.vonmises._numba_chains`), both from the same random stream (they give the
-same draws), with ``numba.set_num_threads(1)`` and ``(2)``. Baseline: the table kernel with
-the same threads and size. The target of issue #17: 512 x 512, 20 sweeps under 10 s.
+(``time.process_time``, all threads) and wall seconds. Kernels: ``"series"``
+(:mod:`pmctx.vonmises._numba_series`, the default since session 13), ``"vector"``
+(:mod:`pmctx.vonmises._numba_vector`, the default of session 12) and ``"table"`` (the earliest
+compiled kernel, :mod:`pmctx.vonmises._numba_chains`), all from the same random stream (they
+give the same draws), with ``numba.set_num_threads(1)`` and ``(2)``, timed one after the other
+for each size and thread count. Baseline: the table kernel with the same threads and size (the
+notes also give the vector kernel's times). The target of issue #17: 512 x 512, 20 sweeps
+under 10 s.
 """
 
 from __future__ import annotations
@@ -50,9 +53,10 @@ def run(quick: bool = False) -> list[dict]:
     rows = []
     for size in sizes:
         for n_threads in threads:
-            times = {k: time_sweeps(size, k, n_threads) for k in ("table", "vector")}
+            times = {k: time_sweeps(size, k, n_threads) for k in ("table", "vector", "series")}
             for kernel, (cpu, wall) in times.items():
                 base_cpu, base_wall = times["table"]
+                vec_cpu, vec_wall = times["vector"]
                 mode = "parallel" if size * size >= PARALLEL_MIN_NODES else "one thread"
                 rows.append(
                     {
@@ -70,7 +74,8 @@ def run(quick: bool = False) -> list[dict]:
                         "wall_s": wall,
                         "notes": (
                             f"{N_SWEEPS} sweeps: CPU {cpu:.2f} s (table {base_cpu:.2f} s), wall "
-                            f"{wall:.2f} s (table {base_wall:.2f} s); kernel {mode}; "
+                            f"{wall:.2f} s (table {base_wall:.2f} s, vector {vec_wall:.2f} s, "
+                            f"vector CPU {vec_cpu:.2f} s); kernel {mode}; "
                             f"load {os.getloadavg()[0]:.1f}"
                         ),
                     }

@@ -20,9 +20,12 @@ together. Here the horizontal modes are sampled, not summed: each step is an exa
 update of the joint over ``(O, modes)``, whose ``O``-marginal is the map posterior, so both
 samplers have the same stationary distribution (tested by exact enumeration).
 
-Compiled kernels (:data:`KERNELS`): ``"vector"`` (:mod:`pmctx.vonmises._numba_vector`, the
-default: vectorised ``i0e``/``exp``, one thread below 2**15 nodes) and ``"table"`` (the earlier
-:mod:`pmctx.vonmises._numba_chains`); the same uniforms give the same draws (tested to 1e-12).
+Compiled kernels (:data:`KERNELS`): ``"series"`` (the default: pair terms ``I0`` by their
+power series, no ``exp``/``i0e`` per pair, :mod:`pmctx.vonmises._numba_series`, and one
+compiled call per pass, :mod:`pmctx.vonmises._numba_series_pass`), ``"vector"``
+(:mod:`pmctx.vonmises._numba_vector`: vectorised ``i0e``/``exp``) and ``"table"`` (the
+earliest, :mod:`pmctx.vonmises._numba_chains`). Series and vector use threads from 2**15 nodes
+on; the same uniforms give the same draws (tested to 1e-12).
 
 Examples
 --------
@@ -37,15 +40,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from pmctx.vonmises import _numba_chains, _numba_vector
-from pmctx.vonmises.potentials import mode_vectors, sample_von_mises
+from pmctx.vonmises import _numba_chains, _numba_series, _numba_series_pass, _numba_vector
+from pmctx.vonmises.potentials import mode_vectors, sample_von_mises, wrap_angle
 
 __all__ = ["KERNELS", "augmented_sweep", "sample_edge_modes", "sample_single_term_chains"]
 
-#: Compiled kernels: ``"vector"`` (:mod:`pmctx.vonmises._numba_vector`, the default) and
-#: ``"table"`` (:mod:`pmctx.vonmises._numba_chains`, the earlier one). Same law, same random
-#: stream; kept side by side for the scale benchmark and the equality tests.
-KERNELS = ("vector", "table")
+#: Compiled kernels: ``"series"`` (:mod:`pmctx.vonmises._numba_series`, the default),
+#: ``"vector"`` (:mod:`pmctx.vonmises._numba_vector`) and ``"table"``
+#: (:mod:`pmctx.vonmises._numba_chains`). Same law, same random stream; kept side by side for
+#: the scale benchmark and the equality tests.
+KERNELS = ("series", "vector", "table")
 
 
 def _check_kernel(kernel):
@@ -54,12 +58,12 @@ def _check_kernel(kernel):
 
 
 def _edge_kernel(cos_a, sin_a, cos_b, sin_b, kappa_modes, uniforms, kernel):
-    if kernel == "vector":
+    if kernel in ("series", "vector"):
         return _numba_vector.edge_modes(cos_a, sin_a, cos_b, sin_b, kappa_modes, uniforms)
     return _numba_chains.edge_modes(cos_a, sin_a, cos_b, sin_b, kappa_modes, uniforms)
 
 
-def sample_edge_modes(o_a, o_b, kappa: float, modes, rng, *, kernel="vector") -> np.ndarray:
+def sample_edge_modes(o_a, o_b, kappa: float, modes, rng, *, kernel="series") -> np.ndarray:
     """Draw the mode of each edge ``(o_a, o_b)``: ``P(k) ∝ exp(kappa r_k · (o_a + o_b))``.
 
     ``o_a`` and ``o_b`` are 2-D arrays of the edges' endpoint angles (compiled kernel).
@@ -75,7 +79,7 @@ def sample_edge_modes(o_a, o_b, kappa: float, modes, rng, *, kernel="vector") ->
 
     rng : numpy.random.Generator
         Random generator.
-    kernel : {"vector", "table"}, default "vector"
+    kernel : {"series", "vector", "table"}, default "series"
         Compiled kernel (:data:`KERNELS`).
 
     Returns
@@ -96,7 +100,7 @@ def sample_edge_modes(o_a, o_b, kappa: float, modes, rng, *, kernel="vector") ->
     return picks.reshape(shape)
 
 
-def sample_single_term_chains(node_vec, kappa: float, modes, rng, *, kernel="vector"):
+def sample_single_term_chains(node_vec, kappa: float, modes, rng, *, kernel="series"):
     """FFBS draw of chains whose node factors are single terms ``exp(v · o)`` (compiled).
 
     Same law as :func:`pmctx.vonmises.ffbs.sample_chains` with one component per node;
@@ -113,7 +117,7 @@ def sample_single_term_chains(node_vec, kappa: float, modes, rng, *, kernel="vec
 
     rng : numpy.random.Generator
         Random generator.
-    kernel : {"vector", "table"}, default "vector"
+    kernel : {"series", "vector", "table"}, default "series"
         Compiled kernel (:data:`KERNELS`).
 
     Returns
@@ -126,7 +130,9 @@ def sample_single_term_chains(node_vec, kappa: float, modes, rng, *, kernel="vec
     _check_kernel(kernel)
     ext = np.concatenate([kappa * modes, np.zeros((1, 2))], axis=0)
     uniforms = rng.random(node_vec.shape[:2])
-    if kernel == "vector":
+    if kernel == "series":
+        aux, log_evidence = _numba_series.chain_modes(node_vec, ext, uniforms)
+    elif kernel == "vector":
         aux, log_evidence = _numba_vector.chain_modes(node_vec, ext, uniforms)
     else:
         table = _numba_chains.LOG_I0E_TABLE
@@ -138,6 +144,12 @@ def sample_single_term_chains(node_vec, kappa: float, modes, rng, *, kernel="vec
 def _column_pass(o, field, kappa: float, modes, rng, kernel):
     """Sample horizontal modes, then all columns of ``o`` as independent chains."""
     n_cols = o.shape[1]
+    if kernel == "series":  # one compiled call; the same uniforms in the same order
+        u_edge = rng.random((o.shape[0], n_cols - 1)) if n_cols > 1 else None
+        ext = np.concatenate([kappa * modes, np.zeros((1, 2))], axis=0)
+        u_chain = rng.random((n_cols, o.shape[0]))
+        mean, concentration = _numba_series_pass.column_pass(o, field, ext, u_edge, u_chain)
+        return wrap_angle(rng.vonmises(mean, concentration)).T
     node_vec = np.array(field, dtype=np.float64)
     if n_cols > 1:
         cos_o, sin_o = np.cos(o), np.sin(o)  # once per node, not once per edge end
@@ -155,7 +167,7 @@ def _column_pass(o, field, kappa: float, modes, rng, kernel):
 
 
 def augmented_sweep(
-    o, field, kappa: float, rank: int, rng, *, direction: str = "both", kernel: str = "vector"
+    o, field, kappa: float, rank: int, rng, *, direction: str = "both", kernel: str = "series"
 ):
     """One sweep of the auxiliary-variable block sampler.
 
@@ -174,7 +186,7 @@ def augmented_sweep(
         ``"columns"``: explicit horizontal modes, columns as chains (every node updated once);
         ``"rows"``: the transpose; ``"both"``: a column pass then a row pass (every node
         updated twice). Alternating directions mixes better than either alone.
-    kernel : {"vector", "table"}, default "vector"
+    kernel : {"series", "vector", "table"}, default "series"
         Compiled kernel (:data:`KERNELS`); both give the same draws from the same ``rng``.
 
     Returns

@@ -93,7 +93,7 @@ def test_vector_i0e_and_exp_match_scipy_and_numpy():
 
 @pytest.mark.parametrize(("kappa", "length"), [(2.5, 1), (2.5, 2), (5.0, 9), (60.0, 17)])
 def test_vector_chain_kernel_equals_the_table_kernel(kappa, length):
-    from pmctx.vonmises import _numba_chains, _numba_vector
+    from pmctx.vonmises import _numba_chains, _numba_series, _numba_vector
 
     rng = np.random.default_rng(length)
     ext = np.concatenate([kappa * mode_vectors(10), np.zeros((1, 2))])
@@ -103,23 +103,103 @@ def test_vector_chain_kernel_equals_the_table_kernel(kappa, length):
         node_vec, ext, uniforms, _numba_chains.LOG_I0E_TABLE
     )
     for parallel in (False, True):
-        got_aux, got_log_ev = _numba_vector.chain_modes(node_vec, ext, uniforms, parallel=parallel)
-        np.testing.assert_array_equal(got_aux, aux)
-        # the table kernel's log i0e is exact to 1e-11 (test above); the vector one to 1e-15
-        np.testing.assert_allclose(got_log_ev, log_ev, rtol=1e-11)
+        for module in (_numba_vector, _numba_series):
+            got_aux, got_log_ev = module.chain_modes(node_vec, ext, uniforms, parallel=parallel)
+            np.testing.assert_array_equal(got_aux, aux)
+            # the table kernel's log i0e is exact to 1e-11 (test above); vector and series
+            # to about 1e-15
+            np.testing.assert_allclose(got_log_ev, log_ev, rtol=1e-11)
 
 
-def test_vector_and_table_sweeps_give_the_same_draws():
+@pytest.mark.parametrize(
+    ("shape", "kappa", "rank", "n_sweeps"),
+    [((23, 17), 5.0, 10, 10), ((1, 5), 2.0, 3, 4), ((5, 1), 2.0, 3, 4), ((1, 1), 1.0, 2, 3),
+     ((6, 9), 40.0, 4, 4), ((200, 170), 5.0, 10, 2)],
+)  # fmt: skip
+def test_series_vector_and_table_sweeps_give_the_same_draws(shape, kappa, rank, n_sweeps):
+    # (200, 170) runs the threaded kernels; kappa = 40 reaches the i0e fallback beyond r = 64
     rng = np.random.default_rng(5)
-    z = rng.uniform(-np.pi, np.pi, (23, 17))
-    field = np.stack([2.0 * np.cos(z), 2.0 * np.sin(z)], axis=-1) * (rng.random((23, 17, 1)) > 0.3)
+    z = rng.uniform(-np.pi, np.pi, shape)
+    field = np.stack([2.0 * np.cos(z), 2.0 * np.sin(z)], axis=-1) * (rng.random((*shape, 1)) > 0.3)
     maps = {}
-    for kernel in ("vector", "table"):
+    for kernel in ("series", "vector", "table"):
         o, sweep_rng = z.copy(), np.random.default_rng(6)
-        for _ in range(10):
-            o = augmented_sweep(o, field, 5.0, 10, sweep_rng, kernel=kernel)
+        for _ in range(n_sweeps):
+            o = augmented_sweep(o, field, kappa, rank, sweep_rng, kernel=kernel)
         maps[kernel] = o
     np.testing.assert_allclose(maps["vector"], maps["table"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(maps["series"], maps["vector"], rtol=0, atol=1e-12)
+
+
+def _i0_exact(t):
+    """``I0(2 sqrt(t))`` of a double ``t`` by its series in 40-digit decimals."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 40
+        t, term, total, k = Decimal(float(t)), Decimal(1), Decimal(1), 0
+        while term >= total * Decimal("1e-36"):
+            k += 1
+            term = term * t / (k * k)
+            total += term
+        return total
+
+
+def test_series_pair_terms_are_exact_to_1e15_in_every_band():
+    from scipy.special import i0e
+
+    from pmctx.vonmises import _numba_series as ns
+
+    limits = [r for r, _ in ns.BANDS]
+    # one node per radius: pairs at (r, 0) and (r / 2, 0) from v = 0, so r sets the band
+    radii = np.concatenate([np.linspace(0.0, 70.0, 701), limits, np.nextafter(limits, np.inf)])
+    for r in np.concatenate([radii, [1e-9, 300.0, 1e4]]):
+        out, pairs = np.empty(2), np.array([r, 0.5 * r])
+        log_factor = ns._node_terms(0.0, 0.0, pairs, np.zeros(2), r, out)
+        if r <= limits[-1]:
+            assert log_factor == 0.0
+            # measured on a grid of 6401 radii: below 9e-16 up to r = 32, 1.9e-15 up to 64
+            want = [float(_i0_exact(x * x / 4.0)) for x in pairs]
+            rtol = 1e-15 if r <= 32.0 else 2.5e-15
+        else:  # beyond the bands: the vector kernel's i0e(r) e^(r - r_max), with r rounded
+            assert log_factor == r  # from t = r^2 / 4 (relative error of e^(r - r_max) ~ ulp(r))
+            want, rtol = i0e([r, 0.5 * r]) * np.exp([0.0, -0.5 * r]), 1e-14
+        np.testing.assert_allclose(out, want, rtol=rtol, atol=0, err_msg=str(r))
+    assert [n for _, n in ns.BANDS] == [ns.i0_series_terms(r) for r in limits]
+    assert ns.i0_series_terms(8.0) == 21 and ns.i0_series_terms(64.0) == 71
+    # a node with v != 0 lands in the band of its bound |v| + reach, so all its pairs are inside
+    out = np.empty(3)
+    px, py = np.array([3.0, -2.0, 0.5]), np.array([0.0, 1.0, -4.0])
+    ns._node_terms(5.0, 1.0, px, py, np.hypot(px, py).max(), out)
+    want = [float(_i0_exact(((5.0 + x) ** 2 + (1.0 + y) ** 2) / 4.0)) for x, y in zip(px, py)]
+    np.testing.assert_allclose(out, want, rtol=1e-15, atol=0)
+
+
+def test_series_column_pass_equals_the_numpy_assembly():
+    """The compiled pass gives the vector kernel's edge modes, node vectors and conditionals."""
+    from pmctx.vonmises import _numba_series_pass, _numba_vector
+
+    rng = np.random.default_rng(8)
+    kappa, modes, (m, n) = 3.0, mode_vectors(6), (7, 5)
+    o, field = rng.uniform(-np.pi, np.pi, (m, n)), rng.normal(size=(m, n, 2))
+    ext = np.concatenate([kappa * modes, np.zeros((1, 2))])
+    u_edge, u_chain = rng.random((m, n - 1)), rng.random((n, m))
+    for parallel in (False, True):
+        mean, conc = _numba_series_pass.column_pass(
+            o, field, ext, u_edge, u_chain, parallel=parallel
+        )
+        edge = _numba_vector.edge_modes(
+            np.cos(o[:, :-1]), np.sin(o[:, :-1]), np.cos(o[:, 1:]), np.sin(o[:, 1:]),
+            kappa * modes, u_edge,
+        )  # fmt: skip
+        node_vec = field.copy()
+        node_vec[:, 1:] += kappa * modes[edge]
+        node_vec[:, :-1] += kappa * modes[edge]
+        chains = np.ascontiguousarray(node_vec.transpose(1, 0, 2))
+        aux, _ = _numba_vector.chain_modes(chains, ext, u_chain)
+        natural = chains + ext[aux[:, :-1]] + ext[aux[:, 1:]]
+        np.testing.assert_allclose(conc, np.hypot(natural[..., 0], natural[..., 1]), rtol=1e-14)
+        np.testing.assert_allclose(mean, np.arctan2(natural[..., 1], natural[..., 0]), atol=1e-14)
 
 
 def test_vector_log_joint_matches_the_reference():

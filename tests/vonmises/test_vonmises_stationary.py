@@ -28,6 +28,7 @@ SAMPLERS = {
     "ffbs": ffbs_sweep,
     "augmented": augmented_sweep,
     "augmented_columns": functools.partial(augmented_sweep, direction="columns"),
+    "augmented_vector": functools.partial(augmented_sweep, kernel="vector"),
     "augmented_table": functools.partial(augmented_sweep, kernel="table"),
     "cluster": functools.partial(cluster_sweep, n_moves=2),
 }
@@ -86,6 +87,27 @@ def test_a_broken_vector_kernel_fails_the_same_check(exact, monkeypatch):
         return real(0.5 * np.asarray(node_vec), ext, uniforms, **kwargs)
 
     monkeypatch.setattr(_numba_vector, "chain_modes", broken)
+    probs, _ = exact
+    n = 6000
+    draws = run_chain(augmented_sweep, n, seed=14, kernel="vector")
+    result = compare_to_exact(bin_index(draws, N_BINS), probs, tv_tol=0.04, ess=n / 2)
+    assert not result.passed, str(result)
+
+
+@pytest.mark.parametrize("bug", ["mode_uniforms", "half_field"])
+def test_a_broken_series_kernel_fails_the_same_check(exact, monkeypatch, bug):
+    """The same check against the default (series) pass: mode draws from skewed uniforms, or
+    the node factors at half strength, fail."""
+    from pmctx.vonmises import _numba_series_pass
+
+    real = _numba_series_pass.column_pass
+
+    def broken(o, field, ext, u_edge, u_chain, **kwargs):
+        if bug == "mode_uniforms":
+            return real(o, field, ext, u_edge, u_chain**2, **kwargs)
+        return real(o, 0.5 * np.asarray(field), ext, u_edge, u_chain, **kwargs)
+
+    monkeypatch.setattr(_numba_series_pass, "column_pass", broken)
     probs, _ = exact
     n = 6000
     draws = run_chain(augmented_sweep, n, seed=14)
