@@ -151,7 +151,7 @@ def choose_backend(backend: str, *, draws: int, tune: int, chains: int, pymc_onl
     return "nutpie" if chains * (draws + tune) >= NUTPIE_MIN_ITERATIONS else "pymc"
 
 
-def compile_nutpie(model: pm.Model, initial_point: dict | None = None):
+def compile_nutpie(model: pm.Model, initial_point: dict | None = None, *, cached: bool = False):
     """nutpie's compiled model of ``model`` (Numba log density and gradient).
 
     Parameters
@@ -160,14 +160,33 @@ def compile_nutpie(model: pm.Model, initial_point: dict | None = None):
         The model.
     initial_point : dict, optional
         Initial values of the value variables.
+    cached : bool, default False
+        Try :func:`pmctx.gum.cached.compile_cached_nutpie` first (one free vector, e.g. the
+        whitened GUM; ``initial_point`` is then unused): its Numba code is read from PyTensor's
+        disk cache in later processes. Falls back to :func:`nutpie.compile_pymc_model`
+        when the model does not qualify or the installed nutpie/PyTensor lack what it uses.
 
     Returns
     -------
     nutpie.CompiledModel
         Reusable by any number of :func:`sample_nutpie` calls.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> with pm.Model() as model:
+    ...     x = pm.Normal("x", shape=2)
+    >>> compiled = compile_nutpie(model, cached=True)  # doctest: +SKIP
     """
     import nutpie
 
+    if cached:
+        from pmctx.gum.cached import compile_cached_nutpie
+
+        try:
+            return compile_cached_nutpie(model)
+        except Exception:
+            pass
     return nutpie.compile_pymc_model(model, initial_points=initial_point)
 
 
