@@ -131,7 +131,7 @@ def _jitted(value, outputs: list, *, name: str):
         on_unused_input="ignore",
         name=name,
     )
-    return fn.vm.jit_fn, tuple(values)
+    return fn.vm.jit_fn, tuple(values), [o.type.shape for o in fn.maker.fgraph.outputs]
 
 
 def _header(values: list) -> tuple[np.ndarray, list]:
@@ -260,11 +260,13 @@ def compile_cached_nutpie(model):
     start = np.asarray(model.initial_point()[value.name], dtype=float)
     logp = model.logp()
     grad = _gradient(logp, value)
-    logp_fn, logp_args = _jitted(value, [logp, grad], name="gum_cached_logp")
+    logp_fn, logp_args, _ = _jitted(value, [logp, grad], name="gum_cached_logp")
     names = [value.name, *(d.name for d in model.deterministics)]
     dets = model.replace_rvs_by_values(model.deterministics)
-    expand_fn, expand_args = _jitted(value, [value, *dets], name="gum_cached_expand")
-    shapes = [tuple(np.shape(v)) for v in expand_fn(start, *expand_args)]
+    expand_fn, expand_args, shapes = _jitted(value, [value, *dets], name="gum_cached_expand")
+    if any(n is None for shape in shapes for n in shape):  # (the call compiles expand_fn)
+        shapes = [np.shape(v) for v in expand_fn(start, *expand_args)]
+    shapes = [tuple(int(n) for n in shape) for shape in shapes]
     sizes = [int(np.prod(s)) for s in shapes]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
     writes = "\n".join(
