@@ -45,10 +45,16 @@ from pytensor.tensor.variable import TensorConstant
 __all__ = ["compile_cached_nutpie", "lift_constants", "numba_nogil_mode"]
 
 
+def _data(const: TensorConstant) -> bool:
+    """Whether a constant may hold data: any array, and float scalars (folded sums of data);
+    integer scalars (shapes, indices, axes) stay constants."""
+    return const.ndim >= 1 or const.dtype.startswith("float")
+
+
 def lift_constants(outputs: list) -> tuple[list, list, list]:
-    """Replace every array constant of ``outputs``' graph by an input of the same type
-    (static shape included: rewrites and broadcasting read it), so the graph no longer holds
-    the data's values.
+    """Replace every array and float scalar constant of ``outputs``' graph by an input of the
+    same type (static shape included: rewrites and broadcasting read it), so the graph no
+    longer holds the data's values.
 
     Parameters
     ----------
@@ -61,7 +67,7 @@ def lift_constants(outputs: list) -> tuple[list, list, list]:
         ``(outputs, inputs, values)``: the rewritten outputs, the new input variables and
         their values (C-contiguous, writeable copies of the constants), in matching order.
     """
-    consts = [v for v in ancestors(outputs) if isinstance(v, TensorConstant) and v.ndim >= 1]
+    consts = [v for v in ancestors(outputs) if isinstance(v, TensorConstant) and _data(v)]
     inputs = [
         pt.tensor(name=f"gum_const_{i}", dtype=c.dtype, shape=c.data.shape)
         for i, c in enumerate(consts)
@@ -111,9 +117,10 @@ def _jitted(value, outputs: list, *, name: str):
         fixed = {v: pt.constant(np.asarray(v.get_value())) for v in shared}
         outputs = graph_replace(outputs, fixed, strict=False)
     fgraph = FunctionGraph([value], outputs, clone=True)
-    # rewrite without folding data into new (scalar) constants, then fold only transposes of
-    # constant matrices (so dots read contiguous arrays) and lift every array constant
-    skip = ("inplace", "topo_constant_folding", "fusion")
+    # rewrite with constants in place (folded data such as sum(gammaln(y + 1)) is computed
+    # once) but unfused, fold transposes of constant matrices (so dots read contiguous
+    # arrays), then lift every array and float scalar constant
+    skip = ("inplace", "fusion")
     get_mode("NUMBA").excluding(*skip).optimizer.rewrite(fgraph)
     for node in list(fgraph.toposort()):
         (source, *rest) = node.inputs or (None,)
@@ -147,9 +154,9 @@ def _reads(values: list, positions: list) -> str:
     """Source lines binding ``a0, a1, ...`` to the arrays of the user-data table ``ud``."""
     lines = []
     for i, (v, pos) in enumerate(zip(values, positions)):
-        shape = ", ".join(f"np.intp(ud[{pos + 1 + k}])" for k in range(v.ndim))
+        shape = "".join(f"np.intp(ud[{pos + 1 + k}]), " for k in range(v.ndim))
         lines.append(
-            f"    a{i} = numba.carray(address_as_void_pointer(ud[{pos}]), ({shape},), "
+            f"    a{i} = numba.carray(address_as_void_pointer(ud[{pos}]), ({shape}), "
             f"np.{v.dtype.name})"
         )
     return "\n".join(lines) or "    pass"
@@ -197,7 +204,7 @@ def _cfunc(template: str, inner, values: list, positions, n_header, signature, w
     inner_key = CACHED_SRC_FUNCTIONS[inner.py_func]
     # PyTensor's graph key leaves out the inputs' types (static shapes): they go in here
     layout = ",".join(f"{v.dtype.name}{v.shape}" for v in values)
-    key = f"gum_cached_v5_{inner_key}_{_hash_text(src + layout)}"
+    key = f"gum_cached_v6_{inner_key}_{_hash_text(src + layout)}"
     env = {"__name__": __name__, "numba": numba, "np": np, "inner": inner}
     env["address_as_void_pointer"] = address_as_void_pointer
     func = compile_numba_function_src(src, name, global_env=env, cache_key=key)
