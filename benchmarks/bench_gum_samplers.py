@@ -22,8 +22,11 @@ no ``initvals`` -- so the table also checks that the model's own start (the Lapl
 
 The ``g.sample()`` rows (``gum_auto``: first call, nutpie compile included; ``gum_auto_repeat``:
 a second call on the same ``GumModel``, compiled model reused; ``gum_hsgp``: first call with
-``approximation="hsgp"``) run 4 x (1000 + 1000) at every size, the targets of issue 11 being
-NUTS 4 x 1000 at N=500 under 5 s and HSGP NUTS at N=10,000 under 60 s.
+``approximation="hsgp"``; ``gum_fresh``: the first ``g.sample()`` of a new Python process,
+timed in a subprocess, :func:`fresh_process_row`) run 4 x (1000 + 1000) at every size, the
+targets of issue 11 being NUTS 4 x 1000 at N=500 under 5 s and HSGP NUTS at N=10,000 under
+60 s. In one process, ``gum_auto`` also pays compiles that a later process reads from disk
+(:mod:`pmctx.gum.cached`); ``gum_fresh`` is what a user's new session pays.
 
 The baseline is PyMC's NUTS measured in the same run. N=10,000 uses 100 tuning + 100 draws
 per chain (N=500: PyMC's defaults, 1000 + 1000). ``PMCTX_BENCH_GUM_SIZES=10000`` runs one size;
@@ -40,6 +43,7 @@ import json
 import os
 import platform
 import resource
+import subprocess
 import sys
 import time
 import warnings
@@ -53,10 +57,40 @@ from pmctx.gum import gum
 from pmctx.gum.init import laplace_initvals
 from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
 
-SAMPLERS = ("pymc", "pymc_numba", "nutpie", "numpyro", "gum_auto", "gum_auto_repeat", "gum_hsgp")
+SAMPLERS = (
+    "pymc",
+    "pymc_numba",
+    "nutpie",
+    "numpyro",
+    "gum_auto",
+    "gum_auto_repeat",
+    "gum_hsgp",
+    "gum_fresh",
+)
 #: Rows of ``g.sample()``: 4 x (1000 + 1000) at every size (they are fast enough), the issue's
 #: targets being NUTS 4 x 1000 at N=500 under 5 s and HSGP NUTS at N=10,000 under 60 s.
 GUM_ROWS = ("gum_auto", "gum_auto_repeat", "gum_hsgp")
+#: ``gum_fresh``: the first ``g.sample()`` of a new Python process (the issue's target),
+#: timed inside a subprocess (:func:`fresh_process_row`); disk caches as the machine has them.
+FRESH_SCRIPT = """
+import json, os, resource, sys, time, warnings
+warnings.simplefilter("ignore")
+from pmctx.gum import gum
+from pmctx.gum.init import laplace_initvals
+from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
+n, steps = int(sys.argv[1]), int(sys.argv[2])
+g = gum(section_3_1_formula(), seed_section_3_1(n, seed=0), family="poisson")
+laplace_initvals(g)
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+load, cpu0, wall0 = os.getloadavg()[0], cpu(), time.perf_counter()
+idata = g.sample(draws=steps, tune=steps, chains=4, random_seed=0, progressbar=False,
+                 posterior_predictive=False, check_convergence=False)
+wall, used = time.perf_counter() - wall0, cpu() - cpu0
+print(json.dumps({"wall_s": wall, "cpu_s": used, "load_1min": max(load, os.getloadavg()[0]),
+                  "sampling_s": float(idata.posterior.attrs.get("sampling_time", "nan"))}))
+"""
 #: A 1-minute load average above this marks a row as measured on a loaded machine.
 LOADED = 1.5
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -78,8 +112,35 @@ def convergence(idata, names) -> tuple[float, float]:
     )
 
 
+def fresh_process_row(n: int, steps: int) -> dict:
+    """``g.sample()`` (4 x (steps + steps)) as the first call of a new Python process: wall and
+    CPU seconds of that call (imports, data and Laplace fit excluded), and of the process."""
+    start = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-c", FRESH_SCRIPT, str(n), str(steps)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    process_s = time.perf_counter() - start
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    return {
+        "benchmark": "gum_samplers",
+        "variant": "gum_fresh",
+        "size": n,
+        **row,
+        "process_wall_s": process_s,
+        "draws": steps,
+        "tune": steps,
+        "loaded": row["load_1min"] > LOADED,
+        "notes": (
+            f"first g.sample() of a fresh process: wall {row['wall_s']:.1f} s, CPU "
+            f"{row['cpu_s']:.1f} s (process {process_s:.1f} s), load {row['load_1min']:.1f}"
+            + (" (LOADED)" if row["load_1min"] > LOADED else "")
+        ),
+    }
+
+
 def available(sampler: str) -> bool:
-    if sampler in ("pymc", "pymc_numba") or sampler in GUM_ROWS:
+    if sampler in ("pymc", "pymc_numba", "gum_fresh") or sampler in GUM_ROWS:
         return True
     if sampler == "numpyro":
         return all(importlib.util.find_spec(m) is not None for m in ("numpyro", "jax"))
@@ -195,6 +256,10 @@ def run(quick: bool = False) -> list[dict]:
             if not available(sampler):
                 rows.append({"benchmark": "gum_samplers", "variant": sampler, "size": n,
                              "notes": "skipped: not installed"})  # fmt: skip
+                continue
+            if sampler == "gum_fresh":
+                rows.append(fresh_process_row(n, 300 if quick else 1000))
+                print(json.dumps(rows[-1]), flush=True)
                 continue
             model, steps = g, draws
             if sampler in GUM_ROWS:

@@ -62,6 +62,7 @@ VALIDATED = [
     "pmctx.gum.api",
     "pmctx.gum.backends",
     "pmctx.gum.basis",
+    "pmctx.gum.cached",
     "pmctx.gum.build",
     "pmctx.gum.constraints",
     "pmctx.gum.curvature",

@@ -286,7 +286,8 @@ class GumModel:
         if cached is None or cached[0] is not model or cached[1] is not result:
             target = white if white is not None else model
             point = self.map_point() if kind == "map" else None
-            cached = (model, result, compile_nutpie(target, point), target)
+            compiled = compile_nutpie(target, point, cached=kind == "white")
+            cached = (model, result, compiled, target)
             self._nutpie[kind] = cached
         return cached[3], cached[2], kind == "white"
 

@@ -123,7 +123,9 @@ def whitened_model(gum_model) -> pm.Model | None:
         z = pm.Flat(WHITE_NAME, dims=WHITE_DIM, initval=np.zeros(len(mode)))
         x = pt.as_tensor(mode) + pt.dot(pt.as_tensor(L), z)
         replace = {var: x[cut].reshape(var.type.shape) for var, cut in layout}
-        logdet = float(np.sum(np.log(np.diag(L))))
+        # an array, not a float: a scalar constant would tie pmctx.gum.cached's disk-cached
+        # code to this data set
+        logdet = pt.sum(pt.as_tensor(np.log(np.diag(L))))
         logp = graph_replace(model.logp(), replace, strict=False)
         pm.Potential("gum_white_logp", logp + logdet)
         for var, _ in layout:

@@ -27,6 +27,7 @@ MODULES = [
     "pmctx.gum.design",
     "pmctx.gum.build",
     "pmctx.gum.whiten",
+    "pmctx.gum.cached",
     "pmctx.gum.hsgp",
     "pmctx.models.gum",
 ]

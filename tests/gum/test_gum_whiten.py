@@ -107,9 +107,9 @@ def test_compiled_nutpie_model_is_reused(monkeypatch):
     calls = []
     original = backends.compile_nutpie
 
-    def counting(model, initial_point=None):
+    def counting(model, initial_point=None, **kwargs):
         calls.append(model)
-        return original(model, initial_point)
+        return original(model, initial_point, **kwargs)
 
     monkeypatch.setattr(backends, "compile_nutpie", counting)
     kw = dict(draws=50, tune=50, chains=1, progressbar=False, backend="nutpie")

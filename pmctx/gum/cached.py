@@ -1,0 +1,326 @@
+"""nutpie on a GUM's whitened model without a per-process compile: disk-cached Numba code.
+
+nutpie's own PyMC path (:func:`nutpie.compile_pymc_model`) wraps the model's Numba log
+density in two ``numba.cfunc`` s whose code embeds the model's data and addresses, so Numba
+cannot cache them and every new process compiles them again (~8.5 s of a 10.7 s first
+``g.sample()`` at N=500, seed 002 section 3.1). :func:`compile_cached_nutpie` builds the same
+two callbacks for a model with one free vector (the Laplace-whitened model,
+:mod:`pmctx.gum.whiten`):
+
+1. the log density, its gradient and the Deterministics are PyTensor graphs rewritten by
+   PyTensor's NUMBA mode, with every array constant then turned into an input
+   (:func:`lift_constants`), so the code holds the model's structure and shapes, not its
+   data;
+2. two ``numba.cfunc`` s read those arrays from nutpie's user-data pointer (a table of
+   addresses and shapes) and call the compiled graphs; they are written to PyTensor's Numba
+   disk cache under a key of the graph, the arrays' dtypes and shapes.
+
+A later process (or another data set with the same formula, family, support points and N)
+loads both from disk in milliseconds. nutpie then samples exactly as before (same Rust
+sampler, the same callbacks' signature, no GIL), on the same log density: the functions
+are the model's own graph, checked against it in ``tests/gum/test_gum_cached.py``.
+
+Examples
+--------
+>>> import numpy as np
+>>> import pytensor.tensor as pt
+>>> x = pt.vector("x")
+>>> outs, inputs, values = lift_constants([pt.sum((x - np.arange(3.0)) ** 2)])
+>>> [v.tolist() for v in values]
+[[0.0, 1.0, 2.0]]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.elemwise import DimShuffle
+from pytensor.tensor.variable import TensorConstant
+
+__all__ = ["compile_cached_nutpie", "lift_constants", "numba_nogil_mode"]
+
+
+def _data(const: TensorConstant) -> bool:
+    """Whether a constant may hold data: any array, and float scalars (folded sums of data);
+    integer scalars (shapes, indices, axes) stay constants."""
+    return const.ndim >= 1 or const.dtype.startswith("float")
+
+
+def lift_constants(outputs: list) -> tuple[list, list, list]:
+    """Replace every array and float scalar constant of ``outputs``' graph by an input of the
+    same type (static shape included: rewrites and broadcasting read it), so the graph no
+    longer holds the data's values.
+
+    Parameters
+    ----------
+    outputs : list of pytensor.tensor.TensorVariable
+        The graph's outputs.
+
+    Returns
+    -------
+    tuple
+        ``(outputs, inputs, values)``: the rewritten outputs, the new input variables and
+        their values (C-contiguous, writeable copies of the constants), in matching order.
+    """
+    consts = [v for v in ancestors(outputs) if isinstance(v, TensorConstant) and _data(v)]
+    inputs = [
+        pt.tensor(name=f"gum_const_{i}", dtype=c.dtype, shape=c.data.shape)
+        for i, c in enumerate(consts)
+    ]
+    values = [np.array(c.data, order="C", copy=True) for c in consts]
+    if consts:
+        outputs = graph_replace(outputs, dict(zip(consts, inputs)), strict=False)
+    return list(outputs), inputs, values
+
+
+def numba_nogil_mode():
+    """PyTensor's NUMBA mode whose compiled function releases the GIL while it runs and is
+    not disk-cached by itself (its callers are).
+
+    Returns
+    -------
+    pytensor.compile.mode.Mode
+        NUMBA rewrites with a linker that adds ``nogil=True`` and no disk cache.
+    """
+    from pytensor.compile.mode import Mode, get_mode
+    from pytensor.link.numba.dispatch.basic import numba_njit
+    from pytensor.link.numba.linker import NumbaLinker
+
+    class NogilNumbaLinker(NumbaLinker):
+        def jit_compile(self, fn_and_cache):
+            fn, _key = fn_and_cache
+            # not cached on its own: PyTensor's key of a whole graph leaves out the inputs'
+            # static shapes; the cfunc that calls it is cached under a key that has them
+            return numba_njit(fn.py_func, final_function=True, cache=False, nogil=True)
+
+    return Mode(linker=NogilNumbaLinker(), optimizer=get_mode("NUMBA").optimizer)
+
+
+def _jitted(value, outputs: list, *, name: str):
+    """Numba function of ``outputs`` (in ``value``) and the arguments that follow ``value``.
+
+    Shared variables become constants; the graph is rewritten once with constants in place
+    (so transposes of constant matrices are folded into contiguous arrays), then every array
+    constant is lifted to an input and the result compiled: its cache key is the structure.
+    """
+    from pytensor.compile.mode import get_mode
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.fg import FunctionGraph
+
+    shared = [v for v in ancestors(outputs) if isinstance(v, SharedVariable)]
+    if shared:
+        fixed = {v: pt.constant(np.asarray(v.get_value())) for v in shared}
+        outputs = graph_replace(outputs, fixed, strict=False)
+    fgraph = FunctionGraph([value], outputs, clone=True)
+    # rewrite with constants in place (folded data such as sum(gammaln(y + 1)) is computed
+    # once) but unfused, fold transposes of constant matrices (so dots read contiguous
+    # arrays), then lift every array and float scalar constant
+    skip = ("inplace", "fusion")
+    get_mode("NUMBA").excluding(*skip).optimizer.rewrite(fgraph)
+    for node in list(fgraph.toposort()):
+        (source, *rest) = node.inputs or (None,)
+        if isinstance(node.op, DimShuffle) and isinstance(source, TensorConstant) and not rest:
+            storage = [[None]]
+            node.op.perform(node, [source.data], storage)
+            folded = np.ascontiguousarray(storage[0][0])
+            fgraph.replace(node.outputs[0], pt.constant(folded), import_missing=True)
+    outs, consts, values = lift_constants(list(fgraph.outputs))
+    fn = pytensor.function(
+        [fgraph.inputs[0], *consts],
+        outs,
+        mode=numba_nogil_mode(),
+        trust_input=True,
+        on_unused_input="ignore",
+        name=name,
+    )
+    return fn.vm.jit_fn, tuple(values), [o.type.shape for o in fn.maker.fgraph.outputs]
+
+
+def _header(values: list) -> tuple[np.ndarray, list]:
+    """``uint64`` table of ``(address, *shape)`` per array and each array's position in it."""
+    header, positions = [], []
+    for v in values:
+        positions.append(len(header))
+        header.extend([v.ctypes.data, *v.shape])
+    return np.asarray(header or [0], dtype=np.uint64), positions
+
+
+def _reads(values: list, positions: list) -> str:
+    """Source lines binding ``a0, a1, ...`` to the arrays of the user-data table ``ud``."""
+    lines = []
+    for i, (v, pos) in enumerate(zip(values, positions)):
+        shape = "".join(f"np.intp(ud[{pos + 1 + k}]), " for k in range(v.ndim))
+        lines.append(
+            f"    a{i} = numba.carray(address_as_void_pointer(ud[{pos}]), ({shape}), "
+            f"np.{v.dtype.name})"
+        )
+    return "\n".join(lines) or "    pass"
+
+
+_LOGP_SRC = """
+def gum_cached_logp_cfunc(dim, x_, out_, logp_, user_data_):
+    ud = numba.carray(user_data_, ({n_header},), np.uint64)
+{reads}
+    x = numba.carray(x_, (dim,))
+    out = numba.carray(out_, (dim,))
+    logp = numba.carray(logp_, ())
+    value, grad = inner(x, {args})
+    logp[()] = value
+    out[...] = grad
+    if not np.all(np.isfinite(out)):
+        return 3
+    if not np.isfinite(value):
+        return 4
+    return 0
+"""
+
+_EXPAND_SRC = """
+def gum_cached_expand_cfunc(dim, expanded, x_, out_, user_data_):
+    ud = numba.carray(user_data_, ({n_header},), np.uint64)
+{reads}
+    x = numba.carray(x_, (dim,))
+    out = numba.carray(out_, (expanded,))
+    values = inner(x, {args})
+{writes}
+    return 0
+"""
+
+
+def _cfunc(template: str, inner, values: list, positions, n_header, signature, writes=""):
+    """A disk-cacheable ``numba.cfunc`` calling ``inner`` on arrays read from user data."""
+    import numba
+    from nutpie.compile_pymc import address_as_void_pointer
+    from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS, compile_numba_function_src
+
+    args = ", ".join(f"a{i}" for i in range(len(values)))
+    reads = _reads(values, positions)
+    src = template.format(n_header=n_header, reads=reads, args=args, writes=writes)
+    name = src.split("def ", 1)[1].split("(", 1)[0]
+    inner_key = CACHED_SRC_FUNCTIONS[inner.py_func]
+    # PyTensor's graph key leaves out the inputs' types (static shapes): they go in here
+    layout = ",".join(f"{v.dtype.name}{v.shape}" for v in values)
+    key = f"gum_cached_v6_{inner_key}_{_hash_text(src + layout)}"
+    env = {"__name__": __name__, "numba": numba, "np": np, "inner": inner}
+    env["address_as_void_pointer"] = address_as_void_pointer
+    func = compile_numba_function_src(src, name, global_env=env, cache_key=key)
+    return numba.cfunc(signature, cache=True)(func), key
+
+
+def _gradient(logp, value):
+    return pytensor.grad(logp, value)
+
+
+def _cached_model_class():
+    from nutpie.compile_pymc import CompiledPyMCModel
+
+    @dataclass(frozen=True)
+    class CachedModel(CompiledPyMCModel):
+        keep: tuple = ()  # arrays the user data points to
+        cache_keys: tuple = ()  # disk-cache keys of the log density and expand cfuncs
+
+    return CachedModel
+
+
+def _hash_text(text: str) -> str:
+    """sha256 hex digest of ``text``."""
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def compile_cached_nutpie(model):
+    """nutpie's model of ``model`` (one free vector, no transform) from cached Numba code.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        A model with one free vector variable without a transform (the whitened GUM).
+
+    Returns
+    -------
+    nutpie.compile_pymc.CompiledPyMCModel
+        For :func:`nutpie.sample`; its posterior has the free variable and every
+        Deterministic of ``model`` under their names and dims. Chains start at a uniform
+        jitter in ``[-1, 1]`` around the variable's initial value (nutpie's default).
+
+    Raises
+    ------
+    ValueError
+        When ``model`` has several free variables, a transformed one, or one not a vector.
+    """
+    import numba
+    from nutpie.compile_pymc import _prepare_dims_and_coords
+
+    if len(model.value_vars) != 1 or model.rvs_to_transforms[model.free_RVs[0]] is not None:
+        raise ValueError(
+            "compile_cached_nutpie needs a model with one untransformed free vector, got "
+            f"{[v.name for v in model.value_vars]}; use nutpie.compile_pymc_model instead."
+        )
+    (value,) = model.value_vars
+    if value.ndim != 1:
+        raise ValueError(f"the free variable must be a vector, got ndim={value.ndim}.")
+    start = np.asarray(model.initial_point()[value.name], dtype=float)
+    logp = model.logp()
+    grad = _gradient(logp, value)
+    logp_fn, logp_args, _ = _jitted(value, [logp, grad], name="gum_cached_logp")
+    names = [value.name, *(d.name for d in model.deterministics)]
+    dets = model.replace_rvs_by_values(model.deterministics)
+    expand_fn, expand_args, shapes = _jitted(value, [value, *dets], name="gum_cached_expand")
+    if any(n is None for shape in shapes for n in shape):  # (the call compiles expand_fn)
+        shapes = [np.shape(v) for v in expand_fn(start, *expand_args)]
+    shapes = [tuple(int(n) for n in shape) for shape in shapes]
+    sizes = [int(np.prod(s)) for s in shapes]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    writes = "\n".join(
+        f"    out[{offsets[k]}:{offsets[k + 1]}] = np.asarray(values[{k}]).ravel()"
+        for k in range(len(names))
+    )
+    i64, u64, f64p = numba.types.int64, numba.types.uint64, numba.types.CPointer(numba.float64)
+    header, positions = _header([*logp_args, *expand_args])
+    n_logp = len(logp_args)
+    logp_c, logp_key = _cfunc(
+        _LOGP_SRC,
+        logp_fn,
+        list(logp_args),
+        positions[:n_logp],
+        len(header),
+        i64(u64, f64p, f64p, f64p, numba.types.voidptr),
+    )
+    expand_c, expand_key = _cfunc(
+        _EXPAND_SRC,
+        expand_fn,
+        list(expand_args),
+        positions[n_logp:],
+        len(header),
+        i64(u64, u64, f64p, f64p, numba.types.voidptr),
+        writes,
+    )
+
+    def initial_point(seed):
+        return start + np.random.default_rng(seed).uniform(-1.0, 1.0, start.shape)
+
+    slices = [slice(offsets[k], offsets[k + 1]) for k in range(len(names))]
+    dims, coords = _prepare_dims_and_coords(model, (names, slices, shapes))
+    keep = (logp_args, expand_args)  # the arrays whose addresses ``header`` holds
+    return _cached_model_class()(
+        _n_dim=len(start),
+        dims=dims,
+        _coords=coords,
+        _shapes=dict(zip(names, shapes)),
+        compiled_logp_func=logp_c,
+        compiled_expand_func=expand_c,
+        initial_point_func=initial_point,
+        shared_data={},
+        user_data=header,
+        n_expanded=int(offsets[-1]),
+        shape_info=(names, slices, shapes),
+        logp_func=None,
+        expand_func=None,
+        keep=keep,
+        cache_keys=(logp_key, expand_key),
+    )
