@@ -583,6 +583,7 @@ class GumModel:
                 compiled=compiled,
                 low_rank=not white,
                 loglik_model=self.model,
+                log_likelihood=self.log_likelihood_draws,
                 drop=(WHITE_NAME, WHITE_DIM),
             )
             if posterior_predictive:
@@ -1029,6 +1030,47 @@ class GumModel:
             attrs=attrs,
             **groups,
         )
+
+    def log_likelihood_draws(self, posterior) -> dict | None:
+        """Pointwise log-likelihood of every posterior draw, from its ``*_z`` variables.
+
+        The ``log_likelihood`` group that :func:`pymc.compute_log_likelihood` gives, computed
+        by the design's own NumPy likelihood: no PyTensor function to compile, which is most of
+        a first :meth:`sample` call's time after sampling. ``None`` when the model's
+        coordinates are not the design's (HSGP terms) or a ``*_z`` variable is missing.
+
+        Parameters
+        ----------
+        posterior : xarray.Dataset
+            Posterior draws with dims ``chain``, ``draw`` and the model's ``*_z`` variables.
+
+        Returns
+        -------
+        dict or None
+            ``{response name: array (chain, draw, N)}``.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+        >>> idata = g.laplace(draws=5, log_likelihood=False, posterior_predictive=False)
+        >>> g.log_likelihood_draws(idata.posterior)["y"].shape
+        (1, 5, 30)
+        """
+        d = self.design
+        self.model  # noqa: B018 -- fixes which terms are HSGP
+        slots = {key: slot for key, slot in d.slices.items() if slot.stop > slot.start}
+        if self._hsgp or any(f"{key}_z" not in posterior for key in slots):
+            return None
+        shape = (posterior.sizes["chain"], posterior.sizes["draw"])
+        u = np.zeros((*shape, d.n_free))
+        for key, slot in slots.items():
+            u[..., slot] = posterior[f"{key}_z"].values.reshape(*shape, -1)
+        rows = u.reshape(-1, d.n_free)
+        ll = np.stack([self.pointwise_loglik(row) for row in rows])
+        return {d.response: ll.reshape(*shape, -1)}
 
     def pointwise_loglik(self, u: np.ndarray) -> np.ndarray:
         """Log-likelihood of every observation at free vector ``u``.

@@ -214,6 +214,7 @@ def sample_nutpie(
     compiled=None,
     low_rank: bool = True,
     loglik_model: pm.Model | None = None,
+    log_likelihood=None,
     drop: tuple = (),
 ):
     """NUTS by nutpie with ``log_likelihood`` and ``observed_data``
@@ -242,6 +243,10 @@ def sample_nutpie(
     loglik_model : pymc.Model, optional
         The model whose observed variables give the ``log_likelihood`` group (default
         ``model``; the plain model when ``model`` is its whitened version).
+    log_likelihood : callable, optional
+        ``posterior -> {observed name: array (chain, draw, obs)}``, the pointwise
+        log-likelihood computed without PyTensor (``GumModel.log_likelihood_draws``); default:
+        :func:`pymc.compute_log_likelihood` on ``loglik_model`` (which compiles a function).
     drop : tuple of str
         Posterior variables and coordinates to remove (the whitened coordinates).
 
@@ -274,7 +279,16 @@ def sample_nutpie(
         idata.posterior = idata.posterior.drop_vars([d for d in drop if d in idata.posterior])
     if observed:
         idata.add_groups(observed_data=observed)
-    pm.compute_log_likelihood(
-        idata, model=loglik_model or model, extend_inferencedata=True, progressbar=False
-    )
+    values = None if log_likelihood is None else log_likelihood(idata.posterior)
+    if values is None:
+        pm.compute_log_likelihood(
+            idata, model=loglik_model or model, extend_inferencedata=True, progressbar=False
+        )
+    else:
+        idata.add_groups(
+            log_likelihood={
+                name: (("chain", "draw", "obs"), array) for name, array in values.items()
+            },
+            coords={"obs": np.arange(next(iter(values.values())).shape[-1])},
+        )
     return idata

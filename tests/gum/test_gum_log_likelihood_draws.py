@@ -1,0 +1,45 @@
+"""GumModel.log_likelihood_draws equals PyMC's pointwise log-likelihood of the same draws."""
+
+import numpy as np
+import pymc as pm
+import pytest
+
+from pmctx.gum import gum
+
+
+def _data(family, n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    data = {"x": rng.uniform(0, 2, n), "z": rng.normal(size=n)}
+    eta = np.sin(2 * data["x"]) + 0.5 * data["z"]
+    if family == "poisson":
+        data["y"] = rng.poisson(np.exp(eta))
+    elif family == "bernoulli":
+        data["y"] = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
+    else:
+        data["y"] = eta + 0.3 * rng.normal(size=n)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("family", "options"),
+    [("poisson", {}), ("bernoulli", {}), ("gaussian", {"noise_sd": 0.3})],
+)
+def test_numpy_log_likelihood_equals_pymc(family, options):
+    g = gum("y ~ f(x, lengthscale=0.5) + z", _data(family), family=family, **options)
+    idata = g.laplace(draws=7, seed=1, log_likelihood=False, posterior_predictive=False)
+    ours = g.log_likelihood_draws(idata.posterior)["y"]
+    reference = pm.compute_log_likelihood(
+        idata, model=g.model, extend_inferencedata=False, progressbar=False
+    )["y"].values
+    assert ours.shape == reference.shape == (1, 7, 60)
+    np.testing.assert_allclose(ours, reference, rtol=0, atol=1e-10)
+    # A draw moved off its values changes the answer (the test can fail).
+    moved = idata.posterior.copy()
+    moved["f_x_z"] = moved["f_x_z"] + 0.1
+    assert np.abs(g.log_likelihood_draws(moved)["y"] - reference).max() > 1e-3
+
+
+def test_missing_free_variable_falls_back_to_none():
+    g = gum("y ~ f(x, lengthscale=0.5)", _data("poisson"), family="poisson")
+    idata = g.laplace(draws=3, seed=1, log_likelihood=False, posterior_predictive=False)
+    assert g.log_likelihood_draws(idata.posterior.drop_vars("f_x_z")) is None
