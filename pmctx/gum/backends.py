@@ -285,10 +285,12 @@ def sample_nutpie(
             idata, model=loglik_model or model, extend_inferencedata=True, progressbar=False
         )
     else:
-        idata.add_groups(
-            log_likelihood={
-                name: (("chain", "draw", "obs"), array) for name, array in values.items()
-            },
-            coords={"obs": np.arange(next(iter(values.values())).shape[-1])},
+        import xarray as xr
+
+        coords = {name: idata.posterior[name].values for name in ("chain", "draw")}
+        dataset = xr.Dataset(
+            {name: (("chain", "draw", "obs"), array) for name, array in values.items()},
+            coords={**coords, "obs": np.arange(next(iter(values.values())).shape[-1])},
         )
+        idata.add_groups(log_likelihood=dataset)
     return idata

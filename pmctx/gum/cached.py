@@ -271,8 +271,18 @@ def compile_cached_nutpie(model):
     names = [value.name, *(d.name for d in model.deterministics)]
     dets = model.replace_rvs_by_values(model.deterministics)
     expand_fn, expand_args, shapes = _jitted(value, [value, *dets], name="gum_cached_expand")
-    if any(n is None for shape in shapes for n in shape):  # (the call compiles expand_fn)
-        shapes = [np.shape(v) for v in expand_fn(start, *expand_args)]
+    if any(n is None for shape in shapes for n in shape):
+        # evaluated by PyTensor's Python linker: calling expand_fn would compile it (~1 s)
+        # and a C-linked function would load the whole C module cache (~2 s)
+        from pytensor.compile.mode import Mode
+
+        shape_fn = pytensor.function(
+            [value],
+            [out.shape for out in [value, *dets]],
+            mode=Mode(linker="py", optimizer="fast_compile"),
+            on_unused_input="ignore",
+        )
+        shapes = shape_fn(start)
     shapes = [tuple(int(n) for n in shape) for shape in shapes]
     sizes = [int(np.prod(s)) for s in shapes]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)

@@ -43,3 +43,16 @@ def test_missing_free_variable_falls_back_to_none():
     g = gum("y ~ f(x, lengthscale=0.5)", _data("poisson"), family="poisson")
     idata = g.laplace(draws=3, seed=1, log_likelihood=False, posterior_predictive=False)
     assert g.log_likelihood_draws(idata.posterior.drop_vars("f_x_z")) is None
+
+
+def test_nutpie_sample_log_likelihood_group_equals_pymc():
+    pytest.importorskip("nutpie")
+    g = gum("y ~ f(x, lengthscale=0.5) + z", _data("poisson"), family="poisson")
+    idata = g.sample(
+        draws=30, tune=30, chains=2, random_seed=0, backend="nutpie", check_convergence=False
+    )
+    reference = pm.compute_log_likelihood(
+        idata, model=g.model, extend_inferencedata=False, progressbar=False
+    )["y"]
+    assert idata.log_likelihood["y"].dims == ("chain", "draw", "obs")
+    np.testing.assert_allclose(idata.log_likelihood["y"].values, reference.values, atol=1e-10)
