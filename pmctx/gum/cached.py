@@ -39,7 +39,6 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
-from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.variable import TensorConstant
 
 __all__ = ["compile_cached_nutpie", "lift_constants", "numba_nogil_mode"]
@@ -111,6 +110,8 @@ def _jitted(value, outputs: list, *, name: str):
     from pytensor.compile.mode import get_mode
     from pytensor.compile.sharedvalue import SharedVariable
     from pytensor.graph.fg import FunctionGraph
+    from pytensor.tensor.elemwise import DimShuffle  # here, not at the top: the API docs
+    # document a module's imported classes, and DimShuffle's docstring breaks numpydoc
 
     shared = [v for v in ancestors(outputs) if isinstance(v, SharedVariable)]
     if shared:
