@@ -18,6 +18,20 @@ import numba
 import numpy as np
 from scipy.special import i0e, i1e
 
+
+@numba.njit(cache=True, inline="always")
+def inverse_cdf_pick(weights, n, target):
+    """First index below ``n`` whose cumulative weight reaches ``target`` (``uniform *
+    total``); ``n - 1`` when rounding leaves the total short. Shared by every compiled
+    kernel, so that they draw the same modes from the same uniforms."""
+    cumulative = 0.0
+    for k in range(n):
+        cumulative += weights[k]
+        if cumulative >= target:
+            return k
+    return n - 1
+
+
 _LOG_2PI = math.log(2.0 * math.pi)
 TABLE_STEP = 1.0 / 64.0
 TABLE_END = 64.0
@@ -146,14 +160,7 @@ def _one_chain(node_vec, ext, uniforms, table, aux, mats, forward, weights):
             for a in range(n_modes):
                 weights[a] = forward[i - 1, a] * mats[i, a, below]
                 total += weights[a]
-        target = uniforms[i] * total
-        cumulative = 0.0
-        pick = n_modes - 1
-        for a in range(n_modes):
-            cumulative += weights[a]
-            if cumulative >= target:
-                pick = a
-                break
+        pick = inverse_cdf_pick(weights, n_modes, uniforms[i] * total)
         aux[i] = pick
         below = pick
     return log_evidence
@@ -206,13 +213,6 @@ def edge_modes(cos_a, sin_a, cos_b, sin_b, kappa_modes, uniforms):
             for k in range(n_modes):
                 logits[k] = math.exp(logits[k] - peak)
                 total += logits[k]
-            target = uniforms[i, j] * total
-            cumulative = 0.0
-            pick = n_modes - 1
-            for k in range(n_modes):
-                cumulative += logits[k]
-                if cumulative >= target:
-                    pick = k
-                    break
+            pick = inverse_cdf_pick(logits, n_modes, uniforms[i, j] * total)
             out[i, j] = pick
     return out

@@ -29,6 +29,7 @@ from fractions import Fraction
 import numba
 import numpy as np
 
+from pmctx.vonmises._numba_chains import inverse_cdf_pick
 from pmctx.vonmises._numba_vector import PARALLEL_MIN_NODES, exp_nonpositive, i0e_cheb
 
 __all__ = ["BANDS", "chain_modes", "i0_series_terms"]
@@ -204,14 +205,7 @@ def _one_chain(node, pairs, uniforms, aux, vals, forward, weights):
             for a in range(n_modes):
                 weights[a] = forward[i - 1, a] * vals[i, index[a * n_modes + below]]
                 total += weights[a]
-        target = uniforms[i] * total
-        cumulative = 0.0
-        pick = n_modes - 1
-        for a in range(n_modes):
-            cumulative += weights[a]
-            if cumulative >= target:
-                pick = a
-                break
+        pick = inverse_cdf_pick(weights, n_modes, uniforms[i] * total)
         aux[i] = pick
         below = pick
     return log_evidence

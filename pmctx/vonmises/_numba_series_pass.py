@@ -15,6 +15,7 @@ import math
 import numba
 import numpy as np
 
+from pmctx.vonmises._numba_chains import inverse_cdf_pick
 from pmctx.vonmises._numba_series import _BLOCK, _one_chain, _pairs
 from pmctx.vonmises._numba_vector import PARALLEL_MIN_NODES, exp_nonpositive
 
@@ -40,14 +41,7 @@ def _edge_row(i, o, kx, ky, uniforms, edges, cos_row, sin_row, logits):
         for k in range(n_modes):
             logits[k] = exp_nonpositive(logits[k] - peak)
             total += logits[k]
-        target = uniforms[i, j] * total
-        cumulative = 0.0
-        pick = n_modes - 1
-        for k in range(n_modes):
-            cumulative += logits[k]
-            if cumulative >= target:
-                pick = k
-                break
+        pick = inverse_cdf_pick(logits, n_modes, uniforms[i, j] * total)
         edges[j, i] = pick
 
 

@@ -29,6 +29,8 @@ import math
 import numba
 import numpy as np
 
+from pmctx.vonmises._numba_chains import inverse_cdf_pick
+
 __all__ = [
     "PARALLEL_MIN_NODES",
     "chain_modes",
@@ -194,14 +196,7 @@ def _one_chain(node_vec, pairs, uniforms, aux, mats, forward, rad, val, weights)
             for a in range(n_modes):
                 weights[a] = forward[i - 1, a] * mats[i, a, below]
                 total += weights[a]
-        target = uniforms[i] * total
-        cumulative = 0.0
-        pick = n_modes - 1
-        for a in range(n_modes):
-            cumulative += weights[a]
-            if cumulative >= target:
-                pick = a
-                break
+        pick = inverse_cdf_pick(weights, n_modes, uniforms[i] * total)
         aux[i] = pick
         below = pick
     return log_evidence
@@ -283,14 +278,7 @@ def _edge_row(i, cos_a, sin_a, cos_b, sin_b, kx, ky, uniforms, out, logits):
         for k in range(n_modes):
             logits[k] = math.exp(logits[k] - peak)  # libm: K = R + 1 terms, not vectorised
             total += logits[k]
-        target = uniforms[i, j] * total
-        cumulative = 0.0
-        pick = n_modes - 1
-        for k in range(n_modes):
-            cumulative += logits[k]
-            if cumulative >= target:
-                pick = k
-                break
+        pick = inverse_cdf_pick(logits, n_modes, uniforms[i, j] * total)
         out[i, j] = pick
 
 
