@@ -13,7 +13,13 @@ fits CPU time inside the worker process. :func:`connect` starts its local cluste
 * the worker's statistical profiler off (by default it samples the running task's stack
   every 10 ms, on the worker's event-loop thread, taking the interpreter lock from the fit);
 * the event loop's health tick every second instead of every 20 ms, the memory monitor every
-  second instead of every 100 ms, the system monitor every 2 s (and no GIL sampling).
+  second instead of every 100 ms, the system monitor every 2 s (and no GIL sampling);
+* worker saturation 1.0 instead of 1.1: the scheduler hands a one-thread worker one task at a
+  time, so no task waits in the queue of a worker that another task kills. Dask counts a
+  worker's death against every task assigned to it, and with 1.1 a unit queued behind a
+  unit that crashes its worker could be recorded as the crasher (the engine's
+  worker-killing slow test failed that way in CI). The next chunk waits at the scheduler
+  instead, one round trip (milliseconds) per chunk of about a second.
 
 Measured (``python -m benchmarks.batch_worker_cpu``, 40 units, 5 paired rounds, load average
 8-11 on 2 cores): minor page faults per unit in a 1-worker cluster's worker 842 (CRP alpha)
@@ -65,6 +71,7 @@ TUNED_CONFIG = {
     "distributed.worker.memory.monitor-interval": "1s",
     "distributed.admin.system-monitor.interval": "2s",
     "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.scheduler.worker-saturation": 1.0,
 }
 
 _MALLOC = "MALLOC_TRIM_THRESHOLD_"

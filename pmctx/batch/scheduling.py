@@ -10,8 +10,9 @@ records its error while the chunk goes on. Chunk sizes (:func:`chunk_size`) come
 units' measured seconds: the first chunks hold one unit each; then a chunk holds about
 :data:`CHUNK_SECONDS` of work, at most an even share of what is left per worker slot, so the
 progress bar moves every second or so and the last chunks still spread over every worker.
-Two chunks per worker slot are in flight, so a worker never waits on the scheduler for its
-next chunk.
+Two chunks per worker slot are submitted, so the scheduler always holds the next chunk for a
+worker (the engine's local cluster hands each worker one task at a time:
+:data:`pmctx.batch.cluster.TUNED_CONFIG`).
 
 Exactly once: a chunk whose worker dies is retried by the scheduler on another worker, and a
 unit that this run already recorded (or an earlier run, with status ``ok``) is returned from
