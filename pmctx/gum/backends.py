@@ -63,13 +63,12 @@ Numba disk cache is on, a second process compiled as long) and ~15% PyTensor's
 
 Since then the whitened model's two nutpie callbacks come from :mod:`pmctx.gum.cached`
 (Numba code on PyTensor's disk cache, keyed by structure and shapes, not data), so only the
-first process that meets a structure compiles them. First ``g.sample()`` of a fresh process,
-N=500, 4 x (1000 + 1000), warm disk cache, shared 2-core box with one core free (1-minute
-load 2.0-2.2), paired runs: 7.9-8.1 s wall (7.8 CPU s) against 17.1-22.7 s wall (16.9-22.2
-CPU s) for nutpie's own compile; a new data set of the same structure and N: 9.5 s wall.
-Of a first call (load ~2, CPU s): whitened model 0.7, callbacks from disk 1.5-2.6 (PyTensor
-rewrites; Numba loads in ms), sampling 3.0-4.3, ``log_likelihood`` group 1.5-2.4. A cold
-disk cache costs one compile of ~17 CPU s.
+first process that meets a structure and N compiles them, and the ``log_likelihood`` group
+comes from the design's NumPy likelihood (:meth:`GumModel.log_likelihood_draws`: no PyTensor
+compile, which also spared loading PyTensor's C module cache, 2.3 s). First ``g.sample()`` of
+a fresh process, N=500, 4 x (1000 + 1000), quiet box (load 1.2-1.4), warm disk cache: 4.0,
+4.5, 4.2, 4.7, 4.0 s wall over 5 processes (5.6-6.5 CPU s, of which sampling 1.9-2.4 s);
+10.7 s before; with the disk cache empty, 17.5 s (one compile per structure and N).
 
 Rule of ``backend="auto"`` (the default of :meth:`GumModel.sample`): nutpie with the low-rank
 mass matrix (the whitened model with a diagonal one when it applies) when nutpie is installed
