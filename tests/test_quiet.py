@@ -36,6 +36,12 @@ def test_quick_demo_is_quiet(tmp_path, module):
     finally:
         ctx.__exit__(None, None, None)
     assert all(p.exists() for p in paths)
+    if module is vonmises_map:  # the demo's inputs refit by `pmctx fit vonmises --data`
+        from pmctx.schema import load_vonmises
+
+        loaded = load_vonmises(tmp_path / "vonmises_data.npz")
+        assert loaded["theta"].shape == (24, 24)
+        assert loaded["options"]["kappa"] in vonmises_map.DEMO_KAPPAS
 
 
 def _ibp_file(path):

@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 from pmctx.models.vonmises_map import (
+    DEMO_KAPPAS,
     build_model,
     default_steps,
+    demo_data,
     fit,
     noisy_observations,
     o_to_theta,
@@ -164,3 +166,12 @@ def test_default_steps_take_sweeps_per_draw_and_the_cluster_sampler():
         assert type(step).__name__ == "ClusterVonMisesGibbs" and step.n_sweeps == 3
         with pytest.raises(ValueError, match="n_sweeps"):
             default_steps(model, n_sweeps=0)
+
+
+def test_demo_data_takes_kappa_with_the_best_held_out_score():
+    data = demo_data(12, random_seed=3)
+    curve = data["cv"]
+    assert sorted(curve["kappa"]) == sorted(DEMO_KAPPAS)
+    assert data["kappa"] == curve.loc[curve["score"].idxmax(), "kappa"]
+    assert data["theta_obs"].shape == data["truth"].shape == (12, 12)
+    assert 0.1 < np.isnan(data["theta_obs"]).mean() < 0.4
