@@ -232,6 +232,12 @@ def sample_posterior(
     random_seed = resolve_seed(random_seed, seed)
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
     F, _ = as_feature_matrix(features)
+    if (F[:, 0] < 0).all():  # as_feature_matrix codes a missing entry as -1
+        raise ValueError(
+            f"features: the US (first column) is missing (NaN) on all {F.shape[0]} trials, so "
+            "the posterior would be the prior. Give observed US outcomes (NaN only on probe "
+            "trials); for responses to a new design use predict."
+        )
     model = build_model(features, alpha=alpha, max_causes=max_causes, concentration=concentration)
     with model:
         step = CRPCollapsedGibbs(

@@ -456,6 +456,12 @@ def reconstruct(
     model = build_model(
         theta_to_o(theta_obs), mask=mask, kappa=kappa, kappa_obs=kappa_obs, rank=rank
     )
+    if "z" not in model.named_vars:
+        raise ValueError(
+            f"theta_obs: every one of its {theta_obs.size} nodes is missing (NaN or mask 0), so "
+            "the posterior would be the prior. Pass at least one observed orientation, or draw "
+            "prior maps with sample_prior."
+        )
     # Start at the data (far shorter burn-in than all zeros), each chain with its own random
     # angles where missing (overdispersed, so R-hat can see different pinwheel layouts).
     data = theta_to_o(theta_obs)

@@ -86,3 +86,11 @@ def test_fit_rejects_bad_files(tmp_path):
     (tmp_path / "x.txt").write_text("1")
     with pytest.raises(ValueError, match=r"reads .npz, .csv files"):
         crp.fit(tmp_path / "x.txt", draws=5, tune=5, chains=1, random_seed=0, out_dir=tmp_path)
+
+
+def test_sample_posterior_rejects_a_us_missing_on_every_trial():
+    features = shipped_design("renewal_aba", n_acquisition=2, n_extinction=2, n_test=1).to_array()
+    features = features.astype(float)
+    features[:, 0] = np.nan
+    with pytest.raises(ValueError, match="US .* missing .* on all 5 trials.*predict"):
+        crp.sample_posterior(features, draws=5, tune=5, chains=1)

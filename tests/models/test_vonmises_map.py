@@ -175,3 +175,13 @@ def test_demo_data_takes_kappa_with_the_best_held_out_score():
     assert data["kappa"] == curve.loc[curve["score"].idxmax(), "kappa"]
     assert data["theta_obs"].shape == data["truth"].shape == (12, 12)
     assert 0.1 < np.isnan(data["theta_obs"]).mean() < 0.4
+
+
+@pytest.mark.parametrize(
+    ("theta", "mask"),
+    [(np.full((3, 3), np.nan), None), (np.full((3, 3), 0.5), np.zeros((3, 3), dtype=int))],
+    ids=["all NaN", "mask all 0"],
+)
+def test_reconstruct_rejects_a_map_with_no_observed_node(theta, mask):
+    with pytest.raises(ValueError, match="every one of its 9 nodes is missing.*sample_prior"):
+        reconstruct(theta, mask=mask, draws=5, tune=5, chains=1)
