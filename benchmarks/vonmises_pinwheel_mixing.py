@@ -3,8 +3,8 @@
 Data: the demo's (50 x 50 prior map by a 30-sweep quench, R = 5, kappa = 5, seed 0; noisy
 observations kappa_obs = 2 with 25 % missing, seed 1), fitted at the generating kappa = 5
 (the demo fits the kappa = 3 that held-out pixels choose: there the posterior holds the
-true 12 pinwheels and its default run converges, pinwheel-count R-hat 1.000). The kernels run directly (no PyMC), so
-``time.process_time`` measures the sweeps alone.
+true 12 pinwheels and its default run converges, pinwheel-count R-hat 1.000). The kernels
+run directly (no PyMC), so ``time.process_time`` measures the sweeps alone.
 
 1. ``tau``: 4 chains started as ``reconstruct`` starts them (data, uniform random angles at
    the missing nodes), ``tune`` + ``draws`` stored draws of ``n_sweeps`` sweeps each; the
