@@ -185,3 +185,21 @@ def test_demo_data_takes_kappa_with_the_best_held_out_score():
 def test_reconstruct_rejects_a_map_with_no_observed_node(theta, mask):
     with pytest.raises(ValueError, match="every one of its 9 nodes is missing.*sample_prior"):
         reconstruct(theta, mask=mask, draws=5, tune=5, chains=1)
+
+
+@pytest.mark.slow
+def test_plain_pm_sample_converges_on_the_quick_demo_data():
+    """`with model: pm.sample(chains=4)` (1000 + 1000 draws) at the demo's CV kappa."""
+    import pymc as pm
+    from pmctx.models.vonmises_map import invariants
+
+    from pmctx.convergence import convergence_report
+
+    data = demo_data(24, random_seed=0)
+    model = build_model(theta_to_o(data["theta_obs"]), kappa=data["kappa"], kappa_obs=2.0, rank=5)
+    with model:
+        idata = pm.sample(chains=4, random_seed=0, progressbar=False,
+                          compute_convergence_checks=False)  # fmt: skip
+    assert set(idata.sample_stats) >= {"smoothness", "log_joint"}  # the augmented step ran
+    report = convergence_report(invariants(idata))
+    assert report["converged"].all(), report
