@@ -12,19 +12,8 @@ import pytest
 pytest.importorskip("nutpie")
 
 import pmctx.gum.cached as cached
-from pmctx.gum import backends, gum
+from pmctx.gum import backends
 from pmctx.gum.whiten import WHITE_NAME
-
-
-def _small(n=120, seed=3):
-    rng = np.random.default_rng(seed)
-    data = {"x": rng.uniform(0, 2, n), "z": rng.uniform(0, 2, n)}
-    data["y"] = rng.poisson(np.exp(np.sin(2 * data["x"]) * (1 + 0.5 * data["z"])))
-    return gum(
-        "y ~ f(x, lengthscale=0.5, max_points=10) * f(z, lengthscale=1.0, max_points=6)",
-        data,
-        family="poisson",
-    )
 
 
 def _call_logp(compiled, x):
@@ -76,16 +65,16 @@ def _max_errors(g, compiled, n_points=5):
     return np.max(errors, axis=0)
 
 
-def test_cached_logp_and_gradient_equal_the_model():
-    g = _small()
+def test_cached_logp_and_gradient_equal_the_model(product_gum):
+    g = product_gum(120)
     compiled = cached.compile_cached_nutpie(g.whitened_model)
     logp_error, grad_error = _max_errors(g, compiled)
     assert logp_error < 1e-8
     assert grad_error < 1e-8
 
 
-def test_wrong_gradient_is_caught(monkeypatch):
-    g = _small()
+def test_wrong_gradient_is_caught(product_gum, monkeypatch):
+    g = product_gum(120)
     monkeypatch.setattr(cached, "_gradient", lambda logp, v: 1.001 * cached.pytensor.grad(logp, v))
     compiled = cached.compile_cached_nutpie(g.whitened_model)
     logp_error, grad_error = _max_errors(g, compiled)
@@ -93,8 +82,8 @@ def test_wrong_gradient_is_caught(monkeypatch):
     assert grad_error > 1e-4
 
 
-def test_cached_deterministics_equal_the_model():
-    g = _small()
+def test_cached_deterministics_equal_the_model(product_gum):
+    g = product_gum(120)
     white = g.whitened_model
     compiled = cached.compile_cached_nutpie(white)
     z = np.random.default_rng(1).normal(size=compiled.n_dim)
@@ -110,9 +99,9 @@ def test_cached_deterministics_equal_the_model():
     assert compiled.dims["f_x"] == white.named_vars_to_dims["f_x"]
 
 
-def test_data_sets_of_one_structure_share_the_cached_code():
-    first = cached.compile_cached_nutpie(_small(n=120, seed=3).whitened_model)
-    other = cached.compile_cached_nutpie(_small(n=120, seed=4).whitened_model)
+def test_data_sets_of_one_structure_share_the_cached_code(product_gum):
+    first = cached.compile_cached_nutpie(product_gum(120, seed=3).whitened_model)
+    other = cached.compile_cached_nutpie(product_gum(120, seed=4).whitened_model)
     assert first.cache_keys == other.cache_keys
     assert not np.array_equal(first.keep[0][0], other.keep[0][0])  # different data
 

@@ -8,17 +8,6 @@ from pmctx.gum import backends, gum
 from pmctx.gum.whiten import WHITE_NAME, laplace_frame, whitened_model
 
 
-def _small(n=150, seed=3):
-    rng = np.random.default_rng(seed)
-    data = {"x": rng.uniform(0, 2, n), "z": rng.uniform(0, 2, n)}
-    data["y"] = rng.poisson(np.exp(np.sin(2 * data["x"]) * (1 + 0.5 * data["z"])))
-    return gum(
-        "y ~ f(x, lengthscale=0.5, max_points=10) * f(z, lengthscale=1.0, max_points=6)",
-        data,
-        family="poisson",
-    )
-
-
 def _logp_differences(g, L_used):
     """log p_white(z) - log p_model(mode + L z) at random z, with the whitened model built
     from ``L_used`` (the correct factor, or a deliberately wrong one)."""
@@ -44,8 +33,8 @@ def _logp_differences(g, L_used):
     return np.array(out), float(np.sum(np.log(np.diag(L))))
 
 
-def test_whitened_logp_equals_model_logp_plus_log_det():
-    g = _small()
+def test_whitened_logp_equals_model_logp_plus_log_det(product_gum):
+    g = product_gum(150)
     diffs, logdet = _logp_differences(g, laplace_frame(g)[1])
     np.testing.assert_allclose(diffs, logdet, atol=1e-8)
     # the user's variables are Deterministics of the same names and dims
@@ -57,10 +46,10 @@ def test_whitened_logp_equals_model_logp_plus_log_det():
     assert g.whitened_model is white  # built once per model and Laplace fit
 
 
-def test_broken_whitening_is_caught():
+def test_broken_whitening_is_caught(product_gum):
     """A whitened model built with the wrong factor (L transposed) does not reproduce the
     model's density: the differences are not one constant."""
-    g = _small()
+    g = product_gum(150)
     L = laplace_frame(g)[1]
     diffs, _ = _logp_differences(g, L.T.copy())
     assert np.ptp(diffs) > 1.0
@@ -75,13 +64,13 @@ def test_whitened_model_refused_with_sampled_lengthscales():
 
 
 @pytest.mark.slow
-def test_whitened_nutpie_gives_the_plain_model_posterior():
+def test_whitened_nutpie_gives_the_plain_model_posterior(product_gum):
     """Same posterior as the plain model sampled by nutpie (low-rank mass matrix): means
     within 4 Monte Carlo standard errors (of the difference) and sds within 15%."""
     pytest.importorskip("nutpie")
     import arviz as az
 
-    g = _small()
+    g = product_gum(150)
     kw = dict(draws=1000, tune=600, chains=2, progressbar=False, backend="nutpie")
     kw |= dict(posterior_predictive=False, check_convergence=False)
     white = g.sample(random_seed=1, **kw)
@@ -101,9 +90,9 @@ def test_whitened_nutpie_gives_the_plain_model_posterior():
 
 
 @pytest.mark.slow
-def test_compiled_nutpie_model_is_reused(monkeypatch):
+def test_compiled_nutpie_model_is_reused(product_gum, monkeypatch):
     pytest.importorskip("nutpie")
-    g = _small(80)
+    g = product_gum(80)
     calls = []
     original = backends.compile_nutpie
 
