@@ -22,8 +22,9 @@ binning on a 2 x 2 grid). It is not ergodic by itself and always follows a Gibbs
 
 What it does on the demo's map at the generating ``kappa = 5`` (the demo itself fits the
 ``kappa = 3`` that held-out pixels choose, where the default run converges;
-``benchmarks/vonmises_pinwheel_mixing.py escape``, 2-core box at load 8): the slow mode there is a pair of pinwheels that appears when the patch around
-rows 16-18, columns 4-6 takes the mirror image of its orientations. Started in that mode,
+``benchmarks/vonmises_pinwheel_mixing.py escape``, 2-core box at load 8): the slow mode
+there is a pair of pinwheels that appears when the patch around rows 16-18, columns 4-6
+takes the mirror image of its orientations. Started in that mode,
 augmented sweeps left it within 100 sweeps in 2 of 12 starts (8 of 12 still in it after
 300 sweeps); with one window proposal per node after each sweep, in 5 of 12 (2 of 12 still
 in it after 300); with four per node, in 5 of 8. Per CPU second that is no gain yet (a
