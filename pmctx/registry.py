@@ -300,7 +300,7 @@ register(
             "n_sweeps": "kernel sweeps per stored draw (default 8 for augmented/cluster, else 1)",
         },
         "Maps can hold several pinwheel layouts that a chain leaves only every few thousand"
-        " sweeps, most often when kappa is larger than the data support (more pinwheels than"
+        " sweeps, most often when kappa is larger than the data favour (more pinwheels than"
         " the prior holds): choose kappa by held-out pixels (pmctx.vonmises.select."
         "cross_validate, or pmctx.models.vonmises_select.reconstruct_cv), or run longer (e.g."
         " draws=4000, or n_sweeps=32 kernel sweeps per draw; the default is 8) and compare the"
