@@ -203,3 +203,12 @@ def test_plain_pm_sample_converges_on_the_quick_demo_data():
     assert set(idata.sample_stats) >= {"smoothness", "log_joint"}  # the augmented step ran
     report = convergence_report(invariants(idata))
     assert report["converged"].all(), report
+
+
+@pytest.mark.parametrize(
+    ("size", "error", "match"),
+    [(1, ValueError, "size must be >= 2, got 1"), (2.5, TypeError, "size must be an integer")],
+)
+def test_demo_data_rejects_a_bad_size(size, error, match):
+    with pytest.raises(error, match=match):
+        demo_data(size)
