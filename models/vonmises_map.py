@@ -762,17 +762,20 @@ def demo_data(size: int = 50, *, random_seed: int = 0) -> dict:
     from pmctx.vonmises.select import cross_validate
 
     size = check_int(size, "size", minimum=2)
-    truth = o_to_theta(sample_prior((size, size), kappa=5.0, rank=5, n_sweeps=30, seed=random_seed))
-    theta_obs = noisy_observations(truth, kappa_obs=2.0, missing=0.25, seed=random_seed + 1)
+    kappa_obs, rank = 2.0, 5
+    o = sample_prior((size, size), kappa=5.0, rank=rank, n_sweeps=30, seed=random_seed)
+    truth = o_to_theta(o)
+    theta_obs = noisy_observations(truth, kappa_obs=kappa_obs, missing=0.25, seed=random_seed + 1)
     cv = cross_validate(
-        theta_to_o(theta_obs), kappas=DEMO_KAPPAS, ranks=[5], kappa_obs=2.0, seed=random_seed
-    )
+        theta_to_o(theta_obs), kappas=DEMO_KAPPAS, ranks=[rank], kappa_obs=kappa_obs,
+        seed=random_seed,
+    )  # fmt: skip
     return {
         "truth": truth,
         "theta_obs": theta_obs,
         "kappa": float(cv.best_kappa),
-        "kappa_obs": 2.0,
-        "rank": 5,
+        "kappa_obs": kappa_obs,
+        "rank": rank,
         "cv": cv.curve,
     }
 
@@ -850,10 +853,10 @@ def demo(
     metrics = out_dir / "vonmises_metrics.csv"
     metrics.write_text("metric,value\n" + "".join(f"{k},{v:.6g}\n" for k, v in rows.items()))
     paths.append(metrics)
-    inputs = out_dir / "vonmises_data.npz"
+    inputs, curve = out_dir / "vonmises_data.npz", out_dir / "vonmises_cv.csv"
     np.savez(inputs, theta=theta_obs, **{k: data[k] for k in ("kappa", "kappa_obs", "rank")})
-    data["cv"].to_csv(out_dir / "vonmises_cv.csv", index=False)
-    paths += [inputs, out_dir / "vonmises_cv.csv"]
+    data["cv"].to_csv(curve, index=False)
+    paths += [inputs, curve]
     ranks, kappas = (3, 5, 10), (2.0, 5.0)
     fig, axes = plt.subplots(len(kappas), len(ranks), figsize=(3.0 * len(ranks), 3.2 * 2))
     for i, kappa in enumerate(kappas):
