@@ -32,8 +32,6 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
-import numpy as np
-
 from pmctx import PmctxWarning
 
 __all__ = ["LooReliabilityWarning", "add_parser", "compare", "pareto_k_share", "run"]
@@ -93,6 +91,8 @@ def pareto_k_share(loo, threshold: float = K_THRESHOLD) -> float:
     >>> pareto_k_share(loo)
     0.0
     """
+    import numpy as np
+
     return float(np.mean(np.asarray(loo.pareto_k) > threshold))
 
 
@@ -144,6 +144,7 @@ def compare(
     off      1      0.0      True
     """
     import arviz as az
+    import numpy as np
 
     if len(models) < 2:
         raise ValueError(f"compare needs at least two models, got {len(models)}.")

@@ -20,9 +20,24 @@ scheduler address as ``--scheduler`` / ``DASK_SCHEDULER_ADDRESS``)::
 The output folder must be on a file system that every worker can write to.
 """
 
-from pmctx.batch.adapters import resolve_fit, resolve_simulate
-from pmctx.batch.engine import connect, load_records, run_batch, run_unit
-from pmctx.batch.units import UnitSource, discover_units, load_data_file, unit_seed
+from __future__ import annotations
+
+import importlib
+
+# Imported on first use (PEP 562), so that ``pmctx batch --help`` and the rest of the
+# command line start without pandas and Dask: attribute -> submodule that defines it.
+_LAZY = {
+    "resolve_fit": "adapters",
+    "resolve_simulate": "adapters",
+    "connect": "engine",
+    "load_records": "engine",
+    "run_batch": "engine",
+    "run_unit": "engine",
+    "UnitSource": "units",
+    "discover_units": "units",
+    "load_data_file": "units",
+    "unit_seed": "units",
+}
 
 __all__ = [
     "UnitSource",
@@ -36,3 +51,15 @@ __all__ = [
     "run_unit",
     "unit_seed",
 ]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
