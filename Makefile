@@ -1,18 +1,29 @@
 # Two commands do all set-up: `make demo` and `make test`. Both create or refresh .venv from
-# pyproject.toml (and setup.py) when it is missing or older than them.
+# pyproject.toml (and setup.py) when it is missing or older than them, at the versions pinned in
+# constraints.txt (refreshed on purpose by `make lock`), so every fresh machine resolves the same.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.pmctx-installed
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo demo-quick test test-slow lint format bench bench-quick docs docs-noexec clean
+.PHONY: demo demo-quick test test-slow lint format bench bench-quick docs docs-noexec clean lock
 
-$(STAMP): pyproject.toml setup.py
+$(STAMP): pyproject.toml setup.py constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
 	@touch $(STAMP)
+
+# Re-resolve the newest versions pyproject.toml allows into constraints.txt (then run the tests).
+lock:
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install --quiet --upgrade pip
+	.venv-lock/bin/python -m pip install --quiet -e ".[dev]"
+	{ echo "# Resolved versions every \`make\` venv installs from (pip -c), so fresh machines agree."; \
+	  echo "# Refresh on purpose with \`make lock\`, never by accident; commit the result."; \
+	  .venv-lock/bin/python -m pip freeze --exclude-editable | grep -v '^pmctx'; } > constraints.txt
+	rm -rf .venv-lock
 
 demo: $(STAMP)
 	$(BIN)/pmctx demo --out pmctx-demo
@@ -20,13 +31,15 @@ demo: $(STAMP)
 demo-quick: $(STAMP)
 	$(BIN)/pmctx demo --quick --out pmctx-demo
 
+# pytest-xdist already runs one test per CPU, so each test's chains run in one process
+# (PMCTX_CORES=1); tests that check parallel chains pass cores= explicitly.
 test: $(STAMP)
 	$(BIN)/ruff check pmctx models tests benchmarks setup.py
 	$(BIN)/ruff format --check pmctx models tests benchmarks setup.py
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" --durations=15 --timeout=900
+	PMCTX_CORES=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" --durations=15 --timeout=900
 
 test-slow: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m slow --durations=15 --timeout=900
+	PMCTX_CORES=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m slow --durations=15 --timeout=900
 
 lint: $(STAMP)
 	$(BIN)/ruff check pmctx models tests benchmarks setup.py

@@ -72,7 +72,7 @@ a fresh process, N=500, 4 x (1000 + 1000), quiet box (load 1.2-1.4), warm disk c
 
 Rule of ``backend="auto"`` (the default of :meth:`GumModel.sample`): nutpie with the low-rank
 mass matrix (the whitened model with a diagonal one when it applies) when nutpie is installed
-(``pip install pmctx[nutpie]``), no ``step`` or other
+(a dependency of pmctx), no ``step`` or other
 PyMC-only argument is given, and the run has at least :data:`NUTPIE_MIN_ITERATIONS`
 iterations over all chains (``chains * (draws + tune)``); otherwise ``pm.sample`` (NUMBA mode
 when PyTensor has no BLAS, :func:`pmctx.sampling.run_sampler`).
@@ -88,16 +88,19 @@ from __future__ import annotations
 
 import importlib.util
 import time
+import warnings
 
 import numpy as np
 import pymc as pm
 
+from pmctx import PmctxWarning
 from pmctx.progress import progress_enabled
 from pmctx.validation import check_choice
 
 __all__ = [
     "BACKENDS",
     "NUTPIE_MIN_ITERATIONS",
+    "CompileFallbackWarning",
     "choose_backend",
     "compile_nutpie",
     "nutpie_available",
@@ -146,8 +149,8 @@ def choose_backend(backend: str, *, draws: int, tune: int, chains: int, pymc_onl
     if backend == "nutpie":
         if not nutpie_available():
             raise ValueError(
-                "backend='nutpie' needs the nutpie package: pip install 'pmctx[nutpie]', or "
-                "pass backend='pymc'."
+                "backend='nutpie' needs the nutpie package (a pmctx dependency): "
+                "pip install nutpie, or pass backend='pymc'."
             )
         if pymc_only:
             raise ValueError(
@@ -194,9 +197,34 @@ def compile_nutpie(model: pm.Model, initial_point: dict | None = None, *, cached
 
         try:
             return compile_cached_nutpie(model)
-        except Exception:
-            pass
+        except Exception as err:  # a PyTensor/nutpie release moved an internal it reads
+            _warn_fallback_once(err)
     return nutpie.compile_pymc_model(model, initial_points=initial_point)
+
+
+class CompileFallbackWarning(PmctxWarning):
+    """The disk-cached nutpie compile (:mod:`pmctx.gum.cached`) failed and nutpie's own
+    compile ran instead: sampling is unchanged, but every new process compiles again (~10 s).
+
+    Silence it with ``warnings.simplefilter("ignore", CompileFallbackWarning)``.
+    """
+
+
+_FALLBACK_WARNED: set[str] = set()
+
+
+def _warn_fallback_once(err: Exception) -> None:
+    reason = f"{type(err).__name__}: {err}"
+    if reason in _FALLBACK_WARNED:
+        return
+    _FALLBACK_WARNED.add(reason)
+    warnings.warn(
+        f"pmctx's cached nutpie compile failed ({reason}); using nutpie.compile_pymc_model, "
+        "which compiles anew in every process. Install the versions in pmctx's "
+        "constraints.txt to get the cached path back, or silence CompileFallbackWarning.",
+        CompileFallbackWarning,
+        stacklevel=4,
+    )
 
 
 def sample_nutpie(
@@ -256,8 +284,11 @@ def sample_nutpie(
     """
     import nutpie
 
+    from pmctx.sampling import usable_cores
+
     if compiled is None:
         compiled = compile_nutpie(model, initial_point)
+    cores = min(chains, usable_cores()) if cores is None else cores
     seed = None if random_seed is None else int(np.random.default_rng(random_seed).integers(2**31))
     start = time.perf_counter()
     idata = nutpie.sample(

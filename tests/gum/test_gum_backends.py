@@ -33,7 +33,6 @@ def test_nutpie_errors(monkeypatch):
 
 @pytest.mark.slow
 def test_nutpie_sample_matches_laplace():
-    pytest.importorskip("nutpie")
     rng = np.random.default_rng(3)
     data = {"x": rng.uniform(0, 2, 200)}
     data["y"] = rng.poisson(np.exp(np.sin(2 * data["x"])))

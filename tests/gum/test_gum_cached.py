@@ -3,13 +3,13 @@ compiled log density, gradient and Deterministics equal the PyMC model's, a wron
 caught, and data sets of the same structure share the cached code."""
 
 import ctypes
+import warnings
 
 import numpy as np
+import nutpie
 import pymc as pm
 import pytensor
 import pytest
-
-pytest.importorskip("nutpie")
 
 import pmctx.gum.cached as cached
 from pmctx.gum import backends
@@ -118,7 +118,28 @@ def test_models_that_do_not_qualify_are_refused_and_fall_back():
     monkey = cached.compile_cached_nutpie
     try:
         cached.compile_cached_nutpie = lambda m: (_ for _ in ()).throw(ImportError("old"))
-        compiled = backends.compile_nutpie(model, cached=True)
+        with pytest.warns(backends.CompileFallbackWarning, match="ImportError: old"):
+            compiled = backends.compile_nutpie(model, cached=True)
     finally:
         cached.compile_cached_nutpie = monkey
     assert type(compiled).__name__ == "CompiledPyMCModel"  # nutpie's own compile
+
+
+def test_fallback_to_nutpies_compile_warns_once(monkeypatch):
+    """A failed cached compile is said once (CompileFallbackWarning), not silently slow."""
+
+    def broken(model):
+        raise AttributeError("nutpie.compile_pymc has no attribute 'CompiledPyMCModel'")
+
+    monkeypatch.setattr(cached, "compile_cached_nutpie", broken)
+    monkeypatch.setattr(backends, "_FALLBACK_WARNED", set())
+    calls = []
+    monkeypatch.setattr(nutpie, "compile_pymc_model", lambda m, **kw: calls.append(m) or "ok")
+    with pm.Model() as model:
+        pm.Normal("x", shape=2)
+    with pytest.warns(backends.CompileFallbackWarning, match="CompiledPyMCModel"):
+        assert backends.compile_nutpie(model, cached=True) == "ok"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert backends.compile_nutpie(model, cached=True) == "ok"
+    assert len(calls) == 2

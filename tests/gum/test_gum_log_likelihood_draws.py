@@ -46,7 +46,6 @@ def test_missing_free_variable_falls_back_to_none():
 
 
 def test_nutpie_sample_log_likelihood_group_equals_pymc():
-    pytest.importorskip("nutpie")
     g = gum("y ~ f(x, lengthscale=0.5) + z", _data("poisson"), family="poisson")
     idata = g.sample(
         draws=30, tune=30, chains=2, random_seed=0, backend="nutpie", check_convergence=False

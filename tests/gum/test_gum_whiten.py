@@ -67,7 +67,6 @@ def test_whitened_model_refused_with_sampled_lengthscales():
 def test_whitened_nutpie_gives_the_plain_model_posterior(product_gum):
     """Same posterior as the plain model sampled by nutpie (low-rank mass matrix): means
     within 4 Monte Carlo standard errors (of the difference) and sds within 15%."""
-    pytest.importorskip("nutpie")
     import arviz as az
 
     g = product_gum(150)
@@ -91,7 +90,6 @@ def test_whitened_nutpie_gives_the_plain_model_posterior(product_gum):
 
 @pytest.mark.slow
 def test_compiled_nutpie_model_is_reused(product_gum, monkeypatch):
-    pytest.importorskip("nutpie")
     g = product_gum(80)
     calls = []
     original = backends.compile_nutpie
