@@ -10,6 +10,10 @@ user sets most (``draws``, ``tune``, ``chains``, ``cores``, ``random_seed``, ``p
 * PyMC's own convergence checks are off; pmctx checks the label-invariant quantities of each
   model instead (:func:`pmctx.convergence.check_convergence`), because R-hat of
   label-switching latents (IBP ``Z``, CRP ``z``) is meaningless.
+* ``cores=None`` (default) runs the chains in parallel on every CPU this process may use
+  (:func:`usable_cores`: ``os.sched_getaffinity``, or ``PMCTX_CORES``), for pmctx's own
+  steps and NUTS alike; PyMC's own default counts half the CPUs (it assumes hyper-threads),
+  which ran four chains one after another on a 2-core machine.
 * ``seed=`` is accepted as a deprecated alias of ``random_seed`` (a ``FutureWarning``).
 
 Examples
@@ -27,6 +31,7 @@ Examples
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any
 
@@ -43,6 +48,7 @@ __all__ = [
     "pytensor_has_blas",
     "resolve_seed",
     "run_sampler",
+    "usable_cores",
 ]
 
 #: pm.sample's defaults for the arguments every pmctx ``sample``/``fit`` takes.
@@ -104,6 +110,41 @@ def resolve_seed(random_seed=None, seed=_NO_SEED, *, stacklevel: int = 3):
     return seed
 
 
+def usable_cores() -> int:
+    """CPUs this process may run on: ``PMCTX_CORES`` when set, else the affinity mask.
+
+    ``PMCTX_CORES`` caps parallel chains where something else already uses the CPUs (the test
+    suite sets it to 1 because pytest-xdist runs one test per CPU).
+
+    Returns
+    -------
+    int
+        At least 1.
+
+    Raises
+    ------
+    ValueError
+        When ``PMCTX_CORES`` is set to something other than a positive integer.
+
+    Examples
+    --------
+    >>> usable_cores() >= 1
+    True
+    """
+    text = os.environ.get("PMCTX_CORES", "").strip()
+    if text:
+        if not text.isdigit() or int(text) < 1:
+            raise ValueError(
+                f"PMCTX_CORES must be a positive integer (the CPUs chains may use), got "
+                f"{text!r}; unset it to use every CPU this process may run on."
+            )
+        return int(text)
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # macOS and Windows have no affinity mask
+        return os.cpu_count() or 1
+
+
 def check_sample_kwargs(*, draws, tune, chains, cores=None, progressbar=None) -> dict:
     """Validate the sampling arguments at the public boundary; returns them cleaned.
 
@@ -116,15 +157,15 @@ def check_sample_kwargs(*, draws, tune, chains, cores=None, progressbar=None) ->
     chains : int
         Number of chains, at least 1.
     cores : int, optional
-        Parallel processes, at least 1; ``None`` lets PyMC choose.
+        Parallel processes, at least 1; ``None``: one per chain, up to :func:`usable_cores`.
     progressbar : bool, optional
         ``None``: on in a terminal, off otherwise (see :func:`pmctx.progress.progress_enabled`).
 
     Returns
     -------
     dict
-        ``draws, tune, chains, cores`` as Python ints (or ``None``) and ``progressbar`` as a
-        bool, ready for ``pm.sample``.
+        ``draws, tune, chains, cores`` as Python ints and ``progressbar`` as a bool, ready for
+        ``pm.sample``.
 
     Raises
     ------
@@ -136,11 +177,14 @@ def check_sample_kwargs(*, draws, tune, chains, cores=None, progressbar=None) ->
     >>> check_sample_kwargs(draws=10, tune=0, chains=2)["chains"]
     2
     """
+    chains = check_int(chains, "chains", minimum=1)
     cleaned = {
         "draws": check_int(draws, "draws", minimum=1),
         "tune": check_int(tune, "tune", minimum=0),
-        "chains": check_int(chains, "chains", minimum=1),
-        "cores": None if cores is None else check_int(cores, "cores", minimum=1),
+        "chains": chains,
+        "cores": (
+            min(chains, usable_cores()) if cores is None else check_int(cores, "cores", minimum=1)
+        ),
         "progressbar": progress_enabled(None if progressbar is None else not progressbar),
     }
     return cleaned

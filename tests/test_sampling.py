@@ -1,6 +1,7 @@
 """The sampling contract: one set of keyword arguments and defaults for every model."""
 
 import inspect
+import os
 
 import numpy as np
 import pymc as pm
@@ -8,7 +9,14 @@ import pytest
 from pmctx.models import crp_conditioning, gum, ibp, vonmises_chain, vonmises_map
 
 from pmctx.gum.api import GumModel
-from pmctx.sampling import SAMPLE_DEFAULTS, SAMPLE_KWARGS, resolve_seed, run_sampler
+from pmctx.sampling import (
+    SAMPLE_DEFAULTS,
+    SAMPLE_KWARGS,
+    check_sample_kwargs,
+    resolve_seed,
+    run_sampler,
+    usable_cores,
+)
 
 ENTRY_POINTS = {
     "ibp.sample": ibp.sample,
@@ -91,3 +99,26 @@ def test_run_sampler_is_reproducible_and_quiet_off_a_terminal(capsys):
 def test_vonmises_rejects_zero_chains_with_a_clear_message():
     with pytest.raises(ValueError, match="chains must be >= 1"):
         vonmises_map.reconstruct(np.full((3, 3), 0.5), chains=0, draws=5, tune=5)
+
+
+def test_default_cores_run_chains_in_parallel_on_usable_cpus(monkeypatch):
+    monkeypatch.delenv("PMCTX_CORES", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert usable_cores() == 3
+    assert check_sample_kwargs(draws=5, tune=0, chains=4)["cores"] == 3
+    assert check_sample_kwargs(draws=5, tune=0, chains=2)["cores"] == 2
+    assert check_sample_kwargs(draws=5, tune=0, chains=4, cores=1)["cores"] == 1
+    monkeypatch.setenv("PMCTX_CORES", "1")
+    assert check_sample_kwargs(draws=5, tune=0, chains=4)["cores"] == 1
+    monkeypatch.setenv("PMCTX_CORES", "two")
+    with pytest.raises(ValueError, match="PMCTX_CORES must be a positive integer.*'two'"):
+        usable_cores()
+
+
+def test_parallel_chains_of_a_custom_step_equal_sequential_ones():
+    """cores=2 forks the chains (custom steps pickle); each chain's draws are unchanged."""
+    data = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1], [0, 0, 1]], dtype=float)
+    kwargs = {"draws": 30, "tune": 10, "chains": 2, "random_seed": 4, "check_convergence": False}
+    parallel = crp_conditioning.sample_posterior(data, cores=2, **kwargs)
+    sequential = crp_conditioning.sample_posterior(data, cores=1, **kwargs)
+    np.testing.assert_array_equal(parallel.posterior["z"], sequential.posterior["z"])
