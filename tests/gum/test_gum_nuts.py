@@ -80,8 +80,17 @@ def test_constraints_remove_the_scale_degeneracy(constrained):
     if not constrained:
         flipped[g.design.slices["f_x2"]] *= -1
     starts = [g.map_point(u), g.map_point(flipped)]
+    # 300 tuning steps: with 150, NUTS adapted badly along the unconstrained ridge in some
+    # runs (product ESS 14, R-hat 1.20 under PyTensor's NUMBA mode); with 300, six seeds gave
+    # product R-hat 1.001-1.019 (ESS 287-632) and f_x1 R-hat 1.85-1.97.
     idata = g.sample(
-        draws=150, tune=150, chains=2, seed=3, cores=1, initvals=starts, check_convergence=False
+        draws=300,
+        tune=300,
+        chains=2,
+        random_seed=3,
+        cores=1,
+        initvals=starts,
+        check_convergence=False,
     )
     rhat = float(az.rhat(idata, var_names=["f_x1"])["f_x1"].max())
     product = idata.posterior["f_x1"].isel(f_x1_x=-1) * idata.posterior["f_x2"].isel(f_x2_x=-1)
