@@ -37,14 +37,17 @@ from pmctx.validation import as_rng
 __all__ = [
     "DistributionComparison",
     "GewekeResult",
+    "assert_chains_match_exact",
     "assert_docstring_examples",
     "assert_geweke",
     "assert_matches_exact",
+    "categorical_ess",
     "compare_to_exact",
     "enumerate_binary_states",
     "exact_probabilities",
     "geweke_test",
     "state_indices",
+    "tv_tolerance",
 ]
 
 
@@ -262,6 +265,80 @@ def compare_to_exact(
     return DistributionComparison(tv, chi2, dof, p_value, n_eff, tv_tol, alpha, impossible)
 
 
+def tv_tolerance(probs, n_eff, *, quantile: float = 0.999, n_sim: int = 4000) -> float:
+    """The total variation that ``n_eff`` independent draws from ``probs`` exceed with
+    probability ``1 - quantile``: a tolerance set by the comparison's own Monte Carlo error.
+
+    A fixed ``tv_tol`` near the sampling noise of the visit frequencies passes or fails by
+    environment (another PyTensor backend draws other numbers); this one follows from the
+    effective sample size, so it tightens as a test draws more.
+
+    Parameters
+    ----------
+    probs : array_like
+        Exact probability of every state.
+    n_eff : float
+        Effective sample size of the draws (e.g. :func:`categorical_ess`).
+    quantile : float, default 0.999
+        Quantile of the total-variation distribution under independent draws.
+    n_sim : int, default 4000
+        Multinomial replicates that estimate it (fixed seed: the result is deterministic).
+
+    Returns
+    -------
+    float
+        The ``quantile`` of total variation between multinomial frequencies and ``probs``.
+
+    Examples
+    --------
+    >>> p = np.full(4, 0.25)
+    >>> bool(tv_tolerance(p, 10_000) < tv_tolerance(p, 100))
+    True
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    probs = probs / probs.sum()
+    n = max(round(float(n_eff)), 1)
+    counts = np.random.default_rng(0).multinomial(n, probs, size=n_sim)
+    tv = 0.5 * np.abs(counts / n - probs).sum(axis=1)
+    return float(np.quantile(tv, quantile))
+
+
+def categorical_ess(codes, probs, *, min_prob: float = 0.02) -> float:
+    """Effective sample size of a chain of discrete states: the smallest bulk ESS of the
+    indicators of the states with probability at least ``min_prob``.
+
+    Parameters
+    ----------
+    codes : array_like of int, shape (chain, draw)
+        State index of every draw, per chain.
+    probs : array_like
+        Exact probability of every state (chooses the states whose indicators are read).
+    min_prob : float, default 0.02
+        Rarer states are skipped: their indicators' ESS is too noisy to read.
+
+    Returns
+    -------
+    float
+        The smallest ESS, at most the number of draws.
+
+    Examples
+    --------
+    >>> codes = np.random.default_rng(0).choice(2, size=(2, 500))
+    >>> 600 < categorical_ess(codes, [0.5, 0.5]) <= 1000
+    True
+    """
+    import arviz as az
+
+    codes = np.asarray(codes)
+    if codes.ndim != 2:
+        raise ValueError(f"codes must have shape (chain, draw), got {codes.shape}.")
+    probs = np.asarray(probs, dtype=np.float64)
+    states = np.flatnonzero(probs / probs.sum() >= min_prob)
+    ess = [float(az.ess((codes == s).astype(np.float64), method="bulk")) for s in states]
+    # A state never visited has no ESS (nan); the comparison itself then fails on it.
+    return float(min([codes.size, *(e for e in ess if np.isfinite(e))]))
+
+
 def assert_matches_exact(sample_indices, probs, *, tv_tol, alpha=1e-3, ess=None):
     """Raise ``AssertionError`` unless :func:`compare_to_exact` passes; return the result.
 
@@ -291,6 +368,51 @@ def assert_matches_exact(sample_indices, probs, *, tv_tol, alpha=1e-3, ess=None)
     if not result.passed:
         raise AssertionError(f"Sampler does not match the exact distribution: {result}")
     return result
+
+
+def assert_chains_match_exact(codes, probs, *, alpha: float = 1e-3, max_tv_tol: float = 1.0):
+    """:func:`assert_matches_exact` for MCMC chains, with the effective sample size measured
+    (:func:`categorical_ess`) and the total-variation tolerance derived from it
+    (:func:`tv_tolerance`), so the verdict does not hang on a guessed ESS or on which backend
+    drew the numbers.
+
+    Parameters
+    ----------
+    codes : array_like of int, shape (chain, draw)
+        State index of every draw, per chain.
+    probs : array_like
+        Exact probability of every state.
+    alpha : float, default 1e-3
+        Significance level of the chi-square test (run at the measured ESS).
+    max_tv_tol : float, default 1.0
+        Largest tolerance the test accepts: below it, the chains were too short (too few
+        effective draws) for a sharp test, which fails with a message saying so.
+
+    Returns
+    -------
+    DistributionComparison
+        The passing comparison.
+
+    Raises
+    ------
+    AssertionError
+        When the comparison fails or the derived tolerance exceeds ``max_tv_tol``.
+
+    Examples
+    --------
+    >>> codes = np.random.default_rng(2).choice(3, size=(2, 2000), p=[0.2, 0.3, 0.5])
+    >>> assert_chains_match_exact(codes, [0.2, 0.3, 0.5], max_tv_tol=0.05).passed
+    True
+    """
+    codes = np.asarray(codes)
+    n_eff = categorical_ess(codes, probs)
+    tv_tol = tv_tolerance(probs, n_eff)
+    if tv_tol > max_tv_tol:
+        raise AssertionError(
+            f"Only {n_eff:.0f} effective draws: the tolerance they support ({tv_tol:.4f}) "
+            f"exceeds max_tv_tol={max_tv_tol}. Draw more."
+        )
+    return assert_matches_exact(codes.ravel(), probs, tv_tol=tv_tol, alpha=alpha, ess=n_eff)
 
 
 @dataclass(frozen=True)

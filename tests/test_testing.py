@@ -4,13 +4,16 @@ import numpy as np
 import pytest
 
 from pmctx.testing import (
+    assert_chains_match_exact,
     assert_geweke,
     assert_matches_exact,
+    categorical_ess,
     compare_to_exact,
     enumerate_binary_states,
     exact_probabilities,
     geweke_test,
     state_indices,
+    tv_tolerance,
 )
 
 # A 3-spin Ising chain: a small discrete joint with strong dependence.
@@ -120,3 +123,29 @@ def test_geweke_fails_wrong_transition():
     with pytest.raises(AssertionError, match="Geweke test failed"):
         assert_geweke(result, z_threshold=4.0)
     assert "theta^2" in str(result)
+
+
+def test_tv_tolerance_follows_the_monte_carlo_error():
+    p = np.full(8, 1 / 8)
+    rng = np.random.default_rng(11)
+    tvs = [0.5 * np.abs(np.bincount(rng.choice(8, 500, p=p), minlength=8) / 500 - p).sum()]
+    tvs += [0.5 * np.abs(rng.multinomial(500, p) / 500 - p).sum() for _ in range(999)]
+    tol = tv_tolerance(p, 500)
+    assert np.mean(np.array(tvs) > tol) < 0.01
+    assert tv_tolerance(p, 2000) == pytest.approx(tol / 2, rel=0.15)  # 1 / sqrt(n)
+
+
+def test_chains_are_judged_at_their_measured_ess():
+    rng = np.random.default_rng(3)
+    p = np.array([0.2, 0.3, 0.5])
+    # a sticky chain: each state repeated 20 times, so ~1/20 of the draws are effective
+    sticky = np.repeat(rng.choice(3, size=(2, 300), p=p), 20, axis=1)
+    assert categorical_ess(sticky, p) < 0.1 * sticky.size
+    assert assert_chains_match_exact(sticky, p).n_eff < 0.1 * sticky.size
+    with pytest.raises(AssertionError, match="effective draws.*Draw more"):
+        assert_chains_match_exact(sticky, p, max_tv_tol=0.02)
+    wrong = np.repeat(rng.choice(3, size=(2, 300), p=[0.5, 0.3, 0.2]), 20, axis=1)
+    with pytest.raises(AssertionError, match="does not match"):
+        assert_chains_match_exact(wrong, p)
+    with pytest.raises(ValueError, match=r"shape \(chain, draw\)"):
+        categorical_ess(sticky.ravel(), p)

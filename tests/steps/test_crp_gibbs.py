@@ -11,7 +11,13 @@ from scipy.special import logsumexp
 
 from pmctx.conditioning.design import as_feature_matrix
 from pmctx.steps.crp_gibbs import CRPCollapsedGibbs, collapsed_conditional, collapsed_gibbs_sweep
-from pmctx.testing import assert_geweke, assert_matches_exact, geweke_test, state_indices
+from pmctx.testing import (
+    assert_chains_match_exact,
+    assert_geweke,
+    assert_matches_exact,
+    geweke_test,
+    state_indices,
+)
 
 ALPHA, K, ETA = 1.5, 3, 1.0
 # Five trials, three features, one missing US (a probe).
@@ -124,26 +130,32 @@ def test_conjugate_refresh_of_weights_and_theta(gibbs_idata):
     np.testing.assert_allclose(w[rows, z].mean(axis=0), exact_w, atol=0.03)
 
 
-@pytest.mark.slow  # NUTS compile + CategoricalGibbsMetropolis: ~35 s
+@pytest.mark.slow  # NUTS compile + CategoricalGibbsMetropolis
 def test_agrees_with_categorical_gibbs_metropolis(model):
     """PyMC's own sampler (CategoricalGibbsMetropolis on z, NUTS on the rest) on the same
-    model reaches the same partition distribution (compared label-free)."""
+    model reaches the same partition distribution (compared label-free).
+
+    The chain's ESS is measured (not assumed) and the total-variation tolerance follows from
+    it, so the test passes or fails on the sampler, not on which PyTensor backend drew the
+    numbers; the draws are enough that the tolerance is tighter than 0.12.
+    """
     with model:
         idata = pm.sample(
-            draws=600,
+            draws=2500,
             tune=300,
-            chains=1,
+            chains=2,
             cores=1,
             step=[pm.CategoricalGibbsMetropolis([model["z"]])],
             random_seed=3,
             progressbar=False,
             compute_convergence_checks=False,
         )
-    z = idata.posterior["z"].values.reshape(-1, len(F))
+    z = idata.posterior["z"].values
     parts = np.unique(_canonical(STATES), axis=0)
     lookup = state_indices(_canonical(STATES), parts)
     exact = np.bincount(lookup, weights=_exact_state_probs(), minlength=len(parts))
-    assert_matches_exact(state_indices(_canonical(z), parts), exact, tv_tol=0.12, ess=len(z) / 5)
+    codes = state_indices(_canonical(z.reshape(-1, len(F))), parts).reshape(z.shape[:2])
+    assert_chains_match_exact(codes, exact, max_tv_tol=0.12)
 
 
 def test_step_pickles_and_rejects_bad_input(model):

@@ -17,7 +17,7 @@ from pmctx.ibp.conditionals import noisy_or_loglik
 from pmctx.ibp.reference import enumerate_posterior
 from pmctx.ibp.sampler import IBPHyper
 from pmctx.steps.ibp_gibbs import ALPHA_PRIOR, IBPAlphaGibbs, IBPGibbs
-from pmctx.testing import assert_matches_exact, state_indices
+from pmctx.testing import assert_chains_match_exact, assert_matches_exact, state_indices
 
 HYPER = dict(alpha=1.5, sigma_n=0.5, sigma_A=1.0, phi=0.4, lam=0.85, eps=0.1)
 F_TINY = np.array([[1.2], [1.0], [-0.1]])
@@ -80,8 +80,14 @@ def test_binary_gibbs_metropolis_matches_exact_posterior(tiny_model, exact_tiny)
             progressbar=False, compute_convergence_checks=False,
         )  # fmt: skip
     z_states, z_probs = z_marginal(states, probs)
-    draws = zy_draws(idata)[:, :6]
-    assert_matches_exact(state_indices(draws, z_states), z_probs, tv_tol=0.04, ess=len(draws) / 10)
+    codes = state_indices(zy_draws(idata)[:, :6], z_states).reshape(
+        idata.posterior.sizes["chain"], -1
+    )
+    # ESS measured (about 1,000 of 10,000 draws, as the old ESS guess assumed), tolerance
+    # derived from it (about 0.09): the old fixed 0.04 sat below the median TV of 1,000
+    # independent draws over 64 states (0.060), so it passed or failed by backend (TV 0.046
+    # under PyTensor's NUMBA mode). The chi-square test at the measured ESS is unchanged.
+    assert_chains_match_exact(codes, z_probs, max_tv_tol=0.1)
 
 
 @pytest.mark.slow
@@ -98,8 +104,14 @@ def test_generic_binary_matrix_gibbs_matches_exact_posterior(tiny_model, exact_t
             progressbar=False, compute_convergence_checks=False,
         )  # fmt: skip
     z_states, z_probs = z_marginal(states, probs)
-    draws = zy_draws(idata)[:, :6]
-    assert_matches_exact(state_indices(draws, z_states), z_probs, tv_tol=0.04, ess=len(draws) / 10)
+    codes = state_indices(zy_draws(idata)[:, :6], z_states).reshape(
+        idata.posterior.sizes["chain"], -1
+    )
+    # ESS measured (about 1,000 of 10,000 draws, as the old ESS guess assumed), tolerance
+    # derived from it (about 0.09): the old fixed 0.04 sat below the median TV of 1,000
+    # independent draws over 64 states (0.060), so it passed or failed by backend (TV 0.046
+    # under PyTensor's NUMBA mode). The chi-square test at the measured ESS is unchanged.
+    assert_chains_match_exact(codes, z_probs, max_tv_tol=0.1)
 
 
 def test_step_pickles_and_replays(tiny_model):
