@@ -829,10 +829,10 @@ def demo(
         kappa=data["kappa"],
         kappa_obs=data["kappa_obs"],
         rank=data["rank"],
-        draws=100 if quick else 1000,
-        # 8 kernel sweeps per stored draw (the step's default): 300 tune draws are 2,400
+        draws=100 if quick else 400,
+        # 8 kernel sweeps per stored draw (the step's default): 150 tune draws are 1,200
         # sweeps, beyond the ~800 after which random and flat starts agree on 24x24 maps.
-        tune=30 if quick else 300,
+        tune=30 if quick else 150,
         chains=2 if quick else 4,
         cores=cores,
         random_seed=seed,

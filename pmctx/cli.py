@@ -233,6 +233,38 @@ def _add_demo(sub) -> None:
     demo.set_defaults(func=_demo)
 
 
+#: Expected wall seconds of each model's demo on an idle 2-CPU machine (chains in parallel):
+#: benchmarks/bench_demo.py's times on the shared machine (results/demo.json) divided by the
+#: ratio of the old demo's loaded to idle total there (about 3.2).
+_DEMO_SECONDS = {"ibp": 20, "crp": 3, "vonmises": 29, "vonmises-chain": 7, "gum": 6}
+_DEMO_QUICK_SECONDS = {"ibp": 6, "crp": 5, "vonmises": 6, "vonmises-chain": 4, "gum": 8}
+
+
+def _demo_estimate(chosen, quick: bool) -> str:
+    """The line announcing how long the chosen demos take, from the tables above."""
+    table = _DEMO_QUICK_SECONDS if quick else _DEMO_SECONDS
+    seconds = sum(table.get(name, 0) for name in chosen)
+    parts = ", ".join(f"{name} {table[name]}" for name in chosen if name in table)
+    return (
+        f"pmctx demo: about {seconds} s on 2 CPUs, more on a busy machine "
+        f"(expected seconds: {parts})."
+    )
+
+
+def _demo_reports(name: str, paths) -> None:
+    """Print the convergence report (``*_diagnostics.csv``) of every fit a demo wrote."""
+    import pandas as pd
+
+    for path in paths:
+        if str(path).endswith("_diagnostics.csv"):
+            report = pd.read_csv(path, index_col=0)
+            ok = bool(report["converged"].all())
+            status = "all quantities converged" if ok else "NOT CONVERGED"
+            print(f"[{name}: {Path(path).name}] convergence ({status}):")
+            columns = ["kind", "r_hat", "r_hat_limit", "ess_bulk", "ess_tail", "ess_min"]
+            print(report[[*columns, "converged"]].to_string(float_format=lambda v: f"{v:.4g}"))
+
+
 def _demo(args) -> int:
     unknown = [m for m in args.models if m not in MODEL_MODULES]
     if unknown:
@@ -251,6 +283,7 @@ def _demo(args) -> int:
     )
     for name in missing:
         print(f"[{name}] not yet implemented: no demo to run.")
+    print(_demo_estimate([m for m in chosen if m not in missing], args.quick), flush=True)
     for name in chosen:
         if name in missing:
             continue
@@ -264,6 +297,7 @@ def _demo(args) -> int:
             cores=args.cores,
         )
         _print_written(name, paths, time.perf_counter() - start)
+        _demo_reports(name, paths)
     if len(missing) == len(chosen):
         print("No demo ran: none of the requested models is implemented yet.")
     return 0
