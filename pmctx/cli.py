@@ -233,10 +233,9 @@ def _add_demo(sub) -> None:
     demo.set_defaults(func=_demo)
 
 
-#: Expected wall seconds of each model's demo on an idle 2-CPU machine (chains in parallel):
-#: benchmarks/bench_demo.py's times on the shared machine (results/demo.json) divided by the
-#: ratio of the old demo's loaded to idle total there (about 3.2).
-_DEMO_SECONDS = {"ibp": 20, "crp": 3, "vonmises": 29, "vonmises-chain": 7, "gum": 6}
+#: Expected wall seconds of each model's demo on a 2-CPU machine (chains in parallel), as
+#: measured at a 1-minute load average of 0.3-1.5 (seed 0; benchmarks/bench_demo.py).
+_DEMO_SECONDS = {"ibp": 77, "crp": 7, "vonmises": 66, "vonmises-chain": 13, "gum": 11}
 _DEMO_QUICK_SECONDS = {"ibp": 6, "crp": 5, "vonmises": 6, "vonmises-chain": 4, "gum": 8}
 
 
