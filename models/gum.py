@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
 from pathlib import Path
 
 import arviz as az
@@ -215,10 +214,6 @@ def write_outputs(idata, out_dir: Path, prefix: str = "gum", *, gum_model=None, 
     return paths
 
 
-#: Start of ArviZ's ``UserWarning`` when a group is added from a dict of arrays.
-_ARVIZ_DIMS_NOTE = "the default dims 'chain' and 'draw' will be added automatically"
-
-
 def demo(
     out_dir, *, quick: bool = False, random_seed: int = 0, seed=None, cores=None
 ) -> list[Path]:
@@ -273,11 +268,7 @@ def demo(
     }
     paths = write_outputs(laplace, out_dir, "gum_laplace", gum_model=g, truth=truth, extra=info)
     if not quick:
-        with warnings.catch_warnings():
-            # ArviZ's note that a dict ``observed_data`` gets chain/draw dims, raised while
-            # the nutpie back end attaches the data: not about the fit, so not shown.
-            warnings.filterwarnings("ignore", _ARVIZ_DIMS_NOTE, UserWarning)
-            nuts = g.sample(cores=cores, random_seed=seed)
+        nuts = g.sample(cores=cores, random_seed=seed)
         paths += write_outputs(nuts, out_dir, "gum", gum_model=g, truth=truth)
         path = Path(out_dir) / "gum_loo.csv"
         az.compare({"laplace": laplace, "nuts": nuts}).to_csv(path)

@@ -307,16 +307,20 @@ def sample_nutpie(
             del idata[group]
     if drop:
         idata.posterior = idata.posterior.drop_vars([d for d in drop if d in idata.posterior])
+    import xarray as xr
+
     if observed:
-        idata.add_groups(observed_data=observed)
+        # A Dataset with an ``obs`` dim (as in the log_likelihood group), not a dict: ArviZ
+        # would give a dict chain/draw dims and warn that it did.
+        arrays = {name: np.asarray(value) for name, value in observed.items()}
+        dims = {n: ("obs", *(f"{n}_dim_{i}" for i in range(1, a.ndim))) for n, a in arrays.items()}
+        idata.add_groups(observed_data=xr.Dataset({n: (dims[n], a) for n, a in arrays.items()}))
     values = None if log_likelihood is None else log_likelihood(idata.posterior)
     if values is None:
         pm.compute_log_likelihood(
             idata, model=loglik_model or model, extend_inferencedata=True, progressbar=False
         )
     else:
-        import xarray as xr
-
         coords = {name: idata.posterior[name].values for name in ("chain", "draw")}
         dataset = xr.Dataset(
             {name: (("chain", "draw", "obs"), array) for name, array in values.items()},
