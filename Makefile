@@ -42,10 +42,10 @@ TEST_ENV := PMCTX_CORES=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
 test: $(STAMP)
 	$(BIN)/ruff check pmctx models tests benchmarks setup.py
 	$(BIN)/ruff format --check pmctx models tests benchmarks setup.py
-	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" --durations=15 --timeout=900
+	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" --durations=30 --timeout=900
 
 test-slow: $(STAMP)
-	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m slow --durations=15 --timeout=900
+	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m slow --durations=30 --timeout=900
 
 lint: $(STAMP)
 	$(BIN)/ruff check pmctx models tests benchmarks setup.py
