@@ -283,6 +283,7 @@ def sample_nutpie(
         Posterior, sample stats, ``log_likelihood`` (and ``observed_data``).
     """
     import nutpie
+    import xarray as xr
 
     from pmctx.sampling import usable_cores
 
@@ -307,8 +308,6 @@ def sample_nutpie(
             del idata[group]
     if drop:
         idata.posterior = idata.posterior.drop_vars([d for d in drop if d in idata.posterior])
-    import xarray as xr
-
     if observed:
         # A Dataset with an ``obs`` dim (as in the log_likelihood group), not a dict: ArviZ
         # would give a dict chain/draw dims and warn that it did.
