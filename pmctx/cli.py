@@ -233,19 +233,14 @@ def _add_demo(sub) -> None:
     demo.set_defaults(func=_demo)
 
 
-#: Expected wall seconds of each model's demo on a 2-CPU machine (chains in parallel), as
-#: measured at a 1-minute load average of 0.3-1.5 (seed 0; benchmarks/bench_demo.py).
-_DEMO_SECONDS = {"ibp": 77, "crp": 7, "vonmises": 66, "vonmises-chain": 13, "gum": 11}
-_DEMO_QUICK_SECONDS = {"ibp": 6, "crp": 5, "vonmises": 6, "vonmises-chain": 4, "gum": 8}
-
-
 def _demo_estimate(chosen, quick: bool) -> str:
-    """The line announcing how long the chosen demos take, from the tables above."""
-    table = _DEMO_QUICK_SECONDS if quick else _DEMO_SECONDS
-    seconds = sum(table.get(name, 0) for name in chosen)
-    parts = ", ".join(f"{name} {table[name]}" for name in chosen if name in table)
+    """The line announcing how long the chosen demos take (each spec's ``demo_seconds``)."""
+    from pmctx.registry import get_spec
+
+    expected = {name: get_spec(name).demo_seconds[1 if quick else 0] for name in chosen}
+    parts = ", ".join(f"{name} {seconds:g}" for name, seconds in expected.items())
     return (
-        f"pmctx demo: about {seconds} s on 2 CPUs, more on a busy machine "
+        f"pmctx demo: about {sum(expected.values()):g} s on 2 CPUs, more on a busy machine "
         f"(expected seconds: {parts})."
     )
 

@@ -117,6 +117,10 @@ class ModelSpec:
         Model options the CLI accepts (``--set key=value``) with their help text.
     advice : str
         What to do when the sampler has not converged (ends the ConvergenceWarning).
+    demo_seconds : tuple of (float, float)
+        Expected wall seconds of ``demo`` and of ``demo(quick=True)`` on an idle 2-CPU
+        machine (chains in parallel; ``benchmarks/bench_demo.py``), announced by
+        ``pmctx demo``.
 
     Examples
     --------
@@ -138,6 +142,7 @@ class ModelSpec:
     predict: Callable | None = None
     options: dict = field(default_factory=dict)
     advice: str = ""
+    demo_seconds: tuple[float, float] = (0.0, 0.0)
 
 
 _REGISTRY: dict[str, ModelSpec] = {}
@@ -269,7 +274,7 @@ def invariants_of(idata):
     return idata.posterior
 
 
-def _spec(name, module, package, options, advice, *, predict=None) -> ModelSpec:
+def _spec(name, module, package, options, advice, *, demo_seconds, predict=None) -> ModelSpec:
     models = f"pmctx.models.{module}"
     return ModelSpec(
         name=name,
@@ -283,6 +288,7 @@ def _spec(name, module, package, options, advice, *, predict=None) -> ModelSpec:
         predict=predict,
         options=options,
         advice=advice,
+        demo_seconds=demo_seconds,
     )
 
 
@@ -304,6 +310,7 @@ register(
         "Run longer (draws=2000, tune=2000) or more chains; if chains disagree on n_active, "
         "they sit in different modes: fix sigma_n to the force noise or raise K_max",
         predict=_Lazy("pmctx.models.ibp", "predict"),
+        demo_seconds=(77, 6),
     )
 )
 register(
@@ -318,6 +325,7 @@ register(
         },
         "Run longer (draws=2000, tune=2000) or more chains",
         predict=_Lazy("pmctx.models.crp_conditioning", "predict"),
+        demo_seconds=(7, 5),
     )
 )
 register(
@@ -339,6 +347,7 @@ register(
         " draws=4000, or n_sweeps=32 kernel sweeps per draw; the default is 8) and compare the"
         " chains' pinwheel counts",
         predict=_Lazy("pmctx.models.vonmises_map", "predict"),
+        demo_seconds=(66, 6),
     )
 )
 register(
@@ -355,6 +364,7 @@ register(
         "Run longer (draws=2000, tune=2000); divergences point to a product of functions "
         "with secondary modes: compare with g.laplace()",
         predict=_Lazy("pmctx.models.gum", "predict"),
+        demo_seconds=(11, 8),
     )
 )
 register(
@@ -374,5 +384,6 @@ register(
         },
         advice="Run longer (draws=2000, tune=1000); x is drawn exactly given the "
         "concentrations, so slow mixing points to kappa and kappa_obs trading off: fix one",
+        demo_seconds=(13, 4),
     )
 )

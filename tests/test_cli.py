@@ -96,3 +96,13 @@ def test_fit_writes_standard_outputs_and_prints_report(tmp_path, capsys):
     for suffix in ("posterior.nc", "summary.csv", "diagnostics.csv"):
         assert (tmp_path / "o" / "crp" / f"crp_{suffix}").exists()
     assert "convergence (all quantities converged)" in out and "az.from_netcdf" in out
+
+
+def test_demo_announces_the_sum_of_each_specs_expected_seconds():
+    from pmctx.registry import get_spec
+
+    for quick in (False, True):
+        line = cli._demo_estimate(list(MODEL_MODULES), quick)
+        seconds = [get_spec(name).demo_seconds[1 if quick else 0] for name in MODEL_MODULES]
+        assert all(s > 0 for s in seconds), "every model's spec states its demo's duration"
+        assert line.startswith(f"pmctx demo: about {sum(seconds):g} s on 2 CPUs")
