@@ -20,8 +20,6 @@ True
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -42,47 +40,6 @@ class _Lazy:
 
     def __repr__(self) -> str:
         return f"<lazy {self.module}.{self.attr}>"
-
-
-def _module_exists(module: str) -> bool:
-    """Whether ``module`` can be imported, looked up without importing its packages.
-
-    ``importlib.util.find_spec("pmctx.gum.simulate")`` would import ``pmctx.gum`` (and with
-    it PyMC) just to build the registry; the command line must start without them. Each
-    level is looked up with the import system's finders, in the folders of the level above.
-    """
-    if module in sys.modules:
-        return True
-    path = None
-    found = None
-    parts = module.split(".")
-    for depth in range(1, len(parts) + 1):
-        name = ".".join(parts[:depth])
-        loaded = sys.modules.get(name)
-        if loaded is not None:
-            path = getattr(loaded, "__path__", None)
-        else:
-            found = _find(name, path)
-            if found is None:
-                return False
-            path = found.submodule_search_locations
-        if path is None and depth < len(parts):
-            return False
-    return True
-
-
-def _find(name: str, path):
-    """The spec of ``name`` from the first meta-path finder that knows it (imports nothing)."""
-    for finder in sys.meta_path:
-        find_spec = getattr(finder, "find_spec", None)
-        if find_spec is not None and (found := find_spec(name, path)) is not None:
-            return found
-    return None
-
-
-def _optional(module: str, attr: str) -> _Lazy | None:
-    """``_Lazy(module, attr)`` if that module exists (e.g. a simulator still being written)."""
-    return _Lazy(module, attr) if _module_exists(module) else None
 
 
 @dataclass(frozen=True)
@@ -284,7 +241,7 @@ def _spec(name, module, package, options, advice, *, demo_seconds, predict=None)
         invariants=_Lazy(models, "invariants"),
         write_outputs=_Lazy(models, "write_outputs"),
         demo=_Lazy(models, "demo"),
-        simulate=_optional(f"pmctx.{package}.simulate", "simulate"),
+        simulate=_Lazy(f"pmctx.{package}.simulate", "simulate"),
         predict=predict,
         options=options,
         advice=advice,
