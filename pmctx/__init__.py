@@ -34,7 +34,9 @@ class ConvergenceWarning(PmctxWarning):
 def summary(idata, var_names=None, **kwargs):
     """Posterior summary of a fit's label-invariant quantities (see :mod:`pmctx.summarize`).
 
-    Circular quantities get circular mean/sd and R-hat/ESS on (cos, sin).
+    Circular quantities get circular mean/sd and R-hat/ESS on (cos, sin); their mean lies in
+    ``[0, period)`` and their interval ends on the mean's branch (``lower <= mean <= upper``,
+    an end possibly outside ``[0, period)``: read the interval modulo ``period``).
 
     Parameters
     ----------
@@ -50,7 +52,7 @@ def summary(idata, var_names=None, **kwargs):
     -------
     pandas.DataFrame
         One row per quantity element; columns ``kind, mean, sd, lower, upper, r_hat,
-        ess_bulk, ess_tail``.
+        ess_bulk, ess_tail, period`` (``period`` NaN for linear quantities).
 
     Examples
     --------
@@ -59,7 +61,7 @@ def summary(idata, var_names=None, **kwargs):
     >>> draws = np.random.default_rng(1).normal(3.0, 0.5, size=(2, 400))
     >>> table = pmctx.summary(xr.Dataset({"n_active": (("chain", "draw"), draws)}))
     >>> list(table.columns)
-    ['kind', 'mean', 'sd', 'lower', 'upper', 'r_hat', 'ess_bulk', 'ess_tail']
+    ['kind', 'mean', 'sd', 'lower', 'upper', 'r_hat', 'ess_bulk', 'ess_tail', 'period']
     """
     from pmctx.summarize import summary as _summary
 

@@ -8,6 +8,20 @@ hyperparameters for the GUM. Circular quantities (``attrs["period"]``) get the c
 mean and circular sd, an interval centred on the circular mean, and R-hat/ESS on
 (cos, sin) — never linear statistics of angles.
 
+Circular rows follow one convention, so that their columns agree as written:
+
+* ``mean`` is the circular mean wrapped into ``[0, period)``;
+* ``lower`` and ``upper`` lie on the mean's branch: they are the mean plus the equal-tailed
+  quantiles of each draw's signed deviation from it (a deviation lies in
+  ``[-period/2, period/2)``). So ``lower <= mean <= upper`` holds in every row (unless more
+  than ``(1 + prob) / 2`` of the draws lie on one side of the mean, a posterior so skewed
+  that its equal-tailed interval excludes the mean, as can happen for a linear quantity),
+  and an end may fall below 0 or above ``period``: the interval is the arc from ``lower``
+  to ``upper`` read modulo ``period`` (e.g. ``[-0.2, 0.3]`` with period pi is the arc
+  through 0 from ``pi - 0.2`` to 0.3);
+* the ``period`` column gives the period (NaN for linear rows), so a ``*_summary.csv``
+  read on its own says which rows are circular and modulo what.
+
 Examples
 --------
 >>> import numpy as np, xarray as xr
@@ -42,17 +56,23 @@ def _labels(name: str, da: xr.DataArray) -> list[str]:
 
 
 def _circular_stats(x: np.ndarray, period: float, prob: float):
-    angle = 2.0 * np.pi * x / period
+    """Circular mean, sd and ``prob`` interval of draws ``x`` (draw, element).
+
+    The mean is wrapped into ``[0, period)``; the interval ends are the mean plus the
+    equal-tailed quantiles of the draws' signed deviations from it, so they lie on the mean's
+    branch (``lower <= mean <= upper``, an end possibly outside ``[0, period)``).
+    """
+    scale = period / (2.0 * np.pi)
+    angle = x / scale
     resultant = np.mean(np.exp(1j * angle), axis=0)
     centre = np.angle(resultant)
     length = np.clip(np.abs(resultant), 1e-300, 1.0)
-    sd = np.sqrt(-2.0 * np.log(length)) * period / (2.0 * np.pi)
+    sd = np.sqrt(-2.0 * np.log(length)) * scale
     offset = np.mod(angle - centre + np.pi, 2.0 * np.pi) - np.pi
+    mean = np.mod(centre * scale, period)
+    mean = np.where(mean >= period, 0.0, mean)  # np.mod(-1e-17, p) rounds to p
     tail = (1.0 - prob) / 2.0
-    lower, upper = (
-        (np.quantile(offset, q, axis=0) + centre) * period / (2.0 * np.pi) for q in (tail, 1 - tail)
-    )
-    mean = np.mod(centre, 2.0 * np.pi) * period / (2.0 * np.pi)
+    lower, upper = (mean + np.quantile(offset, q, axis=0) * scale for q in (tail, 1 - tail))
     return mean, sd, lower, upper
 
 
@@ -72,7 +92,11 @@ def summary(idata, var_names=None, *, prob: float = 0.94) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns ``kind, mean, sd, lower, upper, r_hat, ess_bulk, ess_tail``.
+        Columns ``kind, mean, sd, lower, upper, r_hat, ess_bulk, ess_tail, period``.
+        ``period`` is NaN for linear rows. In circular rows ``mean`` lies in
+        ``[0, period)`` and ``lower``/``upper`` on the mean's branch, so that
+        ``lower <= mean <= upper`` as written; an end may lie outside ``[0, period)`` and
+        the interval is read modulo ``period`` (see the module docstring).
 
     Examples
     --------
@@ -115,6 +139,7 @@ def summary(idata, var_names=None, *, prob: float = 0.94) -> pd.DataFrame:
                     "r_hat": diag["r_hat"],
                     "ess_bulk": diag["ess_bulk"],
                     "ess_tail": diag["ess_tail"],
+                    "period": np.nan if period is None else float(period),
                 },
                 index=_labels(name, da),
             )
