@@ -51,6 +51,7 @@ from pmctx.validation import (
     as_binary_array,
     as_float_array,
     check_int,
+    check_nonempty,
     check_positive,
     check_probability,
     check_same_length,
@@ -223,8 +224,8 @@ def validate_inputs(F, X, K_max, hyper):
     """
     if F is None and X is None:
         raise ValueError("Pass forces F, visual cues X, or both; got neither.")
-    F = None if F is None else as_float_array(F, "F", ndim=2)
-    X = None if X is None else as_binary_array(X, "X", ndim=2)
+    F = None if F is None else check_nonempty(as_float_array(F, "F", ndim=2), "F", unit="trial")
+    X = None if X is None else check_nonempty(as_binary_array(X, "X", ndim=2), "X", unit="trial")
     if F is not None and X is not None:
         check_same_length(F=F, X=X)
     K_max = check_int(K_max, "K_max", minimum=1)

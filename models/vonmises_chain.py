@@ -34,7 +34,7 @@ from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, r
 from pmctx.steps.registration import block_tag, tag_block
 from pmctx.steps.vonmises import ChainFFBSVonMises, ChainKappaSlice, KappaObsSlice
 from pmctx.steps.vonmises_chain_collapsed import ChainCollapsedGibbs
-from pmctx.validation import as_angle_array, as_rng, check_int, check_positive
+from pmctx.validation import as_angle_array, as_rng, check_int, check_nonempty, check_positive
 from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR, chain_marginals, sample_chain
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR
 from pmctx.vonmises.maps import circular_moments
@@ -66,8 +66,7 @@ def _concentration(value, name):
 
 def _series(y, mask, signal):
     y = as_angle_array(y, "y", low=-2 * np.pi, high=2 * np.pi, ndim=1, allow_nan=True)
-    if y.size < 2:
-        raise ValueError(f"y must hold at least 2 samples, got {y.size}.")
+    check_nonempty(y, "y", minimum=2, unit="sample")
     observed = ~np.isnan(y) if mask is None else np.asarray(mask).astype(bool)
     if observed.shape != y.shape or np.isnan(y[observed]).any():
         raise ValueError(

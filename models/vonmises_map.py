@@ -51,6 +51,7 @@ from pmctx.validation import (
     as_rng,
     check_choice,
     check_int,
+    check_nonempty,
     check_positive,
 )
 from pmctx.vonmises import SWEEPS
@@ -187,7 +188,7 @@ def _observations(z, mask, shape):
             check_int(shape[1], "shape[1]", minimum=1),
         )
         return np.zeros(shape), np.zeros(shape, dtype=np.int64)
-    z = as_angle_array(z, "z", ndim=2, allow_nan=True)
+    z = check_nonempty(as_angle_array(z, "z", ndim=2, allow_nan=True), "z", unit="grid row")
     if mask is None:
         mask = (~np.isnan(z)).astype(np.int64)
     else:
@@ -452,6 +453,7 @@ def reconstruct(
     random_seed = resolve_seed(random_seed, seed)
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
     theta_obs = as_angle_array(theta_obs, "theta_obs", low=0.0, high=np.pi, ndim=2, allow_nan=True)
+    check_nonempty(theta_obs, "theta_obs", unit="grid row")
     check_choice(sampler, "sampler", list(STEPS))
     model = build_model(
         theta_to_o(theta_obs), mask=mask, kappa=kappa, kappa_obs=kappa_obs, rank=rank

@@ -29,6 +29,7 @@ __all__ = [
     "as_rng",
     "check_choice",
     "check_int",
+    "check_nonempty",
     "check_positive",
     "check_probability",
     "check_same_length",
@@ -53,6 +54,14 @@ def _as_numeric(x, name: str) -> np.ndarray:
     if arr.dtype == bool:
         return arr.astype(np.int64)
     if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        if arr.dtype.kind in "OUS" and arr.size:
+            texts = [v for v in arr.ravel()[:1000] if isinstance(v, str | bytes)]
+            if texts:
+                raise TypeError(
+                    f"{name} must hold real numbers, got dtype {arr.dtype} with text such as "
+                    f"{str(texts[0])!r}; numeric values were expected. Convert the values to "
+                    "numbers first (e.g. pandas.to_numeric, or code categories as 0/1)."
+                )
         raise TypeError(
             f"{name} must hold real numbers, got dtype {arr.dtype}. "
             f"Convert it with np.asarray({name}, dtype=float)."
@@ -259,9 +268,30 @@ def as_angle_array(
         raise ValueError(
             f"{name} must hold angles in radians within [{low:.6g}, {high:.6g}], got values from "
             f"{np.nanmin(arr):.6g} to {np.nanmax(arr):.6g}. Wrap them first, e.g. "
-            f"np.mod({name} - {low:.6g}, {high - low:.6g}) + {low:.6g}; degrees need np.deg2rad."
+            f"{_wrap_hint(name, low, high)}; degrees need np.deg2rad."
         )
     return arr
+
+
+def _pi_text(value: float) -> str:
+    """``value`` as code: a multiple of pi as ``np.pi``/``2 * np.pi``, else 6 digits."""
+    multiple = value / np.pi
+    for k in (1, 2, 4, 0.5):
+        if np.isclose(abs(multiple), k, rtol=0, atol=1e-12):
+            text = "np.pi" if k == 1 else (f"{k:g} * np.pi" if k > 1 else "np.pi / 2")
+            return f"-{text}" if multiple < 0 else text
+    return f"{value:.6g}"
+
+
+def _wrap_hint(name: str, low: float, high: float) -> str:
+    """The expression that wraps ``name`` into ``[low, low + (high - low))``."""
+    period = _pi_text(high - low)
+    if low == 0:
+        return f"np.mod({name}, {period})"
+    shift = _pi_text(abs(low))
+    if low < 0:
+        return f"np.mod({name} + {shift}, {period}) - {shift}"
+    return f"np.mod({name} - {shift}, {period}) + {shift}"
 
 
 def _scalar(value, name: str) -> float:
@@ -304,8 +334,8 @@ def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
     """
     value = _scalar(value, name)
     if value < 0 or (value == 0 and not allow_zero):
-        want = "non-negative" if allow_zero else "positive (> 0)"
-        raise ValueError(f"{name} must be {want}, got {value}. Pass a value {want}.")
+        want = "non-negative (>= 0)" if allow_zero else "positive (> 0)"
+        raise ValueError(f"{name} must be {want}, got {value}. Pass a {want.split()[0]} number.")
     return value
 
 
@@ -420,6 +450,70 @@ def check_same_length(**arrays) -> int:
             "Pass matching arrays, one row per observation."
         )
     return next(iter(lengths.values()), 0)
+
+
+def check_nonempty(x, name: str, *, minimum: int = 1, unit: str = "row") -> np.ndarray:
+    """Check that data has at least ``minimum`` rows and no empty further dimension.
+
+    Models call it at their public boundary, so that empty data (an empty file, a filter
+    that matched nothing, ``df.iloc[:0]``) is rejected before a model is built or sampled.
+
+    Parameters
+    ----------
+    x : array_like
+        The data, one row per ``unit`` (trial, observation, sample, ...).
+    name : str
+        Name used in error messages.
+    minimum : int, default 1
+        Fewest rows accepted.
+    unit : str, default "row"
+        What a row is, for the message (e.g. ``"trial"``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x`` as an array (unchanged).
+
+    Raises
+    ------
+    ValueError
+        Fewer than ``minimum`` rows, a scalar, or a zero-length further dimension (e.g. no
+        columns).
+
+    Examples
+    --------
+    >>> check_nonempty(np.zeros((3, 2)), "F", unit="trial").shape
+    (3, 2)
+    """
+    arr = np.asarray(x)
+    units = unit if minimum == 1 else f"{unit}s"
+    if arr.ndim == 0:
+        raise ValueError(
+            f"{name} must be an array with one entry per {unit}, got a scalar {arr.item()!r}. "
+            f"Pass at least {minimum} {units}, e.g. as a list or a 1-D array."
+        )
+    if arr.shape[0] < minimum:
+        where = "row" if arr.ndim > 1 else "entry"
+        if arr.shape[0] == 0:
+            got, fix = (
+                f"no {'rows' if where == 'row' else 'entries'} (it is empty)",
+                "Pass the data to fit; if it was read from a file or filtered (e.g. "
+                "df[df.x > 0] or df.iloc[:0]), check that some rows are left.",
+            )
+        else:
+            got, fix = f"{arr.shape[0]}", f"Pass {minimum} or more {unit}s."
+        raise ValueError(
+            f"{name} must have at least {minimum} {units} (one per {where}), got {got}: "
+            f"{_describe(arr)}. {fix}"
+        )
+    empty = [axis for axis in range(1, arr.ndim) if arr.shape[axis] == 0]
+    if empty:
+        raise ValueError(
+            f"{name} must have at least one entry along every dimension, got {_describe(arr)} "
+            f"(dimension {empty[0]} is empty, e.g. no columns). Pass one column per "
+            "variable, or check how the array was selected or reshaped."
+        )
+    return arr
 
 
 def check_choice(value, name: str, choices: Iterable):

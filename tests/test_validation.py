@@ -93,3 +93,45 @@ def test_same_length_choice_and_rng():
         v.as_rng("x")
     with pytest.raises(ValueError, match="non-negative"):
         v.as_rng(-1)
+
+
+def test_nonempty_rejects_empty_data_with_what_arrived_and_a_fix():
+    assert v.check_nonempty(np.zeros((3, 2)), "F", unit="trial").shape == (3, 2)
+    with pytest.raises(
+        ValueError,
+        match=r"F must have at least 1 trial \(one per row\), got no rows \(it is empty\): an "
+        r"array of shape \(0, 2\).*check that some rows are left",
+    ):
+        v.check_nonempty(np.empty((0, 2)), "F", unit="trial")
+    with pytest.raises(
+        ValueError, match=r"y must have at least 2 samples \(one per entry\), got 1: .*Pass 2 or"
+    ):
+        v.check_nonempty([0.5], "y", minimum=2, unit="sample")
+    with pytest.raises(ValueError, match=r"shape \(4, 0\).*dimension 1 is empty, e.g. no columns"):
+        v.check_nonempty(np.zeros((4, 0)), "X")
+    with pytest.raises(ValueError, match="y must be an array with one entry per sample, got a "):
+        v.check_nonempty(3.0, "y", unit="sample")
+
+
+def test_text_says_numbers_were_expected():
+    with pytest.raises(
+        TypeError,
+        match=r"responses must hold real numbers, got dtype <U1 with text such as 'a'; numeric "
+        r"values were expected\. Convert the values to numbers first \(e\.g\. pandas\.to_numeric",
+    ):
+        v.as_float_array(["a"] * 6, "responses")
+    with pytest.raises(TypeError, match="got dtype object with text such as 'b'"):
+        v.as_float_array(np.array([1.0, "b"], dtype=object), "x")
+
+
+def test_messages_read_as_sentences():
+    with pytest.raises(ValueError, match=r"got -1.0\. Pass a positive number\.$"):
+        v.check_positive(-1, "sigma")
+    with pytest.raises(ValueError, match=r"non-negative \(>= 0\), got -1.0\. Pass a non-negative"):
+        v.check_positive(-1, "alpha", allow_zero=True)
+    with pytest.raises(ValueError, match=r"e\.g\. np\.mod\(theta_obs, np\.pi\); degrees"):
+        v.as_angle_array([4.0], "theta_obs", low=0.0, high=np.pi)
+    with pytest.raises(ValueError, match=r"np\.mod\(z \+ np\.pi, 2 \* np\.pi\) - np\.pi;"):
+        v.as_angle_array([4.0], "z")
+    with pytest.raises(ValueError, match=r"np\.mod\(a - 1, 2\) \+ 1;"):
+        v.as_angle_array([4.0], "a", low=1.0, high=3.0)

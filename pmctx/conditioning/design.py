@@ -505,7 +505,7 @@ def as_feature_matrix(features, name: str = "features") -> tuple[np.ndarray, lis
     array([[ 1,  1],
            [-1,  1]])
     """
-    from pmctx.validation import as_float_array
+    from pmctx.validation import as_float_array, check_nonempty
 
     if isinstance(features, Design):
         names, values = features.feature_names, features.to_array()
@@ -516,11 +516,7 @@ def as_feature_matrix(features, name: str = "features") -> tuple[np.ndarray, lis
         )
     else:
         values, names = features, None
-    arr = as_float_array(values, name, ndim=2, allow_nan=True)
-    if arr.shape[0] < 1 or arr.shape[1] < 1:
-        raise ValueError(
-            f"{name} must have at least one trial and one feature, got shape {arr.shape}."
-        )
+    arr = check_nonempty(as_float_array(values, name, ndim=2, allow_nan=True), name, unit="trial")
     observed = ~np.isnan(arr)
     if not observed[:, 1:].all():
         first = tuple(int(i) for i in np.argwhere(~observed[:, 1:])[0] + (0, 1))

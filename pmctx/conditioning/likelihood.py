@@ -31,7 +31,7 @@ from pmctx.conditioning.particle_filter import (
     trial_times,
 )
 from pmctx.conditioning.response import get_response_model
-from pmctx.validation import as_rng, check_choice, check_int
+from pmctx.validation import as_float_array, as_rng, check_choice, check_int
 
 __all__ = [
     "FILTER_PARAMETERS",
@@ -166,6 +166,7 @@ class SubjectLikelihood:
         self.F, self.feature_names = as_feature_matrix(features)
         T = self.F.shape[0]
         self.response = get_response_model(response, **(response_options or {}))
+        responses = as_float_array(responses, "responses", allow_nan=True)
         self.responses = self.response.check_responses(responses)
         if np.shape(self.responses) != (T,):
             raise ValueError(

@@ -51,6 +51,7 @@ from pmctx.validation import (
     as_float_array,
     check_choice,
     check_int,
+    check_nonempty,
     check_positive,
 )
 
@@ -103,6 +104,8 @@ def _split_fits(formula: str, data, *, weights=None, **kwargs):
     lhs, rhs = formula.split("~", 1)
     response, _, by = (part.strip() for part in lhs.partition("|"))
     columns = _columns(data)
+    if response in columns:
+        check_nonempty(columns[response], f"data[{response!r}]", unit="observation")
     if weights is not None:
         columns["__weights__"] = as_float_array(weights, "weights", ndim=1)
     models = {}
@@ -1277,6 +1280,7 @@ def gum(
             f"{sorted(columns)}. Fix the formula or rename the data columns."
         )
     y = _response(family, columns[response], f"data[{response!r}]")
+    check_nonempty(y, f"data[{response!r}]", unit="observation")
     derived = {leaf.column for b in blocks for f in b for leaf in f if leaf.derive is not None}
     categorical = {
         leaf.column for b in blocks for f in b for leaf in f if isinstance(leaf, Categorical)

@@ -157,7 +157,12 @@ def fit_evidence(
 
     Returns
     -------
-    HyperResult (the model keeps the fitted values and its ``laplace_result``).
+    HyperResult
+        The fitted hyperparameters (the model keeps them and its ``laplace_result``).
+        A model with nothing to fit (a GLM without GP terms, random effects or a dispersion,
+        such as a Poisson ``"y ~ x1 + x2"``) gets its Laplace fit and evidence unchanged
+        (``objective == initial_objective``, one evaluation), so it can be compared with
+        evidence-fitted GUMs.
     """
     pairs = free_hyperparameters(gum_model, which)
     warm = _WarmStart(gum_model.design)
@@ -243,6 +248,8 @@ def _optimise(
     interrupted = False
     try:
         tracked(x0)
+        if len(x0) == 0:  # nothing to fit (e.g. a GLM): the evidence at the model as it is
+            return record["x"], float(record["f"]), record["n"], interrupted, record["fit"]
         start = _coarse_start(tracked, x0, ~periods)
         if jac is None:
             minimize(

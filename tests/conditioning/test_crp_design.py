@@ -124,7 +124,8 @@ def test_phase_type_errors():
         ([[1, np.inf]], "finite"),
         ([[1, np.nan]], "only in the US column"),
         ([1, 0], "2-dimensional"),
-        (np.zeros((0, 2)), "at least one trial"),
+        (np.zeros((0, 2)), r"at least 1 trial \(one per row\), got no rows"),
+        (np.zeros((3, 0)), "dimension 1 is empty"),
     ],
 )
 def test_bad_feature_matrices(features, match):

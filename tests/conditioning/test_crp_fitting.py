@@ -155,3 +155,13 @@ def test_bad_responses_for_fit():
         fit_subject(np.full(DESIGN.n_trials, np.nan), DESIGN)
     with pytest.raises(ValueError, match="binary"):
         fit_subject(np.full(DESIGN.n_trials, 0.5), DESIGN, response="logistic")
+
+
+def test_text_responses_are_rejected_as_non_numeric():
+    features = np.tile([[1, 1], [0, 1]], (3, 1))
+    with pytest.raises(
+        TypeError, match="responses must hold real numbers, got dtype <U1 with text such as 'a'"
+    ):
+        fit_subject(["a"] * 6, features, n_starts=1, max_evals=2)
+    with pytest.raises(ValueError, match=r"features must have at least 1 trial .*got no rows"):
+        fit_subject([], np.empty((0, 2)), n_starts=1, max_evals=2)

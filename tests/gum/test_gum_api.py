@@ -172,3 +172,17 @@ def test_minibatch_advi_matches_laplace():
     assert idata.log_likelihood["y"].shape == (1, 300, n)
     with pytest.raises(ValueError, match="minibatch_size"):
         g.advi(n=10, minibatch_size=0)
+
+
+def test_empty_data_is_rejected_with_the_response_named():
+    frame = pd.DataFrame({"x1": [0.1, 0.5, 0.9], "x2": [1.0, 0.0, 2.0], "y": [0, 2, 1]})
+    for formula in ("y ~ f(x1) + f(x2)", "y ~ x1 + x2"):
+        with pytest.raises(
+            ValueError,
+            match=r"data\['y'\] must have at least 1 observation \(one per entry\), got no "
+            r"entries .*df\.iloc\[:0\]\), check that some rows are left",
+        ):
+            gum(formula, frame.iloc[:0], family="poisson")
+    frame["g"] = ["a", "b", "a"]
+    with pytest.raises(ValueError, match=r"data\['y'\] must have at least 1 observation"):
+        gum("y|g ~ x1", frame.iloc[:0], family="poisson")

@@ -140,3 +140,17 @@ def test_nuts_samples_lengthscales_with_priors(gp_data):
     fitted = gum("y ~ f(x, lengthscale=0.3) - 1", gp_data, family="gaussian", noise_sd=0.2)
     best = fit_evidence(fitted).hyperparameters["f_x"]["lengthscale"]
     assert abs(np.log(posterior) - np.log(best)) < 0.4, (posterior, best)
+
+
+def test_a_glm_has_nothing_to_fit_and_keeps_its_evidence():
+    rng = np.random.default_rng(4)
+    data = {"x1": rng.normal(size=80), "x2": rng.normal(size=80)}
+    data["y"] = rng.poisson(np.exp(0.3 * data["x1"] - 0.2 * data["x2"]))
+    g = gum("y ~ x1 + x2", data, family="poisson")
+    before = g.fit_laplace().log_evidence
+    result = fit_evidence(g)
+    assert result.objective == pytest.approx(before) == result.initial_objective
+    assert result.n_evaluations == 1 and not result.interrupted
+    assert g.laplace_result.log_evidence == pytest.approx(before)
+    scored = fit_cv(g, k=3)
+    assert scored.objective == scored.initial_objective and scored.n_evaluations == 1

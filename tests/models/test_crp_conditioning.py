@@ -94,3 +94,10 @@ def test_sample_posterior_rejects_a_us_missing_on_every_trial():
     features[:, 0] = np.nan
     with pytest.raises(ValueError, match="US .* missing .* on all 5 trials.*predict"):
         crp.sample_posterior(features, draws=5, tune=5, chains=1)
+
+
+def test_empty_features_are_rejected_before_sampling():
+    with pytest.raises(ValueError, match=r"features must have at least 1 trial .*check that some"):
+        crp.sample_posterior(np.empty((0, 3)), draws=5, tune=5, chains=1)
+    with pytest.raises(ValueError, match=r"features must have .*dimension 1 is empty"):
+        crp.build_model(np.empty((4, 0)))

@@ -165,3 +165,21 @@ def test_sample_warns_before_storing_draws_too_large_for_memory(monkeypatch):
     monkeypatch.setattr(ibp, "STORED_BYTES_WARN", 1000)
     with pytest.warns(PmctxWarning, match=r"needs about .* GiB .*reconstructions=False"):
         ibp.sample(data.F, data.X, draws=5, tune=2, chains=1, check_convergence=False)
+
+
+@pytest.mark.parametrize(
+    ("F", "X", "match"),
+    [
+        (np.empty((0, 2)), np.empty((0, 16)), r"F must have at least 1 trial .*shape \(0, 2\)"),
+        (None, np.empty((0, 16)), r"X must have at least 1 trial .*got no rows"),
+        (np.empty((5, 0)), None, r"F must have .*dimension 1 is empty, e\.g\. no columns"),
+        ([["a", "b"]], None, "F must hold real numbers, got dtype <U1 with text such as 'a'"),
+    ],
+)
+def test_empty_or_text_data_is_rejected_before_sampling(monkeypatch, F, X, match):
+    def no_sampling(*args, **kwargs):
+        raise AssertionError("sampling started on bad data")
+
+    monkeypatch.setattr(ibp, "run_sampler", no_sampling)
+    with pytest.raises((ValueError, TypeError), match=match):
+        ibp.sample(F, X)

@@ -225,3 +225,12 @@ def test_fast_kappa_update_targets_the_documented_conditional():
         fast = sample_chain_kappa(x, 3.0, 4, np.random.default_rng(seed), n_steps=1)
         slow = reference(x, 3.0, 4, np.random.default_rng(seed))
         assert fast == pytest.approx(slow, rel=1e-12)
+
+
+def test_empty_or_one_sample_series_are_rejected_before_sampling():
+    with pytest.raises(ValueError, match=r"y must have at least 2 samples .*got no entries"):
+        smooth(np.empty(0), draws=5, tune=5, chains=1)
+    with pytest.raises(ValueError, match=r"y must have at least 2 samples .*got 1: .*Pass 2 or"):
+        build_model([0.3])
+    with pytest.raises(TypeError, match="y must hold real numbers.*numeric values were expected"):
+        smooth(["a"] * 5, draws=5, tune=5, chains=1)

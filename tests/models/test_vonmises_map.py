@@ -212,3 +212,12 @@ def test_plain_pm_sample_converges_on_the_quick_demo_data():
 def test_demo_data_rejects_a_bad_size(size, error, match):
     with pytest.raises(error, match=match):
         demo_data(size)
+
+
+def test_empty_maps_are_rejected_before_sampling():
+    with pytest.raises(ValueError, match=r"theta_obs must have at least 1 grid row .*\(0, 5\)"):
+        reconstruct(np.empty((0, 5)), draws=5, tune=5, chains=1)
+    with pytest.raises(ValueError, match=r"z must have at least 1 grid row .*check that some"):
+        build_model(np.empty((0, 0)))
+    with pytest.raises(TypeError, match="theta_obs must hold real numbers.*numeric values"):
+        reconstruct([["a", "b"]], draws=5, tune=5, chains=1)
