@@ -97,7 +97,8 @@ def main(names):
         seconds = time.perf_counter() - start
         data = idata.posterior[var_names] if var_names else invariants(name, idata)
         report = convergence_report(data)
-        cells = [f"{v}: R-hat max {row.r_hat:.4f} (limit {row.r_hat_limit:.4f}), "
+        cells = [f"{v}: R-hat {row.r_hat:.4f} (limit {row.r_hat_limit:.4f}; largest "
+                 f"{row.r_hat_largest:.4f}), "
                  f"ESS bulk/tail min {row.ess_bulk:.0f}/{row.ess_tail:.0f}"
                  for v, row in report.iterrows()]  # fmt: skip
         converged = bool(report["converged"].all())

@@ -176,10 +176,14 @@ def _print_written(name: str, paths, seconds: float) -> None:
         print(f"  {path}")
     nc = [p for p in paths if str(p).endswith("_posterior.nc")]
     if nc:
+        own = str(nc[0]).removesuffix("_posterior.nc") + "_summary.csv"
+        csv = [p for p in paths if str(p) == own] or [
+            p for p in paths if str(p).endswith("_summary.csv")
+        ]
         print(
-            f"[{name}] load them with: import pmctx, arviz as az; "
-            f"idata = az.from_netcdf('{nc[0]}'); print(pmctx.summary(idata)); "
-            "pandas.read_csv('<model>_summary.csv', index_col=0)"
+            f"[{name}] load them with: import pmctx, arviz as az, pandas as pd; "
+            f"idata = az.from_netcdf('{nc[0]}'); print(pmctx.summary(idata))"
+            + (f"; pd.read_csv('{csv[0]}', index_col=0)" if csv else "")
         )
 
 

@@ -252,8 +252,19 @@ def add_parser(subparsers):
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE.nc")
     parser.add_argument("--names", nargs="+", help="model names (default: file stems)")
     parser.add_argument("--var-name", help="log_likelihood variable (default: only or joint)")
-    parser.add_argument("--threshold", type=float, default=K_THRESHOLD)
-    parser.add_argument("--max-bad-share", type=float, default=MAX_BAD_SHARE)
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=K_THRESHOLD,
+        help=f"Pareto k above which an observation's PSIS estimate is unreliable ({K_THRESHOLD})",
+    )
+    parser.add_argument(
+        "--max-bad-share",
+        type=float,
+        default=MAX_BAD_SHARE,
+        help=f"share of observations with k > THRESHOLD beyond which the ranking is flagged "
+        f"unreliable ({MAX_BAD_SHARE:g}, i.e. {MAX_BAD_SHARE * 100:.0f}%%)",
+    )
     parser.set_defaults(func=run)
     return parser
 

@@ -348,11 +348,14 @@ def convergence_report(
     Returns
     -------
     pandas.DataFrame
-        Indexed by quantity, columns ``kind, elements, checked, constant, r_hat, r_hat_worst,
-        r_hat_limit, ess_bulk, ess_tail, worst_element, ess_min, converged``. ``r_hat`` is the
-        largest R-hat and the ESS columns the smallest over elements; ``r_hat_worst`` and
-        ``r_hat_limit`` are the R-hat and limit of ``worst_element``, the element with the
-        largest excess of R-hat over its limit (for a scalar: ``r_hat`` and ``r_hat_max``).
+        Indexed by quantity, columns ``kind, elements, checked, constant, r_hat, r_hat_limit,
+        r_hat_largest, ess_bulk, ess_tail, worst_element, ess_min, converged``. ``r_hat`` and
+        ``r_hat_limit`` are the R-hat and its limit of ``worst_element``, the element with the
+        largest excess of R-hat over its limit (else the smallest ESS): the figures the verdict
+        and the :class:`~pmctx.ConvergenceWarning` quote. ``r_hat_largest`` is the largest
+        R-hat over the checked elements, which may exceed ``r_hat`` without failing (each
+        element is held to its own limit). The ESS columns are the smallest over elements.
+        For a scalar, ``r_hat == r_hat_largest`` and ``r_hat_limit == r_hat_max``.
     """
     dataset = _as_quantities(idata_or_quantities)
     names = list(dataset.data_vars) if quantities is None else list(quantities)
@@ -383,19 +386,19 @@ def convergence_report(
         badness = np.maximum(excess, 0) * 1e6 - np.minimum(diag["ess_bulk"], diag["ess_tail"])
         worst_at = int(np.nanargmax(np.where(np.isnan(badness), np.inf, badness)))
         worst = int(checked[worst_at])
-        r, b, t = diag["r_hat"].max(), diag["ess_bulk"].min(), diag["ess_tail"].min()
-        r_worst, limit = diag["r_hat"][worst_at], float(limits[worst_at])
+        largest, b, t = diag["r_hat"].max(), diag["ess_bulk"].min(), diag["ess_tail"].min()
+        r, limit = diag["r_hat"][worst_at], float(limits[worst_at])
         r_ok = bool(np.all(diag["r_hat"] <= limits))
-        if np.isnan([r, b, t]).any():  # fewer than 4 draws: nothing can be judged
-            r, b, t, r_ok, r_worst, limit = np.inf, 0.0, 0.0, False, np.inf, float(r_hat_max)
+        if np.isnan([largest, b, t]).any():  # fewer than 4 draws: nothing can be judged
+            r, b, t, r_ok, largest, limit = np.inf, 0.0, 0.0, False, np.inf, float(r_hat_max)
         rows[name] = {
             "kind": "circular" if period is not None else "linear",
             "elements": int(np.prod(shape, dtype=int)),
             "checked": int(checked.size),
             "constant": int(diag["constant"].sum()),
             "r_hat": float(r),
-            "r_hat_worst": float(r_worst),
             "r_hat_limit": limit,
+            "r_hat_largest": float(largest),
             "ess_bulk": float(b),
             "ess_tail": float(t),
             "worst_element": _element_label(shape, worst),
@@ -421,7 +424,7 @@ def format_problem(name: str, row, *, advice: str = "") -> str:
     name : str
         The quantity's name.
     row : pandas.Series
-        Its row of :func:`convergence_report` (``r_hat_worst``, ``r_hat_limit``, ``ess_bulk``,
+        Its row of :func:`convergence_report` (``r_hat``, ``r_hat_limit``, ``ess_bulk``,
         ``ess_tail``, ``ess_min``, ``worst_element``).
     advice : str, default ""
         Accepted for symmetry with :func:`check_convergence`, which appends the advice once
@@ -434,7 +437,7 @@ def format_problem(name: str, row, *, advice: str = "") -> str:
     """
     problems = []
     limit = row.get("r_hat_limit", R_HAT_MAX)
-    r_hat = row.get("r_hat_worst", row["r_hat"])
+    r_hat = row["r_hat"]
     if r_hat > limit:
         many = row.get("elements", 1) > 1 and limit > R_HAT_MAX
         problems.append(

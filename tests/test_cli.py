@@ -106,3 +106,14 @@ def test_demo_announces_the_sum_of_each_specs_expected_seconds():
         seconds = [get_spec(name).demo_seconds[1 if quick else 0] for name in MODEL_MODULES]
         assert all(s > 0 for s in seconds), "every model's spec states its demo's duration"
         assert line.startswith(f"pmctx demo: about {sum(seconds):g} s on 2 CPUs")
+
+
+def test_load_hint_names_the_files_written(tmp_path, capsys):
+    from pmctx.cli import _print_written
+
+    posterior, summary = tmp_path / "gum_posterior.nc", tmp_path / "gum_summary.csv"
+    _print_written("gum", [posterior, summary, tmp_path / "gum_laplace_posterior.nc"], 1.0)
+    hint = capsys.readouterr().out.splitlines()[-1]
+    assert "<model>" not in hint and "import pmctx, arviz as az, pandas as pd" in hint
+    assert f"az.from_netcdf('{posterior}')" in hint
+    assert hint.endswith(f"pd.read_csv('{summary}', index_col=0)")

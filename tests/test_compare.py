@@ -83,3 +83,18 @@ def test_docstring_examples():
     from pmctx.testing import assert_docstring_examples
 
     assert_docstring_examples("pmctx.compare")
+
+
+def test_every_compare_flag_has_help(capsys):
+    import argparse
+
+    from pmctx.compare import add_parser
+
+    parser = argparse.ArgumentParser(prog="pmctx")
+    add_parser(parser.add_subparsers())
+    with pytest.raises(SystemExit):
+        parser.parse_args(["compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--threshold THRESHOLD Pareto k above which" in text and "(0.7)" in text
+    assert "--max-bad-share MAX_BAD_SHARE share of observations with k > THRESHOLD" in text
+    assert "(0.02, i.e. 2%)" in text

@@ -1,5 +1,6 @@
 """Convergence report: warns on unconverged label-invariant quantities, never on converged."""
 
+import re
 import warnings
 
 import arviz as az
@@ -113,8 +114,9 @@ def test_many_stationary_elements_do_not_warn():
         with warnings.catch_warnings():
             warnings.simplefilter("error", ConvergenceWarning)
             row = check_convergence(_ds(x)).loc["q"]
-        assert row["converged"] and row["r_hat_worst"] <= row["r_hat_limit"] < 1.03
-        exceeded += row["r_hat"] > 1.01  # the largest of the 1000 R-hats
+        assert row["converged"] and row["r_hat"] <= row["r_hat_limit"] < 1.03
+        assert row["r_hat"] <= row["r_hat_largest"]
+        exceeded += row["r_hat_largest"] > 1.01  # the largest of the 1000 R-hats
     assert exceeded >= 1  # the case the limit is for does occur
 
 
@@ -124,6 +126,20 @@ def test_one_stuck_element_among_many_still_warns():
     with pytest.warns(ConvergenceWarning, match=r"q \(worst at \[17\]\): R-hat [\d.]+ > 1.0"):
         report = check_convergence(_ds(x))
     assert not report.loc["q", "converged"]
+
+
+def test_report_r_hat_is_the_figure_the_warning_quotes():
+    x = _ar1(np.random.default_rng(7), 0.5, (4, 1000, 300))
+    x[0, :, 17] += 1.0
+    with pytest.warns(ConvergenceWarning) as caught:
+        report = check_convergence(_ds(x))
+    row = report.loc["q"]
+    quoted = re.search(r"R-hat ([\d.]+) > ([\d.]+)", str(caught[0].message))
+    assert quoted.groups() == (f"{row['r_hat']:.4g}", f"{row['r_hat_limit']:.4g}")
+    assert row["worst_element"] == "[17]" and row["r_hat"] <= row["r_hat_largest"]
+    assert "r_hat_worst" not in report.columns
+    scalar = convergence_report(_ds(x[:, :, 17])).loc["q"]
+    assert scalar["r_hat"] == scalar["r_hat_largest"] and scalar["r_hat_limit"] == 1.01
 
 
 def test_rhat_limit_is_r_hat_max_for_a_scalar_and_grows_with_elements():
