@@ -3,7 +3,7 @@
 * ``crp_alpha``: 200 simulated subjects (renewal ABA, 20 trials, alpha on a 4-point grid,
   logistic responses); each fit is :func:`pmctx.conditioning.simulate.fit_alpha_posterior`.
 * ``gum_laplace``: 200 simulated neurons (seed section 3.1 Poisson GUM, 150 observations,
-  16-point grids); each fit is the GUM Laplace approximation (:func:`fit_gum`).
+  16-point grids); each fit is the GUM Laplace approximation (:func:`pmctx.models.gum.fit_unit`).
 
 Baselines, all in this process, one unit after another, same fits and seeds:
 
@@ -50,10 +50,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from pmctx.models.gum import fit_unit as fit_gum
 from threadpoolctl import threadpool_limits
 
 from pmctx.batch import connect, run_batch, unit_seed
-from pmctx.batch.adapters import fit_gum, resolve_fit, resolve_invariants, resolve_simulate
+from pmctx.batch.adapters import resolve_fit, resolve_invariants, resolve_simulate
 from pmctx.batch.engine import write_idata
 from pmctx.conditioning.simulate import fit_alpha_posterior
 from pmctx.conditioning.simulate import simulate as simulate_crp

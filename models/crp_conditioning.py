@@ -52,6 +52,7 @@ __all__ = [
     "demo",
     "fit",
     "fit_data",
+    "fit_unit",
     "invariants",
     "log_marginal_assignments",
     "phenomena_table",
@@ -261,7 +262,7 @@ def sample_posterior(
     if posterior_predictive:
         add_posterior_predictive(idata, model, random_seed=random_seed)
     idata.posterior.attrs["alpha"] = float(alpha)
-    report_after_fit(idata, "crp", check=check_convergence)
+    report_after_fit(idata, SPEC, check=check_convergence)
     return idata
 
 
@@ -601,7 +602,7 @@ def fit_data(
     seed : optional
         Deprecated alias of ``random_seed``.
     **options
-        Model options (see ``pmctx.registry.get_spec("crp").options``).
+        Model options (see ``SPEC.options``).
 
     Returns
     -------
@@ -703,3 +704,93 @@ def fit(
         rng=random_seed,
     )
     return write_outputs(idata, out_dir, results={"V": result})
+
+
+#: Scalars a CRP unit may store with its features (the batch posterior's options).
+UNIT_SETTINGS = ("alpha", "max_causes", "concentration")
+
+
+def fit_unit(data: dict, *, random_seed=None, **options):
+    """One batch unit of the latent-cause model.
+
+    With ``responses`` in ``data``: the subject's alpha from conditioned responses
+    (:func:`pmctx.conditioning.simulate.fit_alpha_posterior`: posterior over an alpha grid,
+    draws of ``alpha``, log evidence in ``attrs``). Otherwise the batch posterior over causes
+    (:func:`fit_data`). The trial features are ``features`` (trials x features, US first) or,
+    in a table, every other column in order.
+
+    Parameters
+    ----------
+    data : dict
+        One unit's data: ``features`` (or feature columns), optional ``responses``,
+        ``alphas`` and filter settings.
+    random_seed : int, optional
+        Seed of the fit.
+    **options
+        Options of the fit used.
+
+    Returns
+    -------
+    arviz.InferenceData
+        The unit's fit.
+
+    Examples
+    --------
+    >>> from pmctx.conditioning import shipped_design
+    >>> features = shipped_design("renewal_aba", n_acquisition=2, n_extinction=2).to_array()
+    >>> idata = fit_unit({"features": features}, random_seed=0, max_causes=3, draws=20,
+    ...                  tune=5, chains=1, check_convergence=False, progressbar=False)
+    >>> idata.posterior["z"].shape
+    (1, 20, 5)
+    """
+    from pmctx.schema import stored_scalar
+
+    data = dict(data)
+    responses = data.pop("responses", None)
+    grid = data.pop("alphas", None)
+    settings = {k: stored_scalar(data.pop(k)) for k in UNIT_SETTINGS if k in data}
+    features = data.pop("features", None)
+    if features is None:
+        features = np.column_stack([np.asarray(v, float) for v in data.values()])
+    if responses is not None:
+        from pmctx.conditioning.simulate import fit_alpha_posterior
+
+        unit = {"features": features, "responses": responses}
+        if grid is not None:
+            unit["alphas"] = grid
+        return fit_alpha_posterior(unit, random_seed=random_seed, **options)
+    return fit_data({"features": features}, random_seed=random_seed, **(settings | options))
+
+
+def _spec():
+    from pmctx.conditioning.simulate import invariants as sbc_quantities
+    from pmctx.conditioning.simulate import simulate
+    from pmctx.registry import ModelSpec
+    from pmctx.schema import load_crp
+
+    return ModelSpec(
+        name="crp",
+        summary="CRP latent-cause model of classical conditioning (particle filter, Gibbs)",
+        module=__name__,
+        load=load_crp,
+        fit=fit_data,
+        invariants=invariants,
+        write_outputs=write_outputs,
+        demo=demo,
+        fit_unit=fit_unit,
+        simulate=simulate,
+        sbc_quantities=sbc_quantities,
+        predict=predict,
+        population=("alpha", "n_occupied"),
+        options={
+            "alpha": "CRP concentration (default 1.0)",
+            "max_causes": "truncation, number of latent causes (default 10)",
+            "concentration": "Beta(eta, eta) prior on feature probabilities (default 1.0)",
+        },
+        advice="Run longer (draws=2000, tune=2000) or more chains",
+        demo_seconds=(7, 5),
+    )
+
+
+#: The model's entry in the registry (:mod:`pmctx.registry`).
+SPEC = _spec()

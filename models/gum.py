@@ -25,6 +25,7 @@ import numpy as np
 
 from pmctx.gum import GP, Categorical, Fixed, GumModel, Linear, gum
 from pmctx.gum.hyper import fit_evidence
+from pmctx.gum.outputs import CONVERGENCE_ADVICE, invariants
 from pmctx.gum.synthetic import match_constraints, section_3_1_formula, seed_section_3_1
 from pmctx.io import save_figure
 from pmctx.sampling import SAMPLE_DEFAULTS, resolve_seed
@@ -38,6 +39,7 @@ __all__ = [
     "demo",
     "fit",
     "fit_data",
+    "fit_unit",
     "gum",
     "invariants",
     "plot_functions",
@@ -95,37 +97,6 @@ def plot_functions(gum_model: GumModel, idata, *, truth: dict | None = None, tit
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     return fig
-
-
-def invariants(idata):
-    """Function values on their grids and the scalar hyperparameters/offsets.
-
-    Every posterior variable except the non-centred coordinates (``*_z``), which are an
-    internal parametrisation.
-
-    Parameters
-    ----------
-    idata : arviz.InferenceData
-        A GUM fit (NUTS or Laplace).
-
-    Returns
-    -------
-    xarray.Dataset
-        Function values on their grids, offsets, intercept and hyperparameters.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> data = {"x": rng.uniform(0, 2, 30)}
-    >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
-    >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
-    >>> idata = g.laplace(draws=20)
-
-    >>> sorted(invariants(idata).data_vars)
-    ['f_x', 'intercept']
-    """
-    names = [v for v in idata.posterior.data_vars if not str(v).endswith("_z")]
-    return idata.posterior[names]
 
 
 def predict(idata, new_data, *, gum_model, kind: str = "mean", **kwargs):
@@ -306,7 +277,7 @@ def fit_data(
     family : str, default "gaussian"
         Response family (``gaussian``, ``bernoulli``, ``poisson``, ``negative_binomial``).
     **options
-        Model options (see ``pmctx.registry.get_spec("gum").options``).
+        Model options (see ``SPEC.options``).
 
     Returns
     -------
@@ -399,3 +370,93 @@ def fit(
         **options,
     )
     return write_outputs(idata, out_dir)
+
+
+def fit_unit(data: dict, *, random_seed=None, method: str = "laplace", draws: int = 1000,
+             **options):  # fmt: skip
+    """One batch unit: a Laplace fit (default) or NUTS (``method="nuts"``, :func:`fit_data`);
+    ``formula`` and ``family`` come from ``options`` or from the data (an ``.npz`` entry or a
+    column).
+
+    Parameters
+    ----------
+    data : dict
+        One unit's columns, optionally with ``formula``, ``family`` and ``noise_sd`` entries.
+    random_seed : int, optional
+        Seed of the Laplace draws or of NUTS.
+    method : {"laplace", "nuts"}, default "laplace"
+        Laplace approximation (seconds per unit) or NUTS through :func:`fit_data`.
+    draws : int, default 1000
+        Posterior draws.
+    **options
+        ``formula``, ``family`` and further :func:`pmctx.gum.gum` (Laplace) or
+        :func:`fit_data` (NUTS) options.
+
+    Returns
+    -------
+    arviz.InferenceData
+        The unit's fit.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> unit = {"x": rng.uniform(0, 2, 30), "formula": "y ~ f(x)"}
+    >>> unit["y"] = rng.normal(np.sin(unit["x"]), 0.3)
+    >>> fit_unit(unit, random_seed=0, draws=50, noise_sd=0.3).posterior["f_x"].shape[:2]
+    (1, 50)
+    """
+    from pmctx.schema import stored_scalar
+
+    data = dict(data)
+    formula = str(stored_scalar(options.pop("formula", None) or data.pop("formula", "")))
+    family = str(stored_scalar(options.pop("family", None) or data.pop("family", "gaussian")))
+    data.pop("formula", None), data.pop("family", None)
+    if "noise_sd" in data:
+        options.setdefault("noise_sd", float(stored_scalar(data.pop("noise_sd"))))
+    if not formula:
+        raise ValueError(
+            "A GUM unit needs a formula: pass --set formula='y ~ f(x)' or store 'formula' in "
+            "each unit's .npz."
+        )
+    if method == "nuts":
+        return fit_data({"columns": data}, random_seed=random_seed, draws=draws,
+                        formula=formula, family=family, **options)  # fmt: skip
+    if method != "laplace":
+        raise ValueError(f"method must be 'laplace' or 'nuts', got {method!r}.")
+    seed = 0 if random_seed is None else int(random_seed)
+    return gum(formula, data, family=family, **options).laplace(draws=draws, seed=seed)
+
+
+def _spec():
+    from pmctx.gum.simulate import invariants as sbc_quantities
+    from pmctx.gum.simulate import simulate
+    from pmctx.registry import ModelSpec
+    from pmctx.schema import load_gum
+
+    return ModelSpec(
+        name="gum",
+        summary="GUM: sums of products of sums of GP, linear and fixed functions (NUTS, Laplace)",
+        module=__name__,
+        load=load_gum,
+        fit=fit_data,
+        invariants=invariants,
+        write_outputs=write_outputs,
+        demo=demo,
+        fit_unit=fit_unit,
+        simulate=simulate,
+        sbc_quantities=sbc_quantities,
+        predict=predict,
+        population=("intercept",),
+        options={
+            "formula": 'model formula, e.g. "y ~ f(x1) * f(x2) + f(x3)"',
+            "family": "gaussian, bernoulli, poisson or negative_binomial (default gaussian)",
+            "noise_sd": "fix the Gaussian noise sd (default: sampled)",
+            "alpha": "fix the negative-binomial dispersion (default: sampled)",
+        },
+        advice=CONVERGENCE_ADVICE,
+        demo_seconds=(11, 8),
+    )
+
+
+#: The model's entry in the registry (:mod:`pmctx.registry`).
+SPEC = _spec()

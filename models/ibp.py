@@ -62,6 +62,7 @@ __all__ = [
     "demo",
     "fit",
     "fit_data",
+    "fit_unit",
     "invariants",
     "plot_bases",
     "predict",
@@ -493,7 +494,7 @@ def sample(
         )
     if posterior_predictive:
         add_posterior_predictive(idata, model, random_seed=random_seed)
-    report_after_fit(idata, "ibp", check=check_convergence)
+    report_after_fit(idata, SPEC, check=check_convergence)
     return idata
 
 
@@ -744,7 +745,7 @@ def fit_data(
     seed : optional
         Deprecated alias of ``random_seed``.
     **options
-        Model options (see ``pmctx.registry.get_spec("ibp").options``).
+        Model options (see ``SPEC.options``).
 
     Returns
     -------
@@ -835,3 +836,82 @@ def fit(
         **options,
     )
     return write_outputs(idata, out_dir)
+
+
+def fit_unit(data: dict, *, random_seed=None, **options):
+    """One batch unit: :func:`fit_data` on ``F`` and/or ``X``; ``K_max`` and hyperparameters
+    stored with the unit's data are options (``options`` override them).
+
+    Parameters
+    ----------
+    data : dict
+        One unit's data: ``F`` and/or ``X`` and optional scalars ``K_max``, ``alpha``, ...
+    random_seed : int, optional
+        Seed of the fit.
+    **options
+        Options of :func:`fit_data`.
+
+    Returns
+    -------
+    arviz.InferenceData
+        The unit's fit.
+
+    Examples
+    --------
+    >>> from pmctx.ibp.data import visuomotor_data
+    >>> idata = fit_unit({"X": visuomotor_data(8, seed=0).X, "K_max": 6}, random_seed=0,
+    ...                  draws=20, tune=10, chains=1)  # doctest: +SKIP
+    """
+    from pmctx.schema import stored_scalar
+
+    options = {k: stored_scalar(data[k]) for k in ("K_max", *HYPER_NAMES) if k in data} | options
+    unit = {k: data[k] for k in ("F", "X") if k in data}
+    return fit_data(unit, random_seed=random_seed, **options)
+
+
+def _kfold(*, var_name: str = "joint", marginal_options=None, **sample_options):
+    from pmctx.kfold import ibp_functions
+
+    return ibp_functions(var_name=var_name, marginal_options=marginal_options, **sample_options)
+
+
+def _spec():
+    from pmctx.ibp.simulate import invariants as sbc_quantities
+    from pmctx.ibp.simulate import simulate
+    from pmctx.registry import ModelSpec
+    from pmctx.schema import load_ibp
+
+    return ModelSpec(
+        name="ibp",
+        summary="truncated IBP visuo-motor factorisation: forces F = ZA + noise, cues X by "
+        "noisy-OR of ZY",
+        module=__name__,
+        load=load_ibp,
+        fit=fit_data,
+        invariants=invariants,
+        write_outputs=write_outputs,
+        demo=demo,
+        fit_unit=fit_unit,
+        simulate=simulate,
+        sbc_quantities=sbc_quantities,
+        predict=predict,
+        population=("n_active", "alpha", "sigma_n", "sigma_A"),
+        options={
+            "K_max": "truncation level, number of feature columns (int, default 10)",
+            "alpha": "IBP concentration (number, or 'prior': learned, the default)",
+            "sigma_n": "force noise sd (number, or 'prior': learned, the default)",
+            "sigma_A": "force-vector prior sd (number, or 'prior': learned, the default)",
+            "phi": "prior probability of a basis pixel (number, or 'prior': the default)",
+            "lam": "noisy-OR link strength (number, or 'prior': learned, the default)",
+            "eps": "noisy-OR leak probability (number, or 'prior': learned, the default)",
+            "start": "chain start: 'auto' (default: subsample fit from 500 trials on), "
+            "'subsample', 'zero'",
+        },
+        advice="Run longer (draws=2000, tune=2000) or more chains; if chains disagree on "
+        "n_active, they sit in different modes: fix sigma_n to the force noise or raise K_max",
+        demo_seconds=(77, 6),
+    )
+
+
+#: The model's entry in the registry (:mod:`pmctx.registry`).
+SPEC = _spec()

@@ -46,8 +46,11 @@ __all__ = [
     "demo",
     "fit",
     "fit_data",
+    "fit_unit",
     "invariants",
     "posterior_marginals",
+    "sbc_quantities",
+    "sbc_simulate",
     "simulate",
     "simulate_data",
     "smooth",
@@ -309,7 +312,7 @@ def smooth(
         progressbar=progressbar,
         idata_kwargs={"log_likelihood": "y" in model.named_vars, **(idata_kwargs or {})},
     )
-    report_after_fit(idata, "vonmises-chain", check=check_convergence)
+    report_after_fit(idata, SPEC, check=check_convergence)
     return idata
 
 
@@ -754,3 +757,131 @@ def fit(
         **options,
     )
     return write_outputs(idata, out_dir, y=data["y"])
+
+
+def fit_unit(data: dict, *, random_seed=None, **options):
+    """One batch unit: :func:`fit_data` on ``y`` (and ``mask``, ``signal``); ``kappa``,
+    ``kappa_obs`` and ``rank`` stored with the unit's data are options.
+
+    Parameters
+    ----------
+    data : dict
+        One unit's data: ``y``, optional ``mask``, ``signal`` and scalars.
+    random_seed : int, optional
+        Seed of the sampler.
+    **options
+        Options of :func:`fit_data` (override the data's scalars).
+
+    Returns
+    -------
+    arviz.InferenceData
+        The unit's fit.
+
+    Examples
+    --------
+    >>> data, _ = simulate_data(np.random.default_rng(0), length=10)
+    >>> idata = fit_unit(data, random_seed=0, draws=10, tune=5, chains=1,
+    ...                  check_convergence=False, progressbar=False)
+    >>> idata.posterior["x"].shape
+    (1, 10, 10)
+    """
+    from pmctx.schema import stored_scalar
+
+    keys = ("kappa", "kappa_obs", "rank")
+    options = {k: stored_scalar(data[k]) for k in keys if k in data} | options
+    unit = {k: data[k] for k in ("y", "mask", "signal") if k in data}
+    return fit_data(unit, random_seed=random_seed, **options)
+
+
+def _middle(x) -> np.ndarray:
+    return x[..., x.shape[-1] // 2]
+
+
+def sbc_simulate(rng, **options):
+    """:func:`simulate_data` with scalar truths for SBC: the middle angle's cosine and sine
+    (circular, so not ranked as an angle) and the smoothness.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator or int
+        Random generator (or seed).
+    **options
+        Options of :func:`simulate_data`.
+
+    Returns
+    -------
+    data : dict
+        As :func:`simulate_data` returns it.
+    truth : dict
+        ``cos_x``, ``sin_x`` and ``smoothness``.
+
+    Examples
+    --------
+    >>> data, truth = sbc_simulate(0, length=12)
+    >>> sorted(truth)
+    ['cos_x', 'sin_x', 'smoothness']
+    """
+    data, truth = simulate_data(rng, **options)
+    middle = _middle(truth["x"])
+    return data, {"cos_x": float(np.cos(middle)), "sin_x": float(np.sin(middle)),
+                  "smoothness": truth["smoothness"]}  # fmt: skip
+
+
+def sbc_quantities(idata) -> dict:
+    """Posterior draws (flattened over chains) of the truths :func:`sbc_simulate` ranks.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit with posterior ``x``.
+
+    Returns
+    -------
+    dict
+        ``cos_x``, ``sin_x`` and ``smoothness`` draws.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> idata = az.from_dict(posterior={"x": np.zeros((2, 3, 5))})
+    >>> draws = sbc_quantities(idata)
+    >>> draws["cos_x"].shape, float(draws["smoothness"].mean())
+    ((6,), 1.0)
+    """
+    x = idata.posterior["x"].values
+    x = x.reshape(-1, x.shape[-1])
+    middle = _middle(x)
+    smoothness = np.cos(np.diff(x, axis=-1)).mean(-1)
+    return {"cos_x": np.cos(middle), "sin_x": np.sin(middle), "smoothness": smoothness}
+
+
+def _spec():
+    from pmctx.registry import ModelSpec
+    from pmctx.schema import load_vonmises_chain
+
+    return ModelSpec(
+        name="vonmises-chain",
+        summary="von Mises chain smoother: a time series of angles, exact forward-backward",
+        module=__name__,
+        load=load_vonmises_chain,
+        fit=fit_data,
+        invariants=invariants,
+        write_outputs=write_outputs,
+        demo=demo,
+        fit_unit=fit_unit,
+        simulate=sbc_simulate,
+        sbc_quantities=sbc_quantities,
+        population=("kappa", "kappa_obs"),
+        options={
+            "kappa": "smoothing concentration (number or 'prior', default 'prior')",
+            "kappa_obs": "observation concentration (number or 'prior', default 'prior')",
+            "rank": "rank R of the transition potential (default 5)",
+        },
+        advice="Run longer (draws=2000, tune=1000); x is drawn exactly given the "
+        "concentrations, so slow mixing points to kappa and kappa_obs trading off: fix one",
+        demo_seconds=(13, 4),
+    )
+
+
+#: The model's entry in the registry (:mod:`pmctx.registry`).
+SPEC = _spec()

@@ -68,6 +68,7 @@ __all__ = [
     "demo_data",
     "fit",
     "fit_data",
+    "fit_unit",
     "invariants",
     "noisy_observations",
     "o_to_theta",
@@ -489,7 +490,7 @@ def reconstruct(
     )
     if posterior_predictive and "z" in model.named_vars:
         _add_posterior_predictive(idata, random_seed)
-    report_after_fit(idata, "vonmises", check=check_convergence)
+    report_after_fit(idata, SPEC, check=check_convergence)
     return idata
 
 
@@ -1005,3 +1006,78 @@ def fit(
     if mask is not None:
         theta_obs = np.where(np.asarray(mask) == 1, theta_obs, np.nan)
     return write_outputs(idata, Path(out_dir), theta_obs=theta_obs)
+
+
+def fit_unit(data: dict, *, random_seed=None, **options):
+    """One batch unit: :func:`fit_data` on ``theta`` (and ``mask``); ``kappa``,
+    ``kappa_obs`` and ``rank`` stored with the unit's data are options.
+
+    Parameters
+    ----------
+    data : dict
+        One unit's data: ``theta``, optional ``mask`` and scalars ``kappa``, ``kappa_obs``,
+        ``rank``.
+    random_seed : int, optional
+        Seed of the sampler.
+    **options
+        Options of :func:`fit_data` (override the data's scalars).
+
+    Returns
+    -------
+    arviz.InferenceData
+        The unit's fit.
+
+    Examples
+    --------
+    >>> idata = fit_unit({"theta": np.full((3, 3), 0.5), "rank": 3}, random_seed=0,
+    ...                  draws=10, tune=5, chains=1, check_convergence=False,
+    ...                  progressbar=False)
+    >>> idata.posterior["theta"].shape
+    (1, 10, 3, 3)
+    """
+    from pmctx.schema import stored_scalar
+
+    keys = ("kappa", "kappa_obs", "rank")
+    options = {k: stored_scalar(data[k]) for k in keys if k in data} | options
+    unit = {"theta": data["theta"], "mask": data.get("mask")}
+    return fit_data(unit, random_seed=random_seed, **options)
+
+
+def _spec():
+    from pmctx.registry import ModelSpec
+    from pmctx.schema import load_vonmises
+    from pmctx.vonmises.simulate import invariants as sbc_quantities
+    from pmctx.vonmises.simulate import simulate
+
+    return ModelSpec(
+        name="vonmises",
+        summary="low-rank von Mises orientation map: grid MRF, exact column Gibbs steps",
+        module=__name__,
+        load=load_vonmises,
+        fit=fit_data,
+        invariants=invariants,
+        write_outputs=write_outputs,
+        demo=demo,
+        fit_unit=fit_unit,
+        simulate=simulate,
+        sbc_quantities=sbc_quantities,
+        predict=predict,
+        options={
+            "kappa": "smoothing concentration (default 5.0)",
+            "kappa_obs": "observation concentration on doubled angles (default 2.0)",
+            "rank": "rank R of the edge potential (default 5)",
+            "sampler": "augmented, cluster, ffbs or pointwise (default augmented)",
+            "n_sweeps": "kernel sweeps per stored draw (default 8 for augmented/cluster, else 1)",
+        },
+        advice="Maps can hold several pinwheel layouts that a chain leaves only every few "
+        "thousand sweeps, most often when kappa is larger than the data favour (more "
+        "pinwheels than the prior holds): choose kappa by held-out pixels "
+        "(pmctx.vonmises.select.cross_validate, or pmctx.models.vonmises_select.reconstruct_cv)"
+        ", or run longer (e.g. draws=4000, or n_sweeps=32 kernel sweeps per draw; the default "
+        "is 8) and compare the chains' pinwheel counts",
+        demo_seconds=(66, 6),
+    )
+
+
+#: The model's entry in the registry (:mod:`pmctx.registry`).
+SPEC = _spec()

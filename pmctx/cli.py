@@ -3,9 +3,10 @@
 ``pmctx demo [MODEL ...]`` runs each model on its bundled default data; ``pmctx fit MODEL
 --data FILE`` fits one model to user data. Both write ``<model>_posterior.nc``,
 ``<model>_summary.csv`` and ``<model>_diagnostics.csv`` (plus plots) per model and print the
-convergence report. Subcommands are registered from :data:`SUBCOMMANDS`; other modules add
-theirs with ``add_parser(subparsers)`` functions (e.g. ``pmctx.compare.add_parser``), each
-setting ``func`` (``args -> exit code``) with ``parser.set_defaults``.
+convergence report. Models come from the registry (:mod:`pmctx.registry`); ``pmctx fit
+MODEL --help`` lists one model's options. Other modules add subcommands with
+``add_parser(subparsers)`` functions (e.g. ``pmctx.compare.add_parser``), each setting
+``func`` (``args -> exit code``) with ``parser.set_defaults``.
 
 User errors (a bad file, a bad option) print one line to stderr and exit with status 2;
 nothing is written to ``--out`` then.
@@ -20,50 +21,12 @@ import time
 import warnings
 from pathlib import Path
 
-from pmctx.models import MODEL_MODULES
+from pmctx.registry import model_names
 
-__all__ = ["SUBCOMMANDS", "available_models", "main", "parse_options"]
+__all__ = ["main", "parse_options"]
 
 #: Errors that come from the user's input: one line and exit status 2, no traceback.
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, PermissionError)
-
-
-def _load(name: str):
-    """Import the model module behind a CLI name, or return None when it does not exist yet."""
-    module_name = f"pmctx.models.{MODEL_MODULES[name]}"
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as err:
-        if err.name == module_name:
-            return None
-        raise
-
-
-def available_models() -> dict[str, dict[str, bool]]:
-    """Which models exist, and whether each offers ``demo`` and ``fit``.
-
-    Returns
-    -------
-    dict of str to dict
-        CLI name -> ``{"demo": bool, "fit": bool}``.
-
-    Examples
-    --------
-    >>> available_models()["ibp"]
-    {'demo': True, 'fit': True}
-    """
-    status = {}
-    for name in MODEL_MODULES:
-        module = _load(name)
-        status[name] = {
-            "demo": module is not None and hasattr(module, "demo"),
-            "fit": module is not None and hasattr(module, "fit_data"),
-        }
-    return status
-
-
-def _model_list_help() -> str:
-    return ", ".join(f"{name} (pmctx.models.{mod})" for name, mod in MODEL_MODULES.items())
 
 
 # ---------------------------------------------------------------- options
@@ -225,7 +188,7 @@ def _add_demo(sub) -> None:
         help="run models on their bundled default data",
         description="Run each model on its bundled default data; write <model>_posterior.nc, "
         "<model>_summary.csv, <model>_diagnostics.csv and plots per model. Models: "
-        f"{', '.join(MODEL_MODULES)}.",
+        f"{', '.join(model_names())}.",
     )
     demo.add_argument("models", nargs="*", metavar="MODEL", help="models to run (default: all)")
     demo.add_argument("--out", default="pmctx-demo", type=Path, help="output folder")
@@ -264,31 +227,21 @@ def _demo_reports(name: str, paths) -> None:
 
 
 def _demo(args) -> int:
-    unknown = [m for m in args.models if m not in MODEL_MODULES]
+    from pmctx.registry import get_spec
+
+    names = model_names()
+    unknown = [m for m in args.models if m not in names]
     if unknown:
-        print(f"Unknown model(s) {unknown}; choose from {list(MODEL_MODULES)}.", file=sys.stderr)
+        print(f"Unknown model(s) {unknown}; choose from {names}.", file=sys.stderr)
         return 2
     _check_out(args.out)
-    status = available_models()
-    chosen = args.models or list(MODEL_MODULES)
-    missing = [m for m in chosen if not status[m]["demo"]]
-    print(
-        "pmctx models: "
-        + ", ".join(
-            f"{m} ({'available' if status[m]['demo'] else 'not yet implemented'})"
-            for m in MODEL_MODULES
-        )
-    )
-    for name in missing:
-        print(f"[{name}] not yet implemented: no demo to run.")
-    print(_demo_estimate([m for m in chosen if m not in missing], args.quick), flush=True)
+    chosen = args.models or names
+    print(_demo_estimate(chosen, args.quick), flush=True)
     for name in chosen:
-        if name in missing:
-            continue
         start = time.perf_counter()
         paths = _run_quietly(
             name,
-            _load(name).demo,
+            get_spec(name).demo,
             args.out / name,
             quick=args.quick,
             random_seed=args.random_seed,
@@ -296,25 +249,28 @@ def _demo(args) -> int:
         )
         _print_written(name, paths, time.perf_counter() - start)
         _demo_reports(name, paths)
-    if len(missing) == len(chosen):
-        print("No demo ran: none of the requested models is implemented yet.")
     return 0
 
 
 # ---------------------------------------------------------------- fit
 
 
-def _options_help() -> str:
-    from pmctx.registry import list_specs
+def _fit_help(model: str | None) -> str:
+    """The models (names only: no model is imported), or one model's options."""
+    if model is None:
+        return (
+            f"Models: {', '.join(model_names())}. `pmctx fit MODEL --help` lists MODEL's "
+            "options (--set key=value)."
+        )
+    from pmctx.registry import get_spec
 
-    lines = []
-    for spec in list_specs():
-        opts = "; ".join(f"{k}: {v}" for k, v in spec.options.items())
-        lines.append(f"{spec.name}: {opts}")
+    spec = get_spec(model)
+    lines = [f"{model}: {spec.summary} ({spec.module}). Options (--set key=value):"]
+    lines += [f"  {key}: {text}" for key, text in spec.options.items()]
     return "\n".join(lines)
 
 
-def _add_fit(sub) -> None:
+def _add_fit(sub, model: str | None = None) -> None:
     fit = sub.add_parser(
         "fit",
         help="fit a model to your data",
@@ -322,10 +278,9 @@ def _add_fit(sub) -> None:
         description="Fit MODEL to a data file (.npz loaded without pickles, .csv, or .nc "
         "holding an InferenceData's observed_data) and write <model>_posterior.nc, "
         "<model>_summary.csv and <model>_diagnostics.csv into --out/MODEL. Each model's "
-        "`fit` docstring lists the arrays or columns it expects.\n\n"
-        f"Models: {', '.join(MODEL_MODULES)}. Options (--set key=value):\n" + _options_help(),
+        "`fit_data` docstring lists the arrays or columns it expects.\n\n" + _fit_help(model),
     )
-    fit.add_argument("model", metavar="MODEL", choices=list(MODEL_MODULES))
+    fit.add_argument("model", metavar="MODEL", choices=model_names())
     fit.add_argument("--data", required=True, type=Path, help="data file")
     _add_sampling_arguments(fit)
     fit.add_argument(
@@ -354,9 +309,6 @@ def _check_counts(args) -> None:
 def _fit(args) -> int:
     from pmctx.registry import get_spec
 
-    module = _load(args.model)
-    if module is None or not hasattr(module, "fit_data"):
-        raise ValueError(f"[{args.model}] not yet implemented: fit is not available.")
     _check_counts(args)
     out_dir = _check_out(args.out) / args.model
     if not args.data.exists():
@@ -364,7 +316,7 @@ def _fit(args) -> int:
     spec = get_spec(args.model)
     options = parse_options(args.options, args.config)
     _check_options(args.model, options)
-    data = spec.schema(args.data, options)
+    data = spec.load(args.data, options)
     options = {**data.pop("options", {}), **options}
     start = time.perf_counter()
     idata = _run_quietly(
@@ -385,8 +337,7 @@ def _fit(args) -> int:
     return 0
 
 
-#: Subcommand registrars, in help order; other modules' ``add_parser`` join when present.
-SUBCOMMANDS = [_add_demo, _add_fit]
+#: Modules whose ``add_parser(subparsers)`` adds further subcommands, in help order.
 EXTERNAL_SUBCOMMANDS = ["pmctx.compare", "pmctx.batch.cli"]  # compare; batch and sbc
 
 
@@ -402,17 +353,28 @@ def _external_registrars():
             yield module.add_parser
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def _help_model(argv) -> str | None:
+    """The model of ``pmctx fit MODEL --help``, whose options the help then lists."""
+    argv = list(argv or [])
+    if argv[:1] != ["fit"] or not {"-h", "--help"} & set(argv):
+        return None
+    names = model_names()
+    return next((arg for arg in argv[1:] if arg in names), None)
+
+
+def _build_parser(argv=None) -> argparse.ArgumentParser:
     from pmctx import __version__
 
     parser = argparse.ArgumentParser(
         prog="pmctx",
         description="PyMC/ArviZ models for cognitive science and neuroscience. "
-        f"Models: {_model_list_help()}.",
+        f"Models: {', '.join(model_names())}.",
     )
     parser.add_argument("--version", action="version", version=f"pmctx {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in [*SUBCOMMANDS, *_external_registrars()]:
+    _add_demo(sub)
+    _add_fit(sub, _help_model(argv))
+    for add in _external_registrars():
         add(sub)
     return parser
 
@@ -436,7 +398,8 @@ def main(argv=None) -> int:
     >>> main(["fit", "ibp", "--data", "no_such_file.csv"])
     2
     """
-    args = _build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _build_parser(argv).parse_args(argv)
     try:
         return args.func(args)
     except USER_ERRORS as err:

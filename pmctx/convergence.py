@@ -32,6 +32,8 @@ True
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -492,7 +494,32 @@ def check_convergence(idata_or_quantities, quantities=None, *, advice: str = "",
     return report
 
 
-def report_after_fit(idata, model: str, *, check: bool = True, stacklevel: int = 3):
+class ModelCheck(NamedTuple):
+    """What :func:`report_after_fit` needs of a model, for code below the model layer (a
+    model family's own ``sample``); a :class:`pmctx.registry.ModelSpec` has the same fields.
+
+    Parameters
+    ----------
+    name : str
+        The model's registered name (stored as ``attrs["pmctx_model"]``).
+    invariants : callable
+        ``invariants(idata) -> xarray.Dataset`` of label-invariant quantities.
+    advice : str, default ""
+        What to do when the fit has not converged.
+
+    Examples
+    --------
+    >>> check = ModelCheck("toy", invariants=lambda idata: idata.posterior, advice="")
+    >>> check.name
+    'toy'
+    """
+
+    name: str
+    invariants: Callable
+    advice: str = ""
+
+
+def report_after_fit(idata, model, *, check: bool = True, stacklevel: int = 3):
     """Tag ``idata`` with its model name and warn if its invariants have not converged.
 
     Every model's ``sample``/``fit`` ends with this call, so no fit is silently unconverged.
@@ -500,9 +527,10 @@ def report_after_fit(idata, model: str, *, check: bool = True, stacklevel: int =
     Parameters
     ----------
     idata : arviz.InferenceData
-        The fit; every group gets ``attrs["pmctx_model"] = model``.
-    model : str
-        The registered model name (its spec supplies the invariants and the advice).
+        The fit; every group gets ``attrs["pmctx_model"] = model.name``.
+    model : ModelSpec or ModelCheck
+        The model's spec (:class:`pmctx.registry.ModelSpec`) or a :class:`ModelCheck`: the
+        model passes its own invariants and advice.
     check : bool, default True
         Run :func:`check_convergence`.
     stacklevel : int, default 3
@@ -512,11 +540,18 @@ def report_after_fit(idata, model: str, *, check: bool = True, stacklevel: int =
     -------
     pandas.DataFrame or None
         The convergence report, ``None`` when ``check`` is False.
-    """
-    from pmctx.registry import get_spec
 
+    Examples
+    --------
+    >>> import arviz as az, numpy as np
+    >>> toy = ModelCheck("toy", invariants=lambda idata: idata.posterior)
+    >>> idata = az.from_dict(posterior={"mu": np.random.default_rng(0).normal(size=(4, 500))})
+    >>> bool(report_after_fit(idata, toy)["converged"].all()), idata.posterior.attrs["pmctx_model"]
+    (True, 'toy')
+    """
     for group in idata.groups():
-        getattr(idata, group).attrs["pmctx_model"] = model
+        getattr(idata, group).attrs["pmctx_model"] = model.name
     if not check:
         return None
-    return check_convergence(idata, advice=get_spec(model).advice, stacklevel=stacklevel + 1)
+    quantities = model.invariants(idata)
+    return check_convergence(quantities, advice=model.advice, stacklevel=stacklevel + 1)

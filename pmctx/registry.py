@@ -1,15 +1,18 @@
-"""One description per model (:class:`ModelSpec`), registered in one place.
+"""The model registry: one :class:`ModelSpec` per model, declared next to the model.
 
-The CLI (``demo``, ``fit``, and subcommands other modules add), the convergence report,
-:func:`pmctx.summary`, batch fits and SBC are written once against :class:`ModelSpec`.
-Adding a model means writing one spec here. Every callable is resolved lazily, so importing
-the registry does not import the models.
+Each model module (``pmctx.models.<name>``) ends with its ``SPEC``; the CLI (``fit``,
+``demo``, ``batch``, ``sbc``), batch fits, SBC, the population view, K-fold and
+:func:`pmctx.summary` read only these specs. Specs are found through the ``pmctx.models``
+entry-point group (pmctx's own models are listed in its ``pyproject.toml``; a lab's package
+adds its models the same way) or added at run time with :func:`register`. Names are known
+without importing any model; a model is imported the first time its spec is asked for, so
+``pmctx --help`` stays fast.
 
 Examples
 --------
->>> from pmctx.registry import get_spec, list_specs
->>> [spec.name for spec in list_specs()]
-['ibp', 'crp', 'vonmises', 'gum', 'vonmises-chain']
+>>> from pmctx.registry import get_spec, model_names
+>>> model_names()
+['crp', 'gum', 'ibp', 'vonmises', 'vonmises-chain']
 >>> spec = get_spec("ibp")
 >>> spec.module
 'pmctx.models.ibp'
@@ -19,27 +22,23 @@ True
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["ModelSpec", "get_spec", "invariants_of", "list_specs", "register"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ModelSpec",
+    "get_spec",
+    "invariants_of",
+    "list_specs",
+    "model_name",
+    "model_names",
+    "register",
+    "unregister",
+]
 
-
-class _Lazy:
-    """A callable that imports ``module:attr`` on first call (keeps the registry light)."""
-
-    def __init__(self, module: str, attr: str):
-        self.module, self.attr = module, attr
-
-    def resolve(self) -> Callable:
-        return getattr(importlib.import_module(self.module), self.attr)
-
-    def __call__(self, *args, **kwargs):
-        return self.resolve()(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<lazy {self.module}.{self.attr}>"
+#: Entry-point group through which packages register models (``name = "module:SPEC"``).
+ENTRY_POINT_GROUP = "pmctx.models"
 
 
 @dataclass(frozen=True)
@@ -50,26 +49,41 @@ class ModelSpec:
     ----------
     name : str
         CLI name (``pmctx fit NAME``); stored as ``idata.posterior.attrs["pmctx_model"]``.
-    module : str
-        The ``pmctx.models`` module with the model's Python API.
-    schema : callable
-        ``schema(path, options=None) -> dict`` loads and validates a data file (see
-        :mod:`pmctx.schema`); the dict's ``"options"`` are model options stored in it.
+    summary : str
+        One line saying what the model is (``pmctx fit --help``, the docs' model table).
+    load : callable
+        ``load(path, options=None) -> dict`` reads and validates a data file; the dict's
+        ``"options"`` are model options stored with the data.
     fit : callable
         ``fit(data: dict, *, draws, tune, chains, cores, random_seed, progressbar,
-        idata_kwargs, **options) -> InferenceData`` on validated data.
+        idata_kwargs, **options) -> InferenceData`` on loaded data.
     invariants : callable
         ``invariants(idata) -> xarray.Dataset`` of label-invariant quantities (chain, draw,
-        ...); circular ones carry ``attrs["period"]``.
+        ...); circular ones carry ``attrs["period"]``. Convergence, summaries and the
+        population view read these.
     write_outputs : callable
-        ``write_outputs(idata, out_dir, **kw) -> list[Path]``: the model's plots and files
-        besides ``<name>_posterior.nc``, ``<name>_summary.csv``, ``<name>_diagnostics.csv``.
+        ``write_outputs(idata, out_dir, **kw) -> list[Path]``: the model's files (posterior,
+        summary, diagnostics and plots).
     demo : callable
-        ``demo(out_dir, *, quick, random_seed) -> list[Path]``.
+        ``demo(out_dir, *, quick, random_seed, cores) -> list[Path]``.
+    module : str
+        The module that declares the model (for messages and docs).
+    fit_unit : callable or None
+        ``fit_unit(data: dict, *, random_seed, **options) -> InferenceData``: the fit of one
+        batch unit from its raw arrays or table columns; default: ``fit`` on ``data``.
     simulate : callable or None
-        ``simulate(rng, **options) -> (data, truth)``: a prior draw and its data.
+        ``simulate(random_seed, **options) -> (data, truth)``: a prior draw and its data, in
+        the form ``fit_unit`` takes (SBC).
+    sbc_quantities : callable or None
+        ``sbc_quantities(idata) -> dict`` of posterior draws (flat arrays) of the quantities
+        named in ``simulate``'s ``truth`` (SBC ranks truth among them).
     predict : callable or None
-        ``predict(idata, new_data, **kw) -> xarray.Dataset`` of predictions for new inputs.
+        ``predict(idata, new_data, **kw)``: predictions for new inputs.
+    kfold : callable or None
+        ``kfold(**options) -> (fit, log_predictive)`` for :func:`pmctx.kfold.kfold`.
+    population : tuple of str
+        Posterior variables a batch's population view tabulates per unit (default: every
+        scalar of ``invariants``).
     options : dict
         Model options the CLI accepts (``--set key=value``) with their help text.
     advice : str
@@ -89,24 +103,53 @@ class ModelSpec:
     """
 
     name: str
-    module: str
-    schema: Callable
+    summary: str
+    load: Callable
     fit: Callable
     invariants: Callable
     write_outputs: Callable
     demo: Callable
+    module: str = ""
+    fit_unit: Callable | None = None
     simulate: Callable | None = None
+    sbc_quantities: Callable | None = None
     predict: Callable | None = None
+    kfold: Callable | None = None
+    population: tuple[str, ...] = ()
     options: dict = field(default_factory=dict)
     advice: str = ""
     demo_seconds: tuple[float, float] = (0.0, 0.0)
+
+    def unit_fit(self) -> Callable:
+        """The fit of one batch unit: ``fit_unit`` when the model has one, else ``fit``.
+
+        Returns
+        -------
+        callable
+            ``fit(data: dict, *, random_seed, **options) -> InferenceData``.
+
+        Examples
+        --------
+        >>> get_spec("gum").unit_fit().__name__
+        'fit_unit'
+        """
+        return self.fit_unit if self.fit_unit is not None else self.fit
 
 
 _REGISTRY: dict[str, ModelSpec] = {}
 
 
+def _entry_points() -> dict:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
 def register(spec: ModelSpec) -> ModelSpec:
-    """Add (or replace) a model description.
+    """Add (or replace) a model at run time, e.g. one declared in a notebook or a test.
+
+    Packages register theirs through the ``pmctx.models`` entry-point group instead
+    (``[project.entry-points."pmctx.models"]`` with ``name = "package.module:SPEC"``).
 
     Parameters
     ----------
@@ -118,25 +161,69 @@ def register(spec: ModelSpec) -> ModelSpec:
     ModelSpec
         ``spec`` itself.
 
+    Raises
+    ------
+    TypeError
+        When ``spec`` is not a :class:`ModelSpec`.
+
     Examples
     --------
     >>> import dataclasses
     >>> copy = register(dataclasses.replace(get_spec("ibp"), name="ibp_copy"))
     >>> get_spec("ibp_copy") is copy
     True
-    >>> del _REGISTRY["ibp_copy"]  # leave the registry as it was
+    >>> unregister("ibp_copy")  # leave the registry as it was
     """
+    if not isinstance(spec, ModelSpec):
+        raise TypeError(f"register() takes a ModelSpec, got {type(spec).__name__}.")
     _REGISTRY[spec.name] = spec
     return spec
 
 
-def get_spec(name: str) -> ModelSpec:
-    """The spec of model ``name`` (a CLI name such as ``"ibp"``).
+def unregister(name: str) -> None:
+    """Remove a model added with :func:`register` (entry-point models come back on demand).
 
     Parameters
     ----------
     name : str
-        A registered CLI name: ``"ibp"``, ``"crp"``, ``"vonmises"`` or ``"gum"``.
+        A registered name.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> _ = register(dataclasses.replace(get_spec("crp"), name="crp_copy"))
+    >>> unregister("crp_copy")
+    >>> "crp_copy" in model_names()
+    False
+    """
+    _REGISTRY.pop(name, None)
+
+
+def model_names() -> list[str]:
+    """Registered model names (entry points in name order, then run-time registrations),
+    without importing any model.
+
+    Returns
+    -------
+    list of str
+        CLI names.
+
+    Examples
+    --------
+    >>> model_names()[:2]
+    ['crp', 'gum']
+    """
+    names = sorted(_entry_points())
+    return names + [name for name in _REGISTRY if name not in names]
+
+
+def get_spec(name: str) -> ModelSpec:
+    """The spec of model ``name`` (a CLI name such as ``"ibp"``); imports its module.
+
+    Parameters
+    ----------
+    name : str
+        A registered name (see :func:`model_names`).
 
     Returns
     -------
@@ -153,13 +240,22 @@ def get_spec(name: str) -> ModelSpec:
     >>> get_spec("gum").module
     'pmctx.models.gum'
     """
-    if name not in _REGISTRY:
-        raise ValueError(f"Unknown model {name!r}; choose one of {list(_REGISTRY)}.")
-    return _REGISTRY[name]
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    points = _entry_points()
+    if name not in points:
+        raise ValueError(f"Unknown model {name!r}; choose one of {model_names()}.")
+    spec = points[name].load()
+    if not isinstance(spec, ModelSpec) or spec.name != name:
+        raise TypeError(
+            f"Entry point {name!r} ({points[name].value}) must name a ModelSpec called "
+            f"{name!r}, got {spec!r}."
+        )
+    return register(spec)
 
 
 def list_specs() -> list[ModelSpec]:
-    """All registered models, in CLI order.
+    """All registered models, in CLI order (imports every model).
 
     Returns
     -------
@@ -169,9 +265,9 @@ def list_specs() -> list[ModelSpec]:
     Examples
     --------
     >>> [spec.name for spec in list_specs()]
-    ['ibp', 'crp', 'vonmises', 'gum', 'vonmises-chain']
+    ['crp', 'gum', 'ibp', 'vonmises', 'vonmises-chain']
     """
-    return list(_REGISTRY.values())
+    return [get_spec(name) for name in model_names()]
 
 
 def model_name(idata) -> str | None:
@@ -226,121 +322,6 @@ def invariants_of(idata):
     ['mu']
     """
     name = model_name(idata)
-    if name in _REGISTRY:
-        return _REGISTRY[name].invariants(idata)
+    if name in model_names():
+        return get_spec(name).invariants(idata)
     return idata.posterior
-
-
-def _spec(name, module, package, options, advice, *, demo_seconds, predict=None) -> ModelSpec:
-    models = f"pmctx.models.{module}"
-    return ModelSpec(
-        name=name,
-        module=models,
-        schema=_Lazy("pmctx.schema", f"load_{name}"),
-        fit=_Lazy(models, "fit_data"),
-        invariants=_Lazy(models, "invariants"),
-        write_outputs=_Lazy(models, "write_outputs"),
-        demo=_Lazy(models, "demo"),
-        simulate=_Lazy(f"pmctx.{package}.simulate", "simulate"),
-        predict=predict,
-        options=options,
-        advice=advice,
-        demo_seconds=demo_seconds,
-    )
-
-
-register(
-    _spec(
-        "ibp",
-        "ibp",
-        "ibp",
-        {
-            "K_max": "truncation level, number of feature columns (int, default 10)",
-            "alpha": "IBP concentration (number or 'prior')",
-            "sigma_n": "force noise sd (number or 'prior')",
-            "sigma_A": "force-vector prior sd (number or 'prior')",
-            "phi": "prior probability of a basis pixel (number or 'prior')",
-            "lam": "noisy-OR link strength (number or 'prior')",
-            "eps": "noisy-OR leak probability (number or 'prior')",
-            "start": "chain start: 'auto' (subsample fit from 500 trials on), 'subsample', 'zero'",
-        },
-        "Run longer (draws=2000, tune=2000) or more chains; if chains disagree on n_active, "
-        "they sit in different modes: fix sigma_n to the force noise or raise K_max",
-        predict=_Lazy("pmctx.models.ibp", "predict"),
-        demo_seconds=(77, 6),
-    )
-)
-register(
-    _spec(
-        "crp",
-        "crp_conditioning",
-        "conditioning",
-        {
-            "alpha": "CRP concentration (default 1.0)",
-            "max_causes": "truncation, number of latent causes (default 10)",
-            "concentration": "Beta(eta, eta) prior on feature probabilities (default 1.0)",
-        },
-        "Run longer (draws=2000, tune=2000) or more chains",
-        predict=_Lazy("pmctx.models.crp_conditioning", "predict"),
-        demo_seconds=(7, 5),
-    )
-)
-register(
-    _spec(
-        "vonmises",
-        "vonmises_map",
-        "vonmises",
-        {
-            "kappa": "smoothing concentration (default 5.0)",
-            "kappa_obs": "observation concentration on doubled angles (default 2.0)",
-            "rank": "rank R of the edge potential (default 5)",
-            "sampler": "augmented, cluster, ffbs or pointwise (default augmented)",
-            "n_sweeps": "kernel sweeps per stored draw (default 8 for augmented/cluster, else 1)",
-        },
-        "Maps can hold several pinwheel layouts that a chain leaves only every few thousand"
-        " sweeps, most often when kappa is larger than the data favour (more pinwheels than"
-        " the prior holds): choose kappa by held-out pixels (pmctx.vonmises.select."
-        "cross_validate, or pmctx.models.vonmises_select.reconstruct_cv), or run longer (e.g."
-        " draws=4000, or n_sweeps=32 kernel sweeps per draw; the default is 8) and compare the"
-        " chains' pinwheel counts",
-        predict=_Lazy("pmctx.models.vonmises_map", "predict"),
-        demo_seconds=(66, 6),
-    )
-)
-register(
-    _spec(
-        "gum",
-        "gum",
-        "gum",
-        {
-            "formula": 'model formula, e.g. "y ~ f(x1) * f(x2) + f(x3)"',
-            "family": "gaussian, bernoulli, poisson or negative_binomial (default gaussian)",
-            "noise_sd": "fix the Gaussian noise sd (default: sampled)",
-            "alpha": "fix the negative-binomial dispersion (default: sampled)",
-        },
-        "Run longer (draws=2000, tune=2000); divergences point to a product of functions "
-        "with secondary modes: compare with g.laplace()",
-        predict=_Lazy("pmctx.models.gum", "predict"),
-        demo_seconds=(11, 8),
-    )
-)
-register(
-    ModelSpec(
-        name="vonmises-chain",
-        module="pmctx.models.vonmises_chain",
-        schema=_Lazy("pmctx.schema", "load_vonmises_chain"),
-        fit=_Lazy("pmctx.models.vonmises_chain", "fit_data"),
-        invariants=_Lazy("pmctx.models.vonmises_chain", "invariants"),
-        write_outputs=_Lazy("pmctx.models.vonmises_chain", "write_outputs"),
-        demo=_Lazy("pmctx.models.vonmises_chain", "demo"),
-        simulate=_Lazy("pmctx.models.vonmises_chain", "simulate_data"),
-        options={
-            "kappa": "smoothing concentration (number or 'prior', default 'prior')",
-            "kappa_obs": "observation concentration (number or 'prior', default 'prior')",
-            "rank": "rank R of the transition potential (default 5)",
-        },
-        advice="Run longer (draws=2000, tune=1000); x is drawn exactly given the "
-        "concentrations, so slow mixing points to kappa and kappa_obs trading off: fix one",
-        demo_seconds=(13, 4),
-    )
-)

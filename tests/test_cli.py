@@ -2,9 +2,11 @@ import subprocess
 import sys
 
 import pytest
-from pmctx.models import MODEL_MODULES
 
 from pmctx import cli
+from pmctx.registry import model_names
+
+MODEL_NAMES = model_names()
 
 
 def test_help_lists_models_and_options(capsys):
@@ -12,7 +14,7 @@ def test_help_lists_models_and_options(capsys):
         cli.main(["--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    for name in MODEL_MODULES:
+    for name in MODEL_NAMES:
         assert name in out
     for sub in (["demo", "--help"], ["fit", "--help"]):
         with pytest.raises(SystemExit):
@@ -20,12 +22,21 @@ def test_help_lists_models_and_options(capsys):
         text = capsys.readouterr().out
         assert "--out" in text and "ibp" in text
     assert "--draws" in text and "--data" in text
+    assert "pmctx fit MODEL --help" in text and "  K_max: " not in text
 
 
-def test_available_models_reports_each_model():
-    status = cli.available_models()
-    assert set(status) == set(MODEL_MODULES)
-    assert all(set(s) == {"demo", "fit"} for s in status.values())
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_fit_help_of_one_model_lists_its_options_only(name, capsys):
+    from pmctx.registry import get_spec
+
+    with pytest.raises(SystemExit):
+        cli.main(["fit", name, "--help"])
+    text = capsys.readouterr().out
+    spec = get_spec(name)
+    assert spec.summary in " ".join(text.split())
+    assert all(f"  {key}: " in text for key in spec.options)
+    others = {k for other in MODEL_NAMES if other != name for k in get_spec(other).options}
+    assert not any(f"  {key}: " in text for key in others - set(spec.options))
 
 
 def test_demo_reports_unknown_model(capsys):
@@ -34,9 +45,7 @@ def test_demo_reports_unknown_model(capsys):
 
 
 def test_fit_rejects_missing_file_and_bad_options(tmp_path, capsys):
-    name = next(iter(MODEL_MODULES))
-    if not cli.available_models()[name]["fit"]:
-        pytest.skip(f"{name} has no fit yet")
+    name = "ibp"
     assert cli.main(["fit", name, "--data", str(tmp_path / "missing.npz")]) == 2
     assert "does not exist" in capsys.readouterr().err
     data = tmp_path / "d.npz"
@@ -71,8 +80,12 @@ def test_options_from_set_and_config(tmp_path):
         cli.parse_options([], config)
 
 
-def test_subcommands_come_from_a_list():
-    assert [f.__name__ for f in cli.SUBCOMMANDS] == ["_add_demo", "_add_fit"]
+def test_every_subcommand_offers_every_registered_model(capsys):
+    for command in ("fit", "batch", "sbc"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "nosuchmodel", "--help"])
+        err = capsys.readouterr().err
+        assert all(repr(name) in err for name in MODEL_NAMES), command
 
 
 def test_fit_writes_standard_outputs_and_prints_report(tmp_path, capsys):
@@ -102,8 +115,8 @@ def test_demo_announces_the_sum_of_each_specs_expected_seconds():
     from pmctx.registry import get_spec
 
     for quick in (False, True):
-        line = cli._demo_estimate(list(MODEL_MODULES), quick)
-        seconds = [get_spec(name).demo_seconds[1 if quick else 0] for name in MODEL_MODULES]
+        line = cli._demo_estimate(MODEL_NAMES, quick)
+        seconds = [get_spec(name).demo_seconds[1 if quick else 0] for name in MODEL_NAMES]
         assert all(s > 0 for s in seconds), "every model's spec states its demo's duration"
         assert line.startswith(f"pmctx demo: about {sum(seconds):g} s on 2 CPUs")
 

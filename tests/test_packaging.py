@@ -53,9 +53,10 @@ def test_pmctx_models_imports_from_installed_wheel(wheel, tmp_path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = (
-        "import pmctx, pmctx.models, pmctx.cli; "
+        "import pmctx, pmctx.models, pmctx.cli, pmctx.registry; "
         "print(pmctx.__file__); print(pmctx.models.__file__); "
-        "print(sorted(pmctx.models.MODEL_MODULES))"
+        "print(pmctx.registry.model_names()); "
+        "print(pmctx.registry.get_spec('ibp').module)"
     )
     # A path entry on PYTHONPATH is searched before the editable install's finder.
     result = subprocess.run(
@@ -68,4 +69,5 @@ def test_pmctx_models_imports_from_installed_wheel(wheel, tmp_path):
     )
     lines = result.stdout.splitlines()
     assert lines[0].startswith(str(site)) and lines[1].startswith(str(site / "pmctx" / "models"))
-    assert "ibp" in lines[2]
+    assert lines[2] == str(["crp", "gum", "ibp", "vonmises", "vonmises-chain"])
+    assert lines[3] == "pmctx.models.ibp"

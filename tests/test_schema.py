@@ -151,7 +151,7 @@ def test_api_rejects_bad_input(tmp_path, case):
     model, _, _, error, match = case
     path = _make(tmp_path, case)
     with pytest.raises(error, match=match):
-        data = get_spec(model).schema(path)
+        data = get_spec(model).load(path)
         # Some values are checked by the model itself, at the same boundary.
         options = data.pop("options")
         get_spec(model).fit(data, draws=5, tune=5, chains=1, **options)
@@ -188,14 +188,14 @@ def test_unknown_model_option_is_rejected(tmp_path, capsys):
 def test_good_files_load_by_name(tmp_path):
     path = tmp_path / "d.csv"
     path.write_text("tone,US,A\n1,1,1\n1,,1\n0,0,1\n")
-    features = get_spec("crp").schema(path)["features"]
+    features = get_spec("crp").load(path)["features"]
     assert list(features["feature"].values) == ["US", "tone", "A"]
     assert np.isnan(features.values[1, 0]) and features.values[0, 0] == 1
     path.write_text(GOOD_F)
-    data = get_spec("ibp").schema(path)
+    data = get_spec("ibp").load(path)
     assert data["F"].shape == (3, 2) and data["X"].shape == (3, 1)
     path.write_text("0.1,,0.3\n0.4,0.5,0.6\n")
-    theta = get_spec("vonmises").schema(path)["theta"]
+    theta = get_spec("vonmises").load(path)["theta"]
     assert theta.shape == (2, 3) and np.isnan(theta[0, 1])
 
 
@@ -207,4 +207,4 @@ def test_nc_input_reads_observed_data(tmp_path):
         {"mu": np.zeros((1, 3))}, observed_data={"F": F}, dims={"F": ["trial", "force_dim"]}
     )
     idata.to_netcdf(str(tmp_path / "d.nc"))
-    np.testing.assert_array_equal(get_spec("ibp").schema(tmp_path / "d.nc")["F"], F)
+    np.testing.assert_array_equal(get_spec("ibp").load(tmp_path / "d.nc")["F"], F)

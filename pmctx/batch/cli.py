@@ -25,10 +25,9 @@ import sys
 from pathlib import Path
 
 from pmctx.cli import parse_options  # one --set parser for fit, batch and sbc
+from pmctx.registry import model_names
 
-__all__ = ["MODELS", "add_parser", "run"]
-
-MODELS = ("ibp", "crp", "vonmises", "gum")
+__all__ = ["add_parser", "run"]
 
 
 def _cluster_args(parser):
@@ -67,7 +66,7 @@ def add_parser(subparsers) -> None:
         "table (.csv/.parquet) with a 'unit' column. Results are written per unit as they "
         "finish; rerunning skips finished units.",
     )
-    batch.add_argument("model", metavar="MODEL", choices=MODELS)
+    batch.add_argument("model", metavar="MODEL", choices=model_names())
     batch.add_argument("--data", required=True, type=Path, help="folder or table of units")
     batch.add_argument("--out", required=True, type=Path, help="output folder")
     _cluster_args(batch)
@@ -87,7 +86,7 @@ def add_parser(subparsers) -> None:
         description="Draw from MODEL's prior, simulate data, fit it, and test that the ranks "
         "of the true label-invariant quantities among the posterior draws are uniform.",
     )
-    sbc.add_argument("model", metavar="MODEL", choices=MODELS)
+    sbc.add_argument("model", metavar="MODEL", choices=model_names())
     sbc.add_argument("--reps", type=int, default=200, help="replications (default 200)")
     sbc.add_argument("--out", type=Path, default=None, help="output folder (default: sbc-MODEL)")
     sbc.add_argument("--n-ranks", type=int, default=99, help="posterior draws per rank")
@@ -136,9 +135,19 @@ def _batch(args) -> int:
     if counts.get("ok"):
         gather(args.out).to_netcdf(args.out / "population.nc")
         print(f"[{args.model}] population view in {args.out / 'population.nc'}")
+        _write_population_table(args.model, args.out)
     for row in table[table["status"] == "error"].itertuples():
         print(f"  {row.unit}: {row.error}", file=sys.stderr)
     return 0 if not counts.get("error") else 1
+
+
+def _write_population_table(model: str, out: Path) -> None:
+    from pmctx.batch.population import population_summary
+
+    view = population_summary(model, out)
+    path = out / "population.csv"
+    view["population"].to_csv(path)
+    print(f"[{model}] spread over units of each headline quantity in {path}")
 
 
 def _sbc(args) -> int:

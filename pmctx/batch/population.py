@@ -3,9 +3,11 @@
 :func:`gather` stacks every finished unit's posterior draws into one ``xarray.Dataset`` with
 a ``unit`` dim (draws of all chains in a ``sample`` dim; units with fewer draws are padded
 with NaN). :func:`population_summary` gives each model's per-unit table and the
-population-level view: CRP alpha (or number of causes) per subject and its spread over
-subjects, IBP number of features per subject, von Mises map statistics per animal, and
-:func:`pooled_functions` averages GUM functions over units weighted by posterior precision.
+population-level view of each model's headline quantities (its spec's ``population``
+variables or scalar invariants): CRP alpha (or number of causes) per subject and its spread
+over subjects, IBP number of features per subject, von Mises map smoothness and pinwheels
+per animal; :func:`pooled_functions` averages GUM functions over units weighted by
+posterior precision.
 
 Examples
 --------
@@ -221,24 +223,48 @@ def _distribution(table: pd.DataFrame, column: str) -> pd.Series:
     )  # fmt: skip
 
 
+def _invariant_scalars(out_dir, invariants) -> xr.Dataset:
+    """Every unit's scalar label-invariant quantities (the spec's ``invariants``), stacked
+    as :func:`gather` stacks posterior variables."""
+    from pmctx.io import load_idata
+
+    records = _ok_units(out_dir)
+    datasets = []
+    for row in records.itertuples():
+        ds = invariants(load_idata(row.path))
+        ds = ds[[n for n, v in ds.data_vars.items() if set(v.dims) == {"chain", "draw"}]]
+        ds = ds.stack(sample=("chain", "draw"))
+        datasets.append(
+            ds.drop_vars(["sample", "chain", "draw"], errors="ignore").assign_coords(
+                sample=np.arange(ds.sizes["sample"])
+            )
+        )
+    ds = xr.concat(datasets, dim="unit", join="outer")
+    return ds.assign_coords(unit=records["unit"].to_numpy())
+
+
 def population_summary(model: str, out_dir) -> dict:
     """Per-unit table and the spread over units of each model's headline quantities.
 
-    Returns a dict: ``"units"`` (DataFrame, one row per unit), ``"population"`` (DataFrame,
-    distribution over units of each per-unit posterior mean) and, for GUM, ``"functions"``
-    (:func:`pooled_functions`).
+    The headline quantities are the model spec's ``population`` variables, else the scalar
+    label-invariant quantities of its ``invariants`` (e.g. a map's smoothness and pinwheel
+    count); ``"any"`` takes every scalar posterior variable. Returns a dict: ``"units"``
+    (DataFrame, one row per unit), ``"population"`` (DataFrame, distribution over units of
+    each per-unit posterior mean) and, when the units hold functions ``f_*`` (GUM),
+    ``"functions"`` (:func:`pooled_functions`).
 
     Parameters
     ----------
-    model : {"ibp", "crp", "vonmises", "gum", "any"}
-        The model the batch fitted (picks the headline quantities).
+    model : str
+        The registered model the batch fitted (see :func:`pmctx.registry.model_names`), or
+        ``"any"``.
     out_dir : path-like
         Batch output folder.
 
     Returns
     -------
     dict
-        ``"units"``, ``"population"`` and, for GUM, ``"functions"``.
+        ``"units"``, ``"population"`` and, for functions, ``"functions"``.
 
     Examples
     --------
@@ -251,43 +277,21 @@ def population_summary(model: str, out_dir) -> dict:
     >>> summary["units"].shape[0], sorted(summary)
     (2, ['population', 'units'])
     """
-    check_choice(model, "model", ["ibp", "crp", "vonmises", "gum", "any"])
-    if model == "vonmises":
-        table = _vonmises_table(out_dir)
+    from pmctx.registry import get_spec, model_names
+
+    check_choice(model, "model", [*model_names(), "any"])
+    spec = None if model == "any" else get_spec(model)
+    if spec is not None and not spec.population:
+        table = per_unit_table(_invariant_scalars(out_dir, spec.invariants))
     else:
-        wanted = {
-            "crp": ["alpha", "n_occupied"],
-            "ibp": ["n_active", "alpha", "sigma_n", "sigma_A"],
-            "gum": ["intercept"],
-        }.get(model)
-        ds = gather(out_dir, var_names=wanted)
+        ds = gather(out_dir, var_names=list(spec.population) if spec is not None else None)
         table = per_unit_table(ds)
         if "log_evidence" in ds:
             table["log_evidence"] = ds["log_evidence"].values
-    means = [c for c in table.columns if c.endswith("_mean") or c in VONMISES_STATS]
+    means = [c for c in table.columns if c.endswith("_mean")]
     out = {"units": table, "population": pd.DataFrame([_distribution(table, c) for c in means])}
-    if model == "gum":
-        out["functions"] = pooled_functions(out_dir)
+    if spec is not None:
+        functions = pooled_functions(out_dir)
+        if functions.data_vars:
+            out["functions"] = functions
     return out
-
-
-VONMISES_STATS = ("smoothness", "circular_sd", "pinwheels_pos", "pinwheels_neg")
-
-
-def _vonmises_table(out_dir) -> pd.DataFrame:
-    from pmctx.io import load_idata
-    from pmctx.vonmises.maps import circular_moments, count_pinwheels, smoothness
-
-    rows = {}
-    for row in _ok_units(out_dir).itertuples():
-        theta = load_idata(row.path).posterior["theta"].values
-        theta = theta.reshape(-1, *theta.shape[2:])
-        mean, sd = circular_moments(theta, axis=0)
-        n_pos, n_neg = count_pinwheels(mean)
-        rows[row.unit] = {
-            "smoothness": smoothness(2.0 * mean),
-            "circular_sd": float(np.mean(sd)),
-            "pinwheels_pos": n_pos,
-            "pinwheels_neg": n_neg,
-        }
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("unit")

@@ -563,6 +563,7 @@ class GumModel:
         """
         from pmctx.convergence import report_after_fit
         from pmctx.gum.backends import choose_backend, sample_nutpie
+        from pmctx.gum.outputs import convergence_check
         from pmctx.sampling import resolve_seed, run_sampler
 
         nutpie_ok = {"target_accept", "compute_convergence_checks", "init"}
@@ -591,7 +592,7 @@ class GumModel:
             )
             if posterior_predictive:
                 self.add_posterior_predictive(idata, seed=random_seed)
-            report_after_fit(idata, "gum", check=check_convergence)
+            report_after_fit(idata, convergence_check(), check=check_convergence)
             return idata
         target_accept = kwargs.pop("target_accept", 0.9)
         if init_at_map and not self._free_dispersion():
@@ -618,7 +619,7 @@ class GumModel:
         )
         if posterior_predictive:
             self.add_posterior_predictive(idata, seed=seed if random_seed is None else random_seed)
-        report_after_fit(idata, "gum", check=check_convergence)
+        report_after_fit(idata, convergence_check(), check=check_convergence)
         return idata
 
     def _laplace_potential(self):

@@ -29,11 +29,14 @@ from pmctx.gum.basis import quantile_bins
 from pmctx.validation import check_int
 
 __all__ = [
+    "CONVERGENCE_ADVICE",
     "binned_fit",
     "comparison_table",
+    "convergence_check",
     "design_matrix",
     "explained_variance",
     "function_bands",
+    "invariants",
 ]
 
 
@@ -220,3 +223,60 @@ def comparison_table(fits: dict, **kwargs) -> pd.DataFrame:
     table["log_evidence"] = pd.Series(evidence)
     table["log_evidence_diff"] = np.nanmax(table["log_evidence"]) - table["log_evidence"]
     return table
+
+
+def invariants(idata):
+    """Function values on their grids and the scalar hyperparameters/offsets.
+
+    Every posterior variable except the non-centred coordinates (``*_z``), which are an
+    internal parametrisation.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A GUM fit (NUTS or Laplace).
+
+    Returns
+    -------
+    xarray.Dataset
+        Function values on their grids, offsets, intercept and hyperparameters.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> data = {"x": rng.uniform(0, 2, 30)}
+    >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+    >>> from pmctx.gum import gum
+    >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+    >>> idata = g.laplace(draws=20)
+
+    >>> sorted(invariants(idata).data_vars)
+    ['f_x', 'intercept']
+    """
+    names = [v for v in idata.posterior.data_vars if not str(v).endswith("_z")]
+    return idata.posterior[names]
+
+
+#: What to do when a GUM fit has not converged (ends the ConvergenceWarning).
+CONVERGENCE_ADVICE = (
+    "Run longer (draws=2000, tune=2000); divergences point to a product of functions with "
+    "secondary modes: compare with g.laplace()"
+)
+
+
+def convergence_check():
+    """The GUM's :class:`pmctx.convergence.ModelCheck` (its invariants and advice).
+
+    Returns
+    -------
+    pmctx.convergence.ModelCheck
+        What ``GumModel.sample`` hands to :func:`pmctx.convergence.report_after_fit`.
+
+    Examples
+    --------
+    >>> convergence_check().name
+    'gum'
+    """
+    from pmctx.convergence import ModelCheck
+
+    return ModelCheck("gum", invariants=invariants, advice=CONVERGENCE_ADVICE)

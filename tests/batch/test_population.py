@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pmctx.models.gum import fit_unit as fit_gum
 
 from pmctx.batch import run_batch
-from pmctx.batch.adapters import fit_gum
 from pmctx.batch.population import gather, per_unit_table, pooled_functions, population_summary
 from pmctx.batch.toy import normal_mean_fit
 

@@ -36,10 +36,10 @@ def test_plain_sample_assigns_the_exact_chain_steps():
 def test_registry_fit_and_invariants(tmp_path):
     spec = get_spec("vonmises-chain")
     data, truth = spec.simulate(np.random.default_rng(2), length=30)
-    assert data["y"].shape == truth["x"].shape == (30,)
+    assert data["y"].shape == (30,) and sorted(truth) == ["cos_x", "sin_x", "smoothness"]
     path = tmp_path / "series.npz"
     np.savez(path, y=data["y"], rank=3)
-    loaded = spec.schema(path)
+    loaded = spec.load(path)
     assert loaded["options"] == {"rank": 3}
     idata = spec.fit(
         {"y": loaded["y"]}, draws=20, tune=5, chains=2, random_seed=3, check_convergence=False,
@@ -61,15 +61,15 @@ def test_schema_rejects_bad_series(tmp_path):
     wide = tmp_path / "wide.csv"
     wide.write_text("0.1,0.2\n0.3,0.4\n")
     with pytest.raises(ValueError, match="one column"):
-        spec.schema(wide)
+        spec.load(wide)
     empty = tmp_path / "empty.npz"
     np.savez(empty, y=np.full(5, np.nan))
     with pytest.raises(ValueError, match="one observed angle"):
-        spec.schema(empty)
+        spec.load(empty)
     no_y = tmp_path / "no_y.npz"
     np.savez(no_y, theta=np.zeros(3))
     with pytest.raises(ValueError, match="y"):
-        spec.schema(no_y)
+        spec.load(no_y)
 
 
 @pytest.mark.slow
@@ -84,12 +84,12 @@ def test_cli_fit(tmp_path, capsys):
     )  # fmt: skip
     assert code == 0, capsys.readouterr().err
     assert (out / "vonmises-chain" / "vonmises-chain_summary.csv").exists()
-    loaded = get_spec("vonmises-chain").schema(series)  # empty lines stay missing samples
+    loaded = get_spec("vonmises-chain").load(series)  # empty lines stay missing samples
     np.testing.assert_array_equal(np.isnan(loaded["y"]), np.isnan(y))
     header = tmp_path / "header.csv"
     header.write_text("angle\n0.1\n")
     with pytest.raises(ValueError, match="header"):
-        get_spec("vonmises-chain").schema(header)
+        get_spec("vonmises-chain").load(header)
 
 
 def test_map_posterior_predictive_with_learned_kappa_obs():
