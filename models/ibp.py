@@ -64,6 +64,7 @@ __all__ = [
     "fit_data",
     "fit_unit",
     "invariants",
+    "kfold_functions",
     "plot_bases",
     "predict",
     "sample",
@@ -869,10 +870,64 @@ def fit_unit(data: dict, *, random_seed=None, **options):
     return fit_data(unit, random_seed=random_seed, **options)
 
 
-def _kfold(*, var_name: str = "joint", marginal_options=None, **sample_options):
-    from pmctx.kfold import ibp_functions
+class _KfoldFit:
+    def __init__(self, options):
+        self.options = options
 
-    return ibp_functions(var_name=var_name, marginal_options=marginal_options, **sample_options)
+    def __call__(self, train):
+        return sample(train.get("F"), train.get("X"), log_likelihood=False, **self.options)
+
+
+class _KfoldPredictive:
+    def __init__(self, var_name, options, hyper):
+        self.var_name, self.options, self.hyper = var_name, options, hyper
+
+    def __call__(self, idata, test):
+        from pmctx.ibp.marginal import integrated_log_likelihood
+
+        hyper = {}
+        for name in ("sigma_n", "lam", "eps"):
+            if name not in idata.posterior:
+                hyper[name] = float(np.asarray(idata.constant_data[name]).reshape(-1)[0])
+        ds = integrated_log_likelihood(
+            idata.posterior, test.get("F"), test.get("X"), hyper=hyper, **self.options
+        )
+        return ds[self.var_name].values
+
+
+def kfold_functions(*, var_name: str = "joint", marginal_options=None, **sample_options):
+    """``fit`` and ``log_predictive`` for the IBP visuo-motor model.
+
+    ``fit`` runs :func:`sample` on the training trials with
+    ``sample_options`` (``K_max``, ``draws``, ``tune``, hyperparameters, ...);
+    ``log_predictive`` scores held-out trials with the integrated likelihood: ``joint``
+    (the whole trial), ``F`` (forces given the trial's cues: the visuo-motor question) or
+    ``X`` (cues given forces). Data: ``{"F": ..., "X": ...}`` (either may be left out).
+
+    Parameters
+    ----------
+    var_name : {"joint", "F", "X"}, default "joint"
+        What a held-out trial is scored on.
+    marginal_options : dict, optional
+        Options of the integrated likelihood (:mod:`pmctx.ibp.marginal`).
+    **sample_options
+        Passed to :func:`sample` for every refit.
+
+    Returns
+    -------
+    tuple of callable
+        ``(fit, log_predictive)`` for :func:`pmctx.kfold.kfold` and :func:`pmctx.kfold.reloo`
+        (picklable, so refits can run on Dask workers).
+
+    Examples
+    --------
+    >>> fit, log_predictive = kfold_functions(var_name="F", K_max=8, draws=200)
+    >>> callable(fit) and callable(log_predictive)
+    True
+    """
+    if var_name not in ("joint", "F", "X"):
+        raise ValueError(f"var_name must be 'joint', 'F' or 'X'; got {var_name!r}.")
+    return _KfoldFit(sample_options), _KfoldPredictive(var_name, marginal_options or {}, None)
 
 
 def _spec():
@@ -895,6 +950,7 @@ def _spec():
         simulate=simulate,
         sbc_quantities=sbc_quantities,
         predict=predict,
+        kfold=kfold_functions,
         population=("n_active", "alpha", "sigma_n", "sigma_A"),
         options={
             "K_max": "truncation level, number of feature columns (int, default 10)",

@@ -11,10 +11,11 @@ without the held-out units, through the model's *own* sampler, and score them ex
 
 A model enters through two functions: ``fit(train_data) -> InferenceData`` and
 ``log_predictive(idata, test_data) -> array (chain, draw, n_test)`` (or ``(draws, n_test)``)
-of pointwise log predictive densities given each draw. :func:`ibp_functions` and
-:func:`gum_functions` build them for the IBP and the GUM. Refits are independent, so they
-go through ``map_fn`` (default: the built-in ``map``); to run them on a dask cluster (the
-batch engine of issue 12, ``pmctx.batch``), pass e.g.
+of pointwise log predictive densities given each draw. :func:`kfold_functions` takes
+them from a registered model's spec (``ModelSpec.kfold``; the IBP's scores held-out trials
+by its integrated likelihood) and :func:`gum_functions` builds them for a GUM formula.
+Refits are independent, so they go through ``map_fn`` (default: the built-in ``map``); to
+run them on a dask cluster (the batch engine, ``pmctx.batch``), pass e.g.
 ``map_fn=lambda f, jobs: client.gather(client.map(f, list(jobs)))``.
 
 Both return an ``arviz.ELPDData`` with ``elpd_loo``/``loo_i`` fields (Pareto k set to 0
@@ -48,8 +49,8 @@ __all__ = [
     "elpd_data",
     "fold_indices",
     "gum_functions",
-    "ibp_functions",
     "kfold",
+    "kfold_functions",
     "reloo",
     "split_rows",
 ]
@@ -320,68 +321,6 @@ def reloo(
 # ---------------------------------------------------------------- model adapters
 
 
-class _IBPFit:
-    def __init__(self, options):
-        self.options = options
-
-    def __call__(self, train):
-        from pmctx.models.ibp import sample
-
-        return sample(train.get("F"), train.get("X"), log_likelihood=False, **self.options)
-
-
-class _IBPPredictive:
-    def __init__(self, var_name, options, hyper):
-        self.var_name, self.options, self.hyper = var_name, options, hyper
-
-    def __call__(self, idata, test):
-        from pmctx.ibp.marginal import integrated_log_likelihood
-
-        hyper = {}
-        for name in ("sigma_n", "lam", "eps"):
-            if name not in idata.posterior:
-                hyper[name] = float(np.asarray(idata.constant_data[name]).reshape(-1)[0])
-        ds = integrated_log_likelihood(
-            idata.posterior, test.get("F"), test.get("X"), hyper=hyper, **self.options
-        )
-        return ds[self.var_name].values
-
-
-def ibp_functions(*, var_name: str = "joint", marginal_options=None, **sample_options):
-    """``fit`` and ``log_predictive`` for the IBP visuo-motor model.
-
-    ``fit`` runs :func:`pmctx.models.ibp.sample` on the training trials with
-    ``sample_options`` (``K_max``, ``draws``, ``tune``, hyperparameters, ...);
-    ``log_predictive`` scores held-out trials with the integrated likelihood: ``joint``
-    (the whole trial), ``F`` (forces given the trial's cues: the visuo-motor question) or
-    ``X`` (cues given forces). Data: ``{"F": ..., "X": ...}`` (either may be left out).
-
-    Parameters
-    ----------
-    var_name : {"joint", "F", "X"}, default "joint"
-        What a held-out trial is scored on.
-    marginal_options : dict, optional
-        Options of the integrated likelihood (:mod:`pmctx.ibp.marginal`).
-    **sample_options
-        Passed to :func:`pmctx.models.ibp.sample` for every refit.
-
-    Returns
-    -------
-    tuple of callable
-        ``(fit, log_predictive)`` for :func:`kfold` and :func:`reloo` (picklable, so refits
-        can run on Dask workers).
-
-    Examples
-    --------
-    >>> fit, log_predictive = ibp_functions(var_name="F", K_max=8, draws=200)
-    >>> callable(fit) and callable(log_predictive)
-    True
-    """
-    if var_name not in ("joint", "F", "X"):
-        raise ValueError(f"var_name must be 'joint', 'F' or 'X'; got {var_name!r}.")
-    return _IBPFit(sample_options), _IBPPredictive(var_name, marginal_options or {}, None)
-
-
 class _GumFit:
     """Refit a GUM on training rows: ``build(train)``, then its own NUTS or Laplace fit."""
 
@@ -413,6 +352,43 @@ class _GumPredictive:
 
         gum_model = self.fit.models.pop(idata.attrs["pmctx_gum_fit"])
         return held_out_log_density(gum_model, test, idata, seed=self.seed).values
+
+
+def kfold_functions(model: str, **options):
+    """``(fit, log_predictive)`` of registered model ``model``, from its spec's ``kfold``.
+
+    Parameters
+    ----------
+    model : str
+        A registered model name (see :func:`pmctx.registry.model_names`).
+    **options
+        Options of the model's ``kfold`` (e.g. the IBP's ``var_name`` and sampler options).
+
+    Returns
+    -------
+    tuple of callable
+        ``(fit, log_predictive)`` for :func:`kfold` and :func:`reloo`.
+
+    Raises
+    ------
+    ValueError
+        For an unknown model, or one whose spec declares no ``kfold``.
+
+    Examples
+    --------
+    >>> fit, log_predictive = kfold_functions("ibp", var_name="F", K_max=8, draws=200)
+    >>> callable(fit) and callable(log_predictive)
+    True
+    """
+    from pmctx.registry import get_spec
+
+    spec = get_spec(model)
+    if spec.kfold is None:
+        raise ValueError(
+            f"Model {model!r} declares no kfold in its ModelSpec: pass your own fit and "
+            "log_predictive to pmctx.kfold.kfold, or add kfold to the spec."
+        )
+    return spec.kfold(**options)
 
 
 def gum_functions(build, *, method: str = "nuts", fit_options=None, seed=0):

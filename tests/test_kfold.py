@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import norm
 
 from pmctx.compare import compare
-from pmctx.kfold import elpd_data, fold_indices, gum_functions, ibp_functions, kfold, reloo
+from pmctx.kfold import elpd_data, fold_indices, gum_functions, kfold, kfold_functions, reloo
 
 PRIOR_SD, NOISE_SD = 2.0, 1.0
 
@@ -99,7 +99,7 @@ def test_bad_input(y):
     with pytest.raises(ValueError, match="values per draw"):
         kfold(fit, lambda idata, test: np.zeros((10, 1)), {"y": y}, k=3)
     with pytest.raises(ValueError, match="var_name must be"):
-        ibp_functions(var_name="Z")
+        kfold_functions("ibp", var_name="Z")
 
 
 def test_gum_adapter_scores_held_out_rows_through_predict():
@@ -145,7 +145,7 @@ def test_ibp_predictive_scores_held_out_forces_given_cues():
         constant_data={"sigma_n": np.array(0.5), "lam": np.array(0.9), "eps": np.array(0.05)},
     )
     test = {"F": rng.normal(size=(2, d)), "X": rng.integers(0, 2, (2, t))}
-    _, log_pred = ibp_functions(var_name="F", marginal_options={"inactive": "exact"})
+    _, log_pred = kfold_functions("ibp", var_name="F", marginal_options={"inactive": "exact"})
     got = log_pred(idata, test)
     want = trial_logliks(test["F"], test["X"], Z, A, Y, pi, sigma_n=0.5, inactive="exact")["F"]
     assert got.shape == (1, 1, 2)

@@ -231,12 +231,12 @@ def test_integrated_loo_pareto_k_is_fine_where_conditional_fails(simulated):
 @pytest.mark.slow
 def test_integrated_psis_loo_agrees_with_exact_refits():
     from pmctx.ibp.data import visuomotor_data
-    from pmctx.kfold import ibp_functions, kfold
+    from pmctx.kfold import kfold, kfold_functions
 
     data = visuomotor_data(10, side=4, seed=3)
     full = fit_ibp(data.F, data.X, seed=1)
     loo = psis(full, "joint")
-    fit, log_pred = ibp_functions(var_name="joint", K_max=6, random_seed=2, **FIT)
+    fit, log_pred = kfold_functions("ibp", var_name="joint", K_max=6, random_seed=2, **FIT)
     exact = kfold(fit, log_pred, {"F": data.F, "X": data.X}, k=10)  # exact leave-one-out
     assert abs(loo.elpd_loo - exact.elpd_loo) < 2 * loo.se, (loo.elpd_loo, exact.elpd_loo)
 
