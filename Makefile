@@ -42,6 +42,7 @@ TEST_ENV := PMCTX_CORES=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
 test: $(STAMP)
 	$(BIN)/ruff check pmctx models tests benchmarks setup.py
 	$(BIN)/ruff format --check pmctx models tests benchmarks setup.py
+	$(BIN)/lint-imports
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" --durations=30 --timeout=900
 
 test-slow: $(STAMP)
@@ -50,6 +51,7 @@ test-slow: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check pmctx models tests benchmarks setup.py
 	$(BIN)/ruff format --check pmctx models tests benchmarks setup.py
+	$(BIN)/lint-imports
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix pmctx models tests benchmarks setup.py

@@ -33,8 +33,8 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pmctx import PmctxWarning, TruncationWarning
 from pmctx.convergence import report_after_fit
+from pmctx.exceptions import PmctxWarning, TruncationWarning
 from pmctx.ibp.hyper import HYPER_PRIORS
 from pmctx.ibp.marginal import add_integrated_log_likelihood
 from pmctx.ibp.start import subsample_start

@@ -28,8 +28,8 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions import transforms
 
-from pmctx import PmctxWarning
 from pmctx.convergence import report_after_fit
+from pmctx.exceptions import PmctxWarning
 from pmctx.io import save_figure
 from pmctx.sampling import (
     SAMPLE_DEFAULTS,

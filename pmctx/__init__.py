@@ -19,16 +19,12 @@ except PackageNotFoundError:  # running from a source tree that was never instal
     __version__ = "0.0.0"
 
 
-class PmctxWarning(UserWarning):
-    """Base class of every warning pmctx emits (turned into errors in pmctx's own tests)."""
-
-
-class TruncationWarning(PmctxWarning):
-    """A truncated nonparametric model ran out of inactive components."""
-
-
-class ConvergenceWarning(PmctxWarning):
-    """An optimiser or sampler did not converge as requested."""
+from pmctx.exceptions import (  # noqa: E402  (after the version)
+    ConvergenceWarning,
+    LooReliabilityWarning,
+    PmctxWarning,
+    TruncationWarning,
+)
 
 
 def summary(idata, var_names=None, **kwargs):
@@ -68,7 +64,7 @@ def summary(idata, var_names=None, **kwargs):
     return _summary(idata, var_names, **kwargs)
 
 
-from pmctx.compare import LooReliabilityWarning, compare  # noqa: E402  (after the warnings)
+from pmctx.compare import compare  # noqa: E402  (after the warnings)
 
 __all__ = [
     "ConvergenceWarning",

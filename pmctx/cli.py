@@ -164,7 +164,7 @@ def _print_report(name: str, idata) -> None:
 
 def _run_quietly(name: str, func, *args, **kwargs):
     """Call ``func``; print pmctx warnings as plain lines instead of Python's warning format."""
-    from pmctx import PmctxWarning
+    from pmctx.exceptions import PmctxWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PmctxWarning)

@@ -32,7 +32,7 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
-from pmctx import PmctxWarning
+from pmctx.exceptions import LooReliabilityWarning
 
 __all__ = ["LooReliabilityWarning", "add_parser", "compare", "pareto_k_share", "run"]
 
@@ -40,10 +40,6 @@ __all__ = ["LooReliabilityWarning", "add_parser", "compare", "pareto_k_share", "
 K_THRESHOLD = 0.7
 #: Share of observations above the threshold beyond which a ranking comes with a warning.
 MAX_BAD_SHARE = 0.02
-
-
-class LooReliabilityWarning(PmctxWarning):
-    """PSIS-LOO is unreliable (too many Pareto k > 0.7): refit exactly (pmctx.kfold)."""
 
 
 def _load(value):

@@ -40,7 +40,7 @@ import pandas as pd
 import xarray as xr
 from scipy.special import ndtri
 
-from pmctx import ConvergenceWarning
+from pmctx.exceptions import ConvergenceWarning
 
 __all__ = [
     "ESS_PER_CHAIN",

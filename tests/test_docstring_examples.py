@@ -15,6 +15,7 @@ MODULES = [
     "pmctx.convergence",
     "pmctx.slice",
     "pmctx.registry",
+    "pmctx.exceptions",
     "pmctx.summarize",
     "pmctx.cli",
     "pmctx.schema",

@@ -114,6 +114,7 @@ VALIDATED = [
     "pmctx.models.vonmises_select",
     "pmctx.progress",
     "pmctx.registry",
+    "pmctx.exceptions",
     "pmctx.sampling",
     "pmctx.schema",
     "pmctx.slice",

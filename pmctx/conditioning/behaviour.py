@@ -33,8 +33,8 @@ import numpy as np
 from scipy import optimize, stats
 from scipy.special import expit, log_expit, logsumexp
 
-from pmctx import PmctxWarning
 from pmctx.conditioning.particle_filter import particle_filter
+from pmctx.exceptions import PmctxWarning
 from pmctx.validation import (
     as_float_array,
     as_rng,

@@ -93,7 +93,7 @@ import warnings
 import numpy as np
 import pymc as pm
 
-from pmctx import PmctxWarning
+from pmctx.exceptions import PmctxWarning
 from pmctx.progress import progress_enabled
 from pmctx.validation import check_choice
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from pmctx import ConvergenceWarning
+from pmctx.exceptions import ConvergenceWarning
 from pmctx.gum.evidence import log_evidence_gradient
 from pmctx.gum.families import DISPERSION
 from pmctx.gum.laplace import laplace_fit

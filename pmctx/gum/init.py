@@ -47,7 +47,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.tensor.random.basic import NormalRV
 
-from pmctx import ConvergenceWarning
+from pmctx.exceptions import ConvergenceWarning
 
 __all__ = ["laplace_initvals", "laplace_start", "set_laplace_initvals", "start_normal"]
 

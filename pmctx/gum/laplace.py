@@ -25,7 +25,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from threadpoolctl import ThreadpoolController
 
-from pmctx import ConvergenceWarning
+from pmctx.exceptions import ConvergenceWarning
 from pmctx.gum.curvature import derivatives
 from pmctx.gum.design import GumDesign
 
