@@ -50,14 +50,28 @@ def _load(value):
     return value
 
 
+def _declared_comparisons(idata) -> dict:
+    """The fit's model's ``comparisons`` (its spec), empty for a fit pmctx did not make."""
+    from pmctx.registry import get_spec, model_name, model_names
+
+    name = model_name(idata)
+    return dict(get_spec(name).comparisons) if name in model_names() else {}
+
+
 def _default_var_name(idata) -> str | None:
     names = list(idata.log_likelihood.data_vars)
     if len(names) == 1:
         return names[0]
+    declared = _declared_comparisons(idata)
+    usable = [var for var in declared if var in names]
+    if usable:
+        return usable[0]
     if "joint" in names:  # integrated per-trial likelihood of all observations
         return "joint"
     raise ValueError(
-        f"The log_likelihood group has several variables {names}; pass var_name= one of them."
+        f"The log_likelihood group has several variables {names}; pass var_name= one of them "
+        "(the one whose observations answer your question: each model's ModelSpec."
+        "comparisons says what its variables compare)."
     )
 
 
@@ -107,7 +121,10 @@ def compare(
     models : mapping name -> InferenceData, NetCDF path or precomputed ``az.loo`` result
         Each with a ``log_likelihood`` group over the same observations.
     var_name : str or mapping name -> str, optional
-        Log-likelihood variable; default: the only one, else ``joint``.
+        Log-likelihood variable; default: the only one, else the first of the model's
+        declared ``comparisons`` (:class:`pmctx.registry.ModelSpec`; the IBP's ``joint``
+        whole trial, the CRP's ``trial_features``), else ``joint``. The table's ``var_name``
+        column says which was used.
     threshold : float, default 0.7
         Pareto k threshold.
     max_bad_share : float, default 0.02
@@ -144,7 +161,7 @@ def compare(
 
     if len(models) < 2:
         raise ValueError(f"compare needs at least two models, got {len(models)}.")
-    loos = {}
+    loos, used = {}, {}
     for name, value in models.items():
         value = _load(value)
         if isinstance(value, az.ELPDData):
@@ -154,6 +171,7 @@ def compare(
             raise ValueError(f"Model {name!r} has no log_likelihood group.")
         var = var_name.get(name) if isinstance(var_name, Mapping) else var_name
         var = var or _default_var_name(value)
+        used[name] = var
         with warnings.catch_warnings():  # replaced by our own, more specific warning
             warnings.filterwarnings("ignore", message=".*Pareto.*")
             warnings.filterwarnings("ignore", message=".*pareto.*")
@@ -164,6 +182,7 @@ def compare(
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Pareto.*")
         table = az.compare(loos, ic="loo", scale=scale)
+    table["var_name"] = [used.get(name, "") for name in table.index]
     table["k_share"] = [pareto_k_share(loos[name], threshold) for name in table.index]
     table["n_high_k"] = [
         int(np.sum(np.asarray(loos[name].pareto_k) > threshold)) for name in table.index
@@ -196,7 +215,7 @@ def format_table(table) -> str:
     Returns
     -------
     str
-        The columns ``rank, elpd_loo, se, elpd_diff, dse, p_loo, k_share, n_high_k,
+        The columns ``rank, elpd_loo, se, elpd_diff, dse, p_loo, var_name, k_share, n_high_k,
         reliable`` (those present), two decimals.
 
     Examples
@@ -208,7 +227,17 @@ def format_table(table) -> str:
        rank  elpd_loo  k_share  reliable
     m     0    -41.23     0.00      True
     """
-    cols = ["rank", "elpd_loo", "se", "elpd_diff", "dse", "p_loo", "k_share", "n_high_k"]
+    cols = [
+        "rank",
+        "elpd_loo",
+        "se",
+        "elpd_diff",
+        "dse",
+        "p_loo",
+        "var_name",
+        "k_share",
+        "n_high_k",
+    ]
     cols = [c for c in cols if c in table.columns] + ["reliable"]
     return table[cols].to_string(float_format=lambda v: f"{v:.2f}")
 

@@ -81,6 +81,10 @@ class ModelSpec:
         ``predict(idata, new_data, **kw)``: predictions for new inputs.
     kfold : callable or None
         ``kfold(**options) -> (fit, log_predictive)`` for :func:`pmctx.kfold.kfold`.
+    comparisons : dict
+        Pointwise log-likelihood variables (``log_likelihood`` group) -> the question
+        comparing models on it answers; the first is what :func:`pmctx.compare` uses when
+        the fit has several and the user names none.
     population : tuple of str
         Posterior variables a batch's population view tabulates per unit (default: every
         scalar of ``invariants``).
@@ -115,6 +119,7 @@ class ModelSpec:
     sbc_quantities: Callable | None = None
     predict: Callable | None = None
     kfold: Callable | None = None
+    comparisons: dict = field(default_factory=dict)
     population: tuple[str, ...] = ()
     options: dict = field(default_factory=dict)
     advice: str = ""

@@ -98,3 +98,28 @@ def test_every_compare_flag_has_help(capsys):
     assert "--threshold THRESHOLD Pareto k above which" in text and "(0.7)" in text
     assert "--max-bad-share MAX_BAD_SHARE share of observations with k > THRESHOLD" in text
     assert "(0.02, i.e. 2%)" in text
+
+
+@pytest.mark.parametrize(
+    ("model", "variables", "expected"),
+    [
+        ("ibp", ["F", "X", "joint"], "joint"),
+        ("crp", ["features", "trial_features"], "trial_features"),
+    ],
+)
+def test_default_variable_is_the_first_the_model_declares(y, model, variables, expected):
+    from pmctx.registry import get_spec
+
+    assert next(iter(get_spec(model).comparisons)) == expected
+    fits = {}
+    for name, centre in (("a", y.mean()), ("b", 0.5)):
+        fit = normal_fit(y, centre, 0.15)
+        for var in variables:  # the declared default carries the data; the rest are decoys
+            shift = 0.0 if var == expected else 5.0 * (name == "a")
+            fit.log_likelihood[var] = fit.log_likelihood["y"] - shift
+        fit.log_likelihood = fit.log_likelihood.drop_vars("y")
+        fit.posterior.attrs["pmctx_model"] = model
+        fits[name] = fit
+    table = compare(fits)
+    assert list(table.index) == ["a", "b"]
+    assert (table["var_name"] == expected).all()
