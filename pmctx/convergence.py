@@ -32,6 +32,7 @@ True
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -359,6 +360,10 @@ def convergence_report(
         element is held to its own limit). The ESS columns are the smallest over elements.
         For a scalar, ``r_hat == r_hat_largest`` and ``r_hat_limit == r_hat_max``.
     """
+    defaults = (r_hat_max, ess_per_chain, max_elements) == (R_HAT_MAX, ESS_PER_CHAIN, MAX_ELEMENTS)
+    cached = _recall(idata_or_quantities)
+    if defaults and cached is not None:
+        return cached if quantities is None else cached.loc[list(quantities)]
     dataset = _as_quantities(idata_or_quantities)
     names = list(dataset.data_vars) if quantities is None else list(quantities)
     rows = {}
@@ -408,6 +413,24 @@ def convergence_report(
             "converged": bool(r_ok and b >= ess_min and t >= ess_min),
         }
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+#: The report of each fit that report_after_fit checked (the model's own invariants at the
+#: default thresholds), by id of the live InferenceData (which is unhashable), so writing its
+#: files and printing it do not recompute it.
+_REPORTS: dict[int, tuple[weakref.ref, pd.DataFrame]] = {}
+
+
+def _remember(idata, report: pd.DataFrame) -> None:
+    key = id(idata)
+    _REPORTS[key] = (weakref.ref(idata, lambda _: _REPORTS.pop(key, None)), report)
+
+
+def _recall(obj) -> pd.DataFrame | None:
+    if isinstance(obj, xr.Dataset) or not hasattr(obj, "__weakref__"):
+        return None
+    ref, report = _REPORTS.get(id(obj), (None, None))
+    return report if ref is not None and ref() is obj else None
 
 
 def _as_quantities(obj) -> xr.Dataset:
@@ -478,6 +501,11 @@ def check_convergence(idata_or_quantities, quantities=None, *, advice: str = "",
         The :func:`convergence_report`.
     """
     report = convergence_report(idata_or_quantities, quantities)
+    _warn_unconverged(report, advice, stacklevel + 1)
+    return report
+
+
+def _warn_unconverged(report: pd.DataFrame, advice: str, stacklevel: int) -> None:
     failed = report[~report["converged"]]
     if len(failed):
         lines = "; ".join(format_problem(name, row) for name, row in failed.iterrows())
@@ -491,7 +519,6 @@ def check_convergence(idata_or_quantities, quantities=None, *, advice: str = "",
             ConvergenceWarning,
             stacklevel=stacklevel,
         )
-    return report
 
 
 class ModelCheck(NamedTuple):
@@ -553,5 +580,7 @@ def report_after_fit(idata, model, *, check: bool = True, stacklevel: int = 3):
         getattr(idata, group).attrs["pmctx_model"] = model.name
     if not check:
         return None
-    quantities = model.invariants(idata)
-    return check_convergence(quantities, advice=model.advice, stacklevel=stacklevel + 1)
+    report = convergence_report(model.invariants(idata))
+    _remember(idata, report)  # write_standard_outputs and the CLI read it back
+    _warn_unconverged(report, model.advice, stacklevel + 1)
+    return report

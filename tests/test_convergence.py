@@ -76,7 +76,7 @@ def test_warning_names_quantity_figure_and_what_to_do():
 
 
 def test_short_ibp_run_warns():
-    data = visuomotor_data(30, seed=0)
+    data = visuomotor_data(30, random_seed=0)
     # K_max=12 leaves room (the chains use up to 8 features with learned hyperparameters, so
     # K_max=6 would fill the truncation): only the shortness of the run is at fault here.
     with pytest.warns(ConvergenceWarning, match="n_active"):
@@ -157,3 +157,23 @@ def test_rhat_limit_is_r_hat_max_for_a_scalar_and_grows_with_elements():
     limit = rhat_limit(400.0, chains=4, draws=1000, elements=200)[0]
     family = np.mean((r > limit).any(axis=1))
     assert 0.3 < one < 0.42 and abs(family - one) < 0.03  # the 1.01 rule is strict at ESS 400
+
+
+def test_a_fits_report_is_computed_once_and_reused(monkeypatch):
+    import arviz as az
+
+    from pmctx import convergence
+
+    rng = np.random.default_rng(0)
+    idata = az.from_dict(posterior={"mu": rng.normal(size=(4, 300))})
+    check = convergence.ModelCheck("toy", invariants=lambda fit: fit.posterior)
+    report = convergence.report_after_fit(idata, check)
+    calls = []
+    monkeypatch.setattr(convergence, "element_diagnostics", lambda *a: calls.append(a))
+    assert convergence.convergence_report(idata) is report  # no recomputation
+    assert convergence.convergence_report(idata, ["mu"]).equals(report.loc[["mu"]])
+    assert not calls
+    other = az.from_dict(posterior={"mu": rng.normal(size=(4, 300))})  # not checked: computed
+    with pytest.raises(TypeError):
+        convergence.convergence_report(other)
+    assert len(calls) == 1
