@@ -33,6 +33,7 @@ extensions = [
     "numpydoc",
     "myst_nb",
     "benchmark_tables",
+    "model_table",
 ]
 
 autosummary_generate = True
@@ -55,6 +56,7 @@ exclude_patterns = [
     "**.ipynb_checkpoints",
     "jupyter_execute",
     "generated/benchmark_tables.md",  # included by benchmarks.md, not a page of its own
+    "generated/model_table.md",  # included by index.md
 ]
 templates_path = ["_templates"]
 
