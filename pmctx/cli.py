@@ -119,9 +119,7 @@ def _add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cores", type=int, default=None, help="chains run in parallel (default: PyMC's)"
     )
-    parser.add_argument(
-        "--random-seed", "--seed", dest="random_seed", type=int, default=None, help="seed"
-    )
+    parser.add_argument("--random-seed", dest="random_seed", type=int, default=None, help="seed")
     parser.add_argument(
         "--progressbar",
         action=argparse.BooleanOptionalAction,
@@ -150,33 +148,56 @@ def _print_written(name: str, paths, seconds: float) -> None:
         )
 
 
-def _print_report(name: str, idata) -> None:
+def _print_report(name: str, idata) -> bool:
+    """Print the fit's convergence report; whether every quantity converged."""
     from pmctx.convergence import convergence_report
 
     if idata is None or "posterior" not in idata.groups():
-        return
+        return True
     report = convergence_report(idata)
     ok = bool(report["converged"].all())
     print(f"[{name}] convergence ({'all quantities converged' if ok else 'NOT CONVERGED'}):")
     columns = ["kind", "r_hat", "r_hat_limit", "ess_bulk", "ess_tail", "ess_min", "converged"]
     print(report[columns].to_string(float_format=lambda v: f"{v:.4g}"))
+    return ok
 
 
 def _run_quietly(name: str, func, *args, **kwargs):
-    """Call ``func``; print pmctx warnings as plain lines instead of Python's warning format."""
+    """Call ``func``; print pmctx warnings as plain lines instead of Python's warning format.
+
+    Returns ``func``'s result and whether it emitted a pmctx warning.
+    """
     from pmctx.exceptions import PmctxWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PmctxWarning)
         result = func(*args, **kwargs)
+    warned = False
     for warning in caught:
         if issubclass(warning.category, PmctxWarning):
+            warned = True
             print(f"[{name}] {warning.category.__name__}: {warning.message}", file=sys.stderr)
         else:
             warnings.showwarning(
                 warning.message, warning.category, warning.filename, warning.lineno
             )
-    return result
+    return result, warned
+
+
+def _add_fail_on_warning(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fail-on-warning",
+        action="store_true",
+        help="exit with status 1 when a fit has not converged or pmctx warned (the files are "
+        "still written), so scripts and pipelines can stop",
+    )
+
+
+def _exit_status(args, ok: bool, name: str) -> int:
+    if ok or not args.fail_on_warning:
+        return 0
+    print(f"[{name}] --fail-on-warning: not converged or warned; exit status 1.", file=sys.stderr)
+    return 1
 
 
 # ---------------------------------------------------------------- demo
@@ -193,10 +214,9 @@ def _add_demo(sub) -> None:
     demo.add_argument("models", nargs="*", metavar="MODEL", help="models to run (default: all)")
     demo.add_argument("--out", default="pmctx-demo", type=Path, help="output folder")
     demo.add_argument("--quick", action="store_true", help="small sizes, about a minute each")
-    demo.add_argument(
-        "--random-seed", "--seed", dest="random_seed", type=int, default=0, help="seed (0)"
-    )
+    demo.add_argument("--random-seed", dest="random_seed", type=int, default=0, help="seed (0)")
     demo.add_argument("--cores", type=int, default=None, help="chains run in parallel")
+    _add_fail_on_warning(demo)
     demo.set_defaults(func=_demo)
 
 
@@ -212,10 +232,12 @@ def _demo_estimate(chosen, quick: bool) -> str:
     )
 
 
-def _demo_reports(name: str, paths) -> None:
-    """Print the convergence report (``*_diagnostics.csv``) of every fit a demo wrote."""
+def _demo_reports(name: str, paths) -> bool:
+    """Print the convergence report (``*_diagnostics.csv``) of every fit a demo wrote;
+    whether all of them converged."""
     import pandas as pd
 
+    all_ok = True
     for path in paths:
         if str(path).endswith("_diagnostics.csv"):
             report = pd.read_csv(path, index_col=0)
@@ -224,6 +246,8 @@ def _demo_reports(name: str, paths) -> None:
             print(f"[{name}: {Path(path).name}] convergence ({status}):")
             columns = ["kind", "r_hat", "r_hat_limit", "ess_bulk", "ess_tail", "ess_min"]
             print(report[[*columns, "converged"]].to_string(float_format=lambda v: f"{v:.4g}"))
+            all_ok = all_ok and ok
+    return all_ok
 
 
 def _demo(args) -> int:
@@ -237,9 +261,10 @@ def _demo(args) -> int:
     _check_out(args.out)
     chosen = args.models or names
     print(_demo_estimate(chosen, args.quick), flush=True)
+    failed = []
     for name in chosen:
         start = time.perf_counter()
-        paths = _run_quietly(
+        paths, warned = _run_quietly(
             name,
             get_spec(name).demo,
             args.out / name,
@@ -248,8 +273,9 @@ def _demo(args) -> int:
             cores=args.cores,
         )
         _print_written(name, paths, time.perf_counter() - start)
-        _demo_reports(name, paths)
-    return 0
+        if not _demo_reports(name, paths) or warned:
+            failed.append(name)
+    return _exit_status(args, not failed, ", ".join(failed))
 
 
 # ---------------------------------------------------------------- fit
@@ -293,6 +319,7 @@ def _add_fit(sub, model: str | None = None) -> None:
     )
     fit.add_argument("--config", type=Path, default=None, help="TOML file of model options")
     fit.add_argument("--out", default="pmctx-fit", type=Path, help="output folder")
+    _add_fail_on_warning(fit)
     fit.set_defaults(func=_fit)
 
 
@@ -319,7 +346,7 @@ def _fit(args) -> int:
     data = spec.load(args.data, options)
     options = {**data.pop("options", {}), **options}
     start = time.perf_counter()
-    idata = _run_quietly(
+    idata, warned = _run_quietly(
         args.model,
         spec.fit,
         data,
@@ -332,9 +359,9 @@ def _fit(args) -> int:
         **options,
     )
     paths = spec.write_outputs(idata, out_dir)
-    _print_report(args.model, idata)
+    converged = _print_report(args.model, idata)
     _print_written(args.model, paths, time.perf_counter() - start)
-    return 0
+    return _exit_status(args, converged and not warned, args.model)
 
 
 #: Modules whose ``add_parser(subparsers)`` adds further subcommands, in help order.

@@ -242,3 +242,14 @@ def test_kfold_through_the_spec(toy, toy_data):
     _, data = toy_data
     result = kfold(*kfold_functions(NAME, check_convergence=False), data, k=4)
     assert int(result.n_data_points) == 40 and np.isfinite(result.elpd_loo)
+
+
+def test_fail_on_warning_exits_nonzero_on_an_unconverged_fit(toy, toy_data, tmp_path, capsys):
+    folder, _ = toy_data
+    args = ["fit", NAME, "--data", str(folder / "y.npz"), "--draws", "20", "--tune", "0",
+            "--chains", "2", "--random-seed", "1", "--out", str(tmp_path)]  # fmt: skip
+    assert cli.main(args) == 0  # warns, writes, exits 0 by default
+    assert "NOT CONVERGED" in capsys.readouterr().out
+    assert cli.main([*args, "--fail-on-warning"]) == 1
+    assert "--fail-on-warning" in capsys.readouterr().err
+    assert (tmp_path / NAME / f"{NAME}_posterior.nc").exists()  # the files are still written
