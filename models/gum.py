@@ -16,19 +16,14 @@ Examples
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 
-import arviz as az
-import numpy as np
-
 from pmctx.gum import GP, Categorical, Fixed, GumModel, Linear, gum
-from pmctx.gum.hyper import fit_evidence
+from pmctx.gum.demo import demo, write_outputs
 from pmctx.gum.outputs import CONVERGENCE_ADVICE, invariants
-from pmctx.gum.synthetic import match_constraints, section_3_1_formula, seed_section_3_1
-from pmctx.io import save_figure
-from pmctx.sampling import SAMPLE_DEFAULTS, resolve_seed
+from pmctx.gum.plots import plot_functions
+from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
+from pmctx.sampling import SAMPLE_DEFAULTS
 
 __all__ = [
     "GP",
@@ -48,55 +43,6 @@ __all__ = [
     "seed_section_3_1",
     "write_outputs",
 ]
-
-
-def plot_functions(gum_model: GumModel, idata, *, truth: dict | None = None, title: str = ""):
-    """One panel per function: posterior mean and 94% band, optionally against the truth.
-
-    Parameters
-    ----------
-    gum_model : GumModel
-        The model (its function grids and names).
-    idata : arviz.InferenceData
-        A fit of it (NUTS or Laplace).
-    truth : dict, optional
-        Function name -> true values on the grid, drawn dashed.
-    title : str, default ""
-        Appended to every panel's title.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One panel per function.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> data = {"x": rng.uniform(0, 2, 30)}
-    >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
-    >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
-    >>> idata = g.laplace(draws=20)
-
-    >>> fig = plot_functions(g, idata)
-    >>> len(fig.axes)
-    1
-    """
-    import matplotlib.pyplot as plt
-
-    names = gum_model.function_names
-    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.2), squeeze=False)
-    for ax, name in zip(axes[0], names):
-        summary = gum_model.function_summary(idata, name)
-        x = np.arange(len(summary)) if summary["x"].dtype == object else summary["x"]
-        ax.fill_between(x, summary["lower"], summary["upper"], alpha=0.3, label="94% band")
-        ax.plot(x, summary["mean"], "k-", label="posterior mean")
-        if truth is not None and name in truth:
-            ax.plot(x, truth[name], "r--", label="truth (constraints matched)")
-        ax.set_title(f"{name} {title}".strip())
-        ax.set_xlabel(name.split("_", 1)[-1])
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    return fig
 
 
 def predict(idata, new_data, *, gum_model, kind: str = "mean", **kwargs):
@@ -126,6 +72,7 @@ def predict(idata, new_data, *, gum_model, kind: str = "mean", **kwargs):
 
     Examples
     --------
+    >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> data = {"x": rng.uniform(0, 2, 30)}
     >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
@@ -142,111 +89,6 @@ def predict(idata, new_data, *, gum_model, kind: str = "mean", **kwargs):
     return gum_model.predict(new_data, idata, kind=kind, **kwargs)
 
 
-def write_outputs(idata, out_dir: Path, prefix: str = "gum", *, gum_model=None, truth=None,
-                  extra=None) -> list[Path]:  # fmt: skip
-    """Standard outputs (posterior, summary, diagnostics), the function plot when
-    ``gum_model`` is given, and ``<prefix>_info.json`` from ``extra``.
-
-    Parameters
-    ----------
-    idata : arviz.InferenceData
-        A GUM fit.
-    out_dir : path-like
-        Output folder.
-    prefix : str, default "gum"
-        File name prefix.
-    gum_model : GumModel, optional
-        The model, for the function plot.
-    truth : dict, optional
-        True function values by name, drawn in the plot.
-    extra : dict, optional
-        Written as ``<prefix>_info.json``.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written.
-
-    Examples
-    --------
-    >>> paths = write_outputs(idata, "pmctx-out", gum_model=g)  # doctest: +SKIP
-    """
-    from pmctx.io import write_standard_outputs
-
-    out_dir = Path(out_dir)
-    paths = write_standard_outputs(idata, out_dir, prefix)
-    if gum_model is not None:
-        fig = plot_functions(gum_model, idata, truth=truth)
-        paths.append(save_figure(fig, out_dir / f"{prefix}_functions.png"))
-    if extra:
-        path = out_dir / f"{prefix}_info.json"
-        path.write_text(json.dumps(extra, indent=2, default=float))
-        paths.append(path)
-    return paths
-
-
-def demo(
-    out_dir, *, quick: bool = False, random_seed: int = 0, seed=None, cores=None
-) -> list[Path]:
-    """Seed section 3.1: Poisson ``f1(x1) f2(x2) + f3(x3)``, Laplace (+ evidence-fitted
-    lengthscales) and, unless ``quick``, NUTS; recovered functions against the truth.
-
-    Writes ``gum_laplace_*`` (posterior, summary, diagnostics, functions, info) and, unless
-    ``quick``, ``gum_posterior.nc``, ``gum_summary.csv``, ``gum_diagnostics.csv`` (NUTS),
-    ``gum_functions.png`` and ``gum_loo.csv``.
-
-    Parameters
-    ----------
-    out_dir : path-like
-        Output folder.
-    quick : bool, default False
-        Small sizes (seconds to a minute), for a first look and the tests.
-    random_seed : int, default 0
-        Seed of the data and the sampler.
-    seed : optional
-        Deprecated alias of ``random_seed``.
-    cores : int, optional
-        Parallel chains, as in :func:`pymc.sample`.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written.
-
-    Examples
-    --------
-    >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
-    """
-    seed = resolve_seed(random_seed, seed)
-    n = 200 if quick else 500
-    data = seed_section_3_1(n, seed=seed)
-    g = gum(section_3_1_formula(max_points=16 if quick else 32), data, family="poisson")
-    start = time.perf_counter()
-    hyper = fit_evidence(g)
-    laplace = g.laplace(draws=1000, seed=seed)
-    laplace_seconds = time.perf_counter() - start
-    truth = match_constraints({k: fn.support for k, fn in g.design.functions.items()})
-    errors = {
-        k: float(np.sqrt(np.mean((g.function_summary(laplace, k)["mean"] - truth[k]) ** 2)))
-        for k in g.function_names
-    }
-    info = {
-        "n": n,
-        "laplace_seconds": laplace_seconds,
-        "log_evidence": hyper.objective,
-        "hyperparameters": hyper.hyperparameters,
-        "laplace_rmse": errors,
-    }
-    paths = write_outputs(laplace, out_dir, "gum_laplace", gum_model=g, truth=truth, extra=info)
-    if not quick:
-        nuts = g.sample(cores=cores, random_seed=seed)
-        paths += write_outputs(nuts, out_dir, "gum", gum_model=g, truth=truth)
-        path = Path(out_dir) / "gum_loo.csv"
-        az.compare({"laplace": laplace, "nuts": nuts}).to_csv(path)
-        paths.append(path)
-    return paths
-
-
 def fit_data(
     data: dict,
     *,
@@ -257,7 +99,6 @@ def fit_data(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=None,
     formula: str | None = None,
     family: str = "gaussian",
     **options,
@@ -270,8 +111,6 @@ def fit_data(
         Validated data as :mod:`pmctx.schema` loads it, ``{"columns": ..., "options": ...}``.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
-    seed : optional
-        Deprecated alias of ``random_seed``.
     formula : str, optional
         The model formula, when not stored in the data.
     family : str, default "gaussian"
@@ -301,7 +140,7 @@ def fit_data(
         tune=tune,
         chains=chains,
         cores=cores,
-        random_seed=resolve_seed(random_seed, seed),
+        random_seed=random_seed,
         progressbar=progressbar,
         idata_kwargs=idata_kwargs,
     )
@@ -317,7 +156,6 @@ def fit(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=None,
     out_dir: Path = Path("pmctx-fit"),
     **options,
 ) -> list[Path]:
@@ -338,8 +176,6 @@ def fit(
         The data file (layout in :mod:`pmctx.schema` and the "Fitting your own data" guide).
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
-    seed : optional
-        Deprecated alias of ``random_seed``.
     out_dir : path-like, default "pmctx-fit"
         Output folder for the files.
     **options
@@ -364,7 +200,7 @@ def fit(
         tune=tune,
         chains=chains,
         cores=cores,
-        random_seed=resolve_seed(random_seed, seed),
+        random_seed=random_seed,
         progressbar=progressbar,
         idata_kwargs=idata_kwargs,
         **options,
@@ -382,8 +218,8 @@ def fit_unit(data: dict, *, random_seed=None, method: str = "laplace", draws: in
     ----------
     data : dict
         One unit's columns, optionally with ``formula``, ``family`` and ``noise_sd`` entries.
-    random_seed : int, optional
-        Seed of the Laplace draws or of NUTS.
+    random_seed : int or numpy.random.Generator, optional
+        Seed of the Laplace draws or of NUTS (Laplace: 0 when None).
     method : {"laplace", "nuts"}, default "laplace"
         Laplace approximation (seconds per unit) or NUTS through :func:`fit_data`.
     draws : int, default 1000
@@ -399,6 +235,7 @@ def fit_unit(data: dict, *, random_seed=None, method: str = "laplace", draws: in
 
     Examples
     --------
+    >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> unit = {"x": rng.uniform(0, 2, 30), "formula": "y ~ f(x)"}
     >>> unit["y"] = rng.normal(np.sin(unit["x"]), 0.3)
@@ -423,8 +260,10 @@ def fit_unit(data: dict, *, random_seed=None, method: str = "laplace", draws: in
                         formula=formula, family=family, **options)  # fmt: skip
     if method != "laplace":
         raise ValueError(f"method must be 'laplace' or 'nuts', got {method!r}.")
-    seed = 0 if random_seed is None else int(random_seed)
-    return gum(formula, data, family=family, **options).laplace(draws=draws, seed=seed)
+    random_seed = 0 if random_seed is None else random_seed
+    return gum(formula, data, family=family, **options).laplace(
+        draws=draws, random_seed=random_seed
+    )
 
 
 def _spec():

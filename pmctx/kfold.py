@@ -344,14 +344,14 @@ class _GumFit:
 
 
 class _GumPredictive:
-    def __init__(self, fit: _GumFit, seed):
-        self.fit, self.seed = fit, seed
+    def __init__(self, fit: _GumFit, random_seed):
+        self.fit, self.random_seed = fit, random_seed
 
     def __call__(self, idata, test):
         from pmctx.gum.heldout import held_out_log_density
 
         gum_model = self.fit.models.pop(idata.attrs["pmctx_gum_fit"])
-        return held_out_log_density(gum_model, test, idata, seed=self.seed).values
+        return held_out_log_density(gum_model, test, idata, random_seed=self.random_seed).values
 
 
 def kfold_functions(model: str, **options):
@@ -391,7 +391,7 @@ def kfold_functions(model: str, **options):
     return spec.kfold(**options)
 
 
-def gum_functions(build, *, method: str = "nuts", fit_options=None, seed=0):
+def gum_functions(build, *, method: str = "nuts", fit_options=None, random_seed=0):
     """``fit`` and ``log_predictive`` for a GUM, scored by its exact held-out prediction.
 
     Parameters
@@ -404,7 +404,7 @@ def gum_functions(build, *, method: str = "nuts", fit_options=None, seed=0):
         ``GumModel.laplace`` (``draws`` Gaussian draws, default 2000).
     fit_options : dict, optional
         Keyword arguments of that fit (``draws``, ``tune``, ``chains``, ``random_seed``...).
-    seed : int
+    random_seed : int or numpy.random.Generator, default 0
         Seed of the GP-conditional draws at held-out inputs.
 
     Notes
@@ -422,4 +422,4 @@ def gum_functions(build, *, method: str = "nuts", fit_options=None, seed=0):
     if method not in ("nuts", "laplace"):
         raise ValueError(f"method must be 'nuts' or 'laplace'; got {method!r}.")
     fit = _GumFit(build, method, dict(fit_options or {}))
-    return fit, _GumPredictive(fit, seed)
+    return fit, _GumPredictive(fit, random_seed)

@@ -2,6 +2,7 @@
 
 ``loglik(y, rho)`` returns ``(ll, d1, w)`` with ``d1 = d ll / d rho`` and
 ``w = -d^2 ll / d rho^2`` (non-negative for every family here, which are log-concave in rho).
+:func:`mean_response` is the inverse link and :func:`response_draws` draws responses.
 
 Examples
 --------
@@ -15,9 +16,11 @@ Examples
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, gammaln, log_ndtr
+from scipy.special import expit, gammaln, log_ndtr, ndtr
 
-__all__ = ["DISPERSION", "FAMILIES", "loglik"]
+from pmctx.validation import as_rng
+
+__all__ = ["DISPERSION", "FAMILIES", "loglik", "mean_response", "response_draws"]
 
 #: family -> (default link, allowed links)
 FAMILIES = {
@@ -100,3 +103,69 @@ def _loglik(family, link, y, rho, noise_sd):
         mills = np.exp(-0.5 * t**2 - _LOG_SQRT_2PI - log_cdf)  # phi(t)/Phi(t), stable
         return log_cdf, s * mills, mills * (t + mills)
     raise ValueError(f"Unsupported family/link {family!r}/{link!r}.")
+
+
+def mean_response(family: str, link: str, rho: np.ndarray) -> np.ndarray:
+    """``E[y | rho]`` (the inverse link).
+
+    Parameters
+    ----------
+    family : str
+        Response family.
+    link : str
+        Link function.
+    rho : numpy.ndarray
+        Predictor values.
+
+    Returns
+    -------
+    numpy.ndarray
+        Mean response, same shape.
+
+    Examples
+    --------
+    >>> mean_response("poisson", "log", np.zeros(2))
+    array([1., 1.])
+    """
+    if family in ("poisson", "negative_binomial"):
+        return np.exp(rho)
+    if family == "bernoulli":
+        return expit(rho) if link == "logit" else ndtr(rho)
+    return rho
+
+
+def response_draws(family, link, rho, random_seed=None, *, noise_sd=None, alpha=None) -> np.ndarray:
+    """One response draw per predictor draw.
+
+    Parameters
+    ----------
+    family : str
+        Response family.
+    link : str
+        Link function.
+    rho : numpy.ndarray (chain, draw, n)
+        Predictor draws.
+    random_seed : int, numpy.random.Generator or None, optional
+        Seed or generator of the draws.
+    noise_sd : float or numpy.ndarray, optional
+        Gaussian sd (or negative-binomial alpha) per draw.
+    alpha : float or numpy.ndarray, optional
+        Negative-binomial dispersion (default ``noise_sd``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Response draws, same shape as ``rho``.
+    """
+    mean = mean_response(family, link, rho)
+    rng = as_rng(random_seed)
+    if family == "bernoulli":
+        return (rng.uniform(size=rho.shape) < mean).astype(np.int64)
+    if family == "poisson":
+        return rng.poisson(mean)
+    if family == "negative_binomial":
+        alpha = noise_sd if alpha is None else alpha  # the family's dispersion parameter
+        alpha = np.broadcast_to(np.asarray(alpha, float)[..., None], rho.shape)
+        return rng.poisson(rng.gamma(alpha, mean / alpha))
+    noise = np.broadcast_to(np.asarray(noise_sd, float)[..., None], rho.shape)
+    return mean + noise * rng.standard_normal(rho.shape)

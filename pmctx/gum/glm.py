@@ -10,7 +10,7 @@ Examples
 --------
 >>> from pmctx.gum.glm import psychophysics_glm
 >>> from pmctx.gum.synthetic import psychophysics
->>> g = psychophysics_glm(psychophysics(50, seed=0))
+>>> g = psychophysics_glm(psychophysics(50, random_seed=0))
 >>> sorted(g.function_names)
 ['w_position']
 """

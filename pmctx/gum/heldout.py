@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from pmctx.gum.columns import data_columns, new_columns, response_values
 from pmctx.gum.families import loglik
 from pmctx.gum.predict import as_dataarray, predict_draws
 
@@ -38,19 +39,17 @@ __all__ = ["held_out_log_density", "held_out_lpd"]
 
 
 def _held_out_response(gum_model, data) -> np.ndarray:
-    from pmctx.gum.api import _columns, _response
-
     d = gum_model.design
-    columns = _columns(data)
+    columns = data_columns(data)
     if d.response not in columns:
         raise ValueError(
             f"Held-out data needs the response column {d.response!r} to be scored; it has "
             f"{sorted(columns)}."
         )
-    return _response(d.family, columns[d.response], f"data[{d.response!r}]")
+    return response_values(d.family, columns[d.response], f"data[{d.response!r}]")
 
 
-def held_out_log_density(gum_model, data, idata=None, *, draws=1000, seed=0):
+def held_out_log_density(gum_model, data, idata=None, *, draws=1000, random_seed=0):
     """Pointwise log density of held-out responses per posterior draw.
 
     Parameters
@@ -63,7 +62,7 @@ def held_out_log_density(gum_model, data, idata=None, *, draws=1000, seed=0):
         Posterior draws of ``gum_model``; default ``draws`` Laplace draws.
     draws : int, default 1000
         Laplace draws when ``idata`` is None.
-    seed : int, default 0
+    random_seed : int or numpy.random.Generator, default 0
         Seed of the GP-conditional draws at new inputs.
 
     Returns
@@ -71,11 +70,11 @@ def held_out_log_density(gum_model, data, idata=None, *, draws=1000, seed=0):
     xarray.DataArray with dims ``(chain, draw, obs)``.
     """
     y = _held_out_response(gum_model, data)
-    columns, n = gum_model._new_columns(data)
+    columns, n = new_columns(gum_model.blocks, gum_model.labels, data)
     if n != y.size:
         raise ValueError(f"Held-out response has {y.size} rows but the regressors have {n}.")
     d = gum_model.design
-    rho, noise = predict_draws(gum_model, columns, n, idata, draws=draws, seed=seed)
+    rho, noise = predict_draws(gum_model, columns, n, idata, draws=draws, random_seed=random_seed)
     if noise is None and d.family in ("gaussian", "negative_binomial"):
         raise ValueError(
             f"Scoring {d.family} responses needs the dispersion (fixed in gum() or sampled)."
@@ -85,7 +84,7 @@ def held_out_log_density(gum_model, data, idata=None, *, draws=1000, seed=0):
     return as_dataarray(np.asarray(ll, dtype=np.float64), d.response)
 
 
-def held_out_lpd(gum_model, data, idata=None, *, draws=1000, seed=0) -> np.ndarray:
+def held_out_lpd(gum_model, data, idata=None, *, draws=1000, random_seed=0) -> np.ndarray:
     """``log mean_s p(y*_i | draw s)`` for every held-out row (see the module doc).
 
     Parameters
@@ -98,7 +97,7 @@ def held_out_lpd(gum_model, data, idata=None, *, draws=1000, seed=0) -> np.ndarr
         Posterior draws (default: ``draws`` Laplace draws).
     draws : int, default 1000
         Laplace draws when ``idata`` is None.
-    seed : int, default 0
+    random_seed : int or numpy.random.Generator, default 0
         Seed of the draws.
 
     Returns
@@ -106,6 +105,6 @@ def held_out_lpd(gum_model, data, idata=None, *, draws=1000, seed=0) -> np.ndarr
     numpy.ndarray (n_rows,)
         Log pointwise predictive density of each held-out row.
     """
-    ll = held_out_log_density(gum_model, data, idata, draws=draws, seed=seed).values
+    ll = held_out_log_density(gum_model, data, idata, draws=draws, random_seed=random_seed).values
     flat = ll.reshape(-1, ll.shape[-1])
     return logsumexp(flat, axis=0) - np.log(flat.shape[0])

@@ -21,6 +21,7 @@ from pmctx.exceptions import ConvergenceWarning
 from pmctx.gum.evidence import log_evidence_gradient
 from pmctx.gum.families import DISPERSION
 from pmctx.gum.laplace import laplace_fit
+from pmctx.gum.streams import fixed_seed
 from pmctx.gum.terms import GP
 from pmctx.validation import as_rng, check_int
 
@@ -309,11 +310,11 @@ def _simplex(x0: np.ndarray, step) -> np.ndarray:
     return np.vstack([x0, x0 + np.diag(np.broadcast_to(step, len(x0)))])
 
 
-def _folds(n: int, k: int, seed) -> list[np.ndarray]:
-    return np.array_split(as_rng(seed).permutation(n), k)
+def _folds(n: int, k: int, random_seed) -> list[np.ndarray]:
+    return np.array_split(as_rng(random_seed).permutation(n), k)
 
 
-def cv_score(gum_model, *, k: int = 5, seed=0, warm=None) -> float:
+def cv_score(gum_model, *, k: int = 5, random_seed=0, warm=None) -> float:
     """K-fold cross-validated log-likelihood of the MAP at the current hyperparameters.
 
     Parameters
@@ -322,9 +323,9 @@ def cv_score(gum_model, *, k: int = 5, seed=0, warm=None) -> float:
         The model, at the hyperparameters to score.
     k : int, default 5
         Number of folds (at least 2).
-    seed : int, default 0
-        Seed of the fold assignment (the same seed gives the same folds, so scores at
-        different hyperparameters are comparable).
+    random_seed : int or numpy.random.Generator, default 0
+        Seed of the fold assignment (the same int seed gives the same folds, so scores at
+        different hyperparameters are comparable; a Generator draws new folds).
     warm : list, optional
         One warm-start store per fold (used by :func:`fit_cv` to start each Newton fit at the
         previous optimum).
@@ -337,7 +338,7 @@ def cv_score(gum_model, *, k: int = 5, seed=0, warm=None) -> float:
     k = check_int(k, "k", minimum=2)
     d = gum_model.design
     total = 0.0
-    for i, test in enumerate(_folds(d.n_obs, k, seed)):
+    for i, test in enumerate(_folds(d.n_obs, k, random_seed)):
         train = np.setdiff1d(np.arange(d.n_obs), test)
         start = None if warm is None else warm[i].start()
         result = laplace_fit(d.subset(train), u0=start, max_iter=60, tol=1e-6)
@@ -348,7 +349,7 @@ def cv_score(gum_model, *, k: int = 5, seed=0, warm=None) -> float:
     return float(total)
 
 
-def fit_cv(gum_model, *, k: int = 5, which=None, seed=0, max_evaluations: int = 200):
+def fit_cv(gum_model, *, k: int = 5, which=None, random_seed=0, max_evaluations: int = 200):
     """Maximise the K-fold cross-validated log-likelihood (seed 002, Appendix B.4.1).
 
     A coarse sweep then Nelder-Mead over the log hyperparameters; each evaluation fits the
@@ -364,8 +365,8 @@ def fit_cv(gum_model, *, k: int = 5, which=None, seed=0, max_evaluations: int = 
         Number of folds.
     which : list of (str, str), optional
         ``(function, key)`` pairs to fit; default :func:`free_hyperparameters`.
-    seed : int, default 0
-        Seed of the fold assignment.
+    random_seed : int or numpy.random.Generator, default 0
+        Seed of the fold assignment (the folds stay the same over the whole fit).
     max_evaluations : int, default 200
         Budget of objective evaluations (each is ``k`` Newton fits).
 
@@ -376,11 +377,12 @@ def fit_cv(gum_model, *, k: int = 5, which=None, seed=0, max_evaluations: int = 
     """
     pairs = free_hyperparameters(gum_model, which)
     warm = [_WarmStart(gum_model.design) for _ in range(k)]
+    random_seed = fixed_seed(random_seed)  # one fold assignment for every evaluation
 
     def negative_score(log_values):
         _set(gum_model, pairs, log_values)
         try:
-            return -cv_score(gum_model, k=k, seed=seed, warm=warm)
+            return -cv_score(gum_model, k=k, random_seed=random_seed, warm=warm)
         except np.linalg.LinAlgError:
             return np.inf
 

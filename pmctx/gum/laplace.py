@@ -28,6 +28,8 @@ from threadpoolctl import ThreadpoolController
 from pmctx.exceptions import ConvergenceWarning
 from pmctx.gum.curvature import derivatives
 from pmctx.gum.design import GumDesign
+from pmctx.gum.streams import stream
+from pmctx.validation import as_rng
 
 __all__ = ["LaplaceResult", "laplace_fit", "log_joint"]
 
@@ -80,22 +82,22 @@ class LaplaceResult:
         inv_chol = solve_triangular(self.chol, np.eye(len(self.u_map)), lower=True)
         return inv_chol.T @ inv_chol
 
-    def draws(self, n: int, rng: np.random.Generator) -> np.ndarray:
+    def draws(self, n: int, random_seed=None) -> np.ndarray:
         """Draws of ``u`` from ``N(u_map, hessian^-1)``, shape (n, D).
 
         Parameters
         ----------
         n : int
             Number of draws.
-        rng : numpy.random.Generator
-            Random generator.
+        random_seed : int, numpy.random.Generator or None, optional
+            Seed or generator of the draws.
 
         Returns
         -------
         numpy.ndarray (n, D)
             The draws.
         """
-        eps = rng.standard_normal((n, len(self.u_map)))
+        eps = as_rng(random_seed).standard_normal((n, len(self.u_map)))
         return self.u_map + solve_triangular(self.chol, eps.T, lower=True, trans="T").T
 
 
@@ -159,7 +161,8 @@ def laplace_fit(design: GumDesign, **kwargs) -> LaplaceResult:
         - ``max_iter`` (int, default 200): Newton iterations;
         - ``tol`` (float, default 1e-8): convergence when the Newton decrement
           ``g^T H^-1 g / 2`` falls below ``tol``;
-        - ``seed`` (int, default 0): seed of the random starting points;
+        - ``random_seed`` (int or Generator, default 0): seed of the random starting points
+          (start ``s`` of an int seed ``random_seed + s``);
         - ``n_starts`` (int, default 4): random restarts when ``u0`` is not given; the MAP
           with the highest log joint wins. Products of functions have several local modes
           (e.g. a sign-flipped first factor whose offset the intercept absorbs), so a single
@@ -171,12 +174,12 @@ def laplace_fit(design: GumDesign, **kwargs) -> LaplaceResult:
         The best mode over the starts, its negative Hessian and the log evidence.
     """
     n_starts = kwargs.pop("n_starts", 4)
+    random_seed = kwargs.pop("random_seed", 0)
     # The matrices are small (free parameters x free parameters): BLAS threads only contend.
     with _single_threaded_blas():
         if kwargs.get("u0") is not None or n_starts <= 1:
-            return _laplace_fit(design, **kwargs)
-        seed = kwargs.pop("seed", 0)
-        fits = [_laplace_fit(design, seed=seed + s, **kwargs) for s in range(n_starts)]
+            return _laplace_fit(design, rng=stream(random_seed), **kwargs)
+        fits = [_laplace_fit(design, rng=stream(random_seed, s), **kwargs) for s in range(n_starts)]
     return max(fits, key=lambda fit: log_joint(design, fit.u_map))
 
 
@@ -186,14 +189,10 @@ def _laplace_fit(
     u0: np.ndarray | None = None,
     max_iter: int = 200,
     tol: float = 1e-8,
-    seed: int = 0,
+    rng: np.random.Generator,
 ) -> LaplaceResult:
     D = design.n_free
-    u = (
-        0.1 * np.random.default_rng(seed).standard_normal(D)
-        if u0 is None
-        else np.array(u0, dtype=float)
-    )
+    u = 0.1 * rng.standard_normal(D) if u0 is None else np.array(u0, dtype=float)
     if u0 is None:
         # keep the random start where the likelihood is tame (weak priors have large scales)
         for _ in range(20):

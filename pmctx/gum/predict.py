@@ -16,6 +16,9 @@ a plotting grid:
 * linear terms multiply the input, categorical terms look up their level (an unseen level is
   an error), fixed terms apply their known function.
 
+:func:`predict` and :func:`function_values` are :class:`pmctx.gum.GumModel`'s methods of the
+same names (the class binds them; ``self`` is the model).
+
 Examples
 --------
 >>> import numpy as np
@@ -32,15 +35,18 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from scipy.special import expit, ndtr
 
 from pmctx.gum.basis import basis_matrix
+from pmctx.gum.columns import new_columns
 from pmctx.gum.design import _JITTER, offset_name
+from pmctx.gum.families import mean_response, response_draws
 from pmctx.gum.grouped import grouped_basis, level_index
 from pmctx.gum.kernels import kernel_matrix
+from pmctx.gum.streams import stream
 from pmctx.gum.terms import Categorical, Fixed, Linear
+from pmctx.validation import check_choice, check_int
 
-__all__ = ["KINDS", "function_draws", "predict_draws", "response_draws"]
+__all__ = ["KINDS", "function_draws", "function_values", "predict", "predict_draws"]
 
 #: What ``GumModel.predict`` returns: the predictor, the mean response, or response draws.
 KINDS = ("rho", "mean", "response")
@@ -124,11 +130,11 @@ def _x_basis(leaf, fn, x: np.ndarray, labels):
     return leaf.scale * W.reshape(*x.shape, -1), _Extension(fn, new)
 
 
-def _posterior_arrays(gum_model, idata, draws, seed):
+def _posterior_arrays(gum_model, idata, draws, random_seed):
     """Function values, offsets and intercept per draw, flattened to (S, ...)."""
     if idata is None:
         result = gum_model.laplace_result or gum_model.fit_laplace()
-        u = result.draws(draws, np.random.default_rng(seed))
+        u = result.draws(draws, stream(random_seed))
         d = gum_model.design
         values = dict(d.thetas(u))
         values.update(d.scalars(u))
@@ -157,7 +163,7 @@ def _posterior_arrays(gum_model, idata, draws, seed):
     return values, shape
 
 
-def function_draws(gum_model, name: str, x, idata=None, *, draws=1000, seed=0) -> np.ndarray:
+def function_draws(gum_model, name: str, x, idata=None, *, draws=1000, random_seed=0) -> np.ndarray:
     """Draws (chain, draw, len(x)) of function ``name`` at inputs ``x`` (see module doc);
     (chain, draw, levels, len(x)) for a grouped GP ``f(x|g)``, every level's function.
 
@@ -174,7 +180,7 @@ def function_draws(gum_model, name: str, x, idata=None, *, draws=1000, seed=0) -
         Posterior draws (default: ``draws`` Laplace draws).
     draws : int, default 1000
         Laplace draws when ``idata`` is None.
-    seed : int, default 0
+    random_seed : int or numpy.random.Generator, default 0
         Seed of the Laplace and GP-conditional draws.
 
     Returns
@@ -185,16 +191,16 @@ def function_draws(gum_model, name: str, x, idata=None, *, draws=1000, seed=0) -
     fn = gum_model.design.functions[name]
     x = np.asarray(x, dtype=float).reshape(-1, 1)
     basis, extension = _new_basis(fn.leaf, fn, x, gum_model.labels.get(name))
-    values, shape = _posterior_arrays(gum_model, idata, draws, seed)
+    values, shape = _posterior_arrays(gum_model, idata, draws, random_seed)
     theta = values[name]
     if extension is not None:
-        theta = extension.draw(theta, np.random.default_rng(seed))
+        theta = extension.draw(theta, stream(random_seed))
     theta = theta.reshape(len(theta), fn.n_levels, -1)
     out = theta @ basis[:, 0, :].T / fn.leaf.scale
     return out.reshape(*shape, *out.shape[1 if fn.levels is not None else 2 :])
 
 
-def predict_draws(gum_model, columns: dict, n: int, idata=None, *, draws=1000, seed=0):
+def predict_draws(gum_model, columns: dict, n: int, idata=None, *, draws=1000, random_seed=0):
     """Predictor draws (chain, draw, n) at the validated new ``columns``, and noise sds.
 
     Parameters
@@ -210,7 +216,7 @@ def predict_draws(gum_model, columns: dict, n: int, idata=None, *, draws=1000, s
         Posterior draws (default: ``draws`` Laplace draws).
     draws : int, default 1000
         Laplace draws when ``idata`` is None.
-    seed : int, default 0
+    random_seed : int or numpy.random.Generator, default 0
         Seed of the draws.
 
     Returns
@@ -221,8 +227,8 @@ def predict_draws(gum_model, columns: dict, n: int, idata=None, *, draws=1000, s
         Dispersion per draw (fixed, sampled) or None.
     """
     d = gum_model.design
-    rng = np.random.default_rng(seed)
-    values, shape = _posterior_arrays(gum_model, idata, draws, seed)
+    rng = stream(random_seed)
+    values, shape = _posterior_arrays(gum_model, idata, draws, random_seed)
     bases, extensions, masks = {}, {}, []
     for i, block in enumerate(gum_model.blocks):
         n_pos = max(columns[leaf.column].shape[1] for factor in block for leaf in factor)
@@ -271,69 +277,91 @@ def predict_draws(gum_model, columns: dict, n: int, idata=None, *, draws=1000, s
     return rho.reshape(*shape, n), None if noise is None else noise.reshape(shape)
 
 
-def mean_response(family: str, link: str, rho: np.ndarray) -> np.ndarray:
-    """``E[y | rho]`` (the inverse link).
+def function_values(self, name, x, idata=None, *, draws=1000, random_seed=0) -> np.ndarray:
+    """Draws (chain, draw, len(x)) of function ``name`` at inputs ``x`` (exact, not
+    interpolated from the support grid).
 
     Parameters
     ----------
-    family : str
-        Response family.
-    link : str
-        Link function.
-    rho : numpy.ndarray
-        Predictor values.
+    name : str
+        The function (one of :attr:`function_names`).
+    x : array_like
+        Inputs at which to evaluate it.
+    idata : arviz.InferenceData, optional
+        Posterior draws; default ``draws`` Laplace draws.
+    draws : int, default 1000
+        Laplace draws when ``idata`` is None.
+    random_seed : int or numpy.random.Generator, default 0
+        Seed of the Laplace and GP-conditional draws.
 
     Returns
     -------
     numpy.ndarray
-        Mean response, same shape.
+        Draws of shape ``(chain, draw, len(x))``.
 
     Examples
     --------
-    >>> mean_response("poisson", "log", np.zeros(2))
-    array([1., 1.])
+    >>> from pmctx.gum import gum
+    >>> rng = np.random.default_rng(0)
+    >>> data = {"x": rng.uniform(0, 2, 30)}
+    >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+    >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+    >>> g.function_values("f_x", np.array([0.5, 1.0]), draws=20).shape
+    (1, 20, 2)
     """
-    if family in ("poisson", "negative_binomial"):
-        return np.exp(rho)
-    if family == "bernoulli":
-        return expit(rho) if link == "logit" else ndtr(rho)
-    return rho
+    if name not in self.design.functions:
+        raise ValueError(f"Unknown function {name!r}; have {self.function_names}.")
+    return function_draws(self, name, x, idata, draws=draws, random_seed=random_seed)
 
 
-def response_draws(family, link, rho, rng, *, noise_sd=None, alpha=None) -> np.ndarray:
-    """One response draw per predictor draw.
+def predict(self, data, idata=None, *, kind="rho", draws=1000, random_seed=0, name=None):
+    """Posterior draws of the predictor, mean or response at new inputs.
+
+    Functions are evaluated exactly at the new inputs (GP conditional of seed 002 eq. 14
+    for exact-support GPs, the model's own basis otherwise; see :mod:`pmctx.gum.predict`).
 
     Parameters
     ----------
-    family : str
-        Response family.
-    link : str
-        Link function.
-    rho : numpy.ndarray (chain, draw, n)
-        Predictor draws.
-    rng : numpy.random.Generator
-        Random generator.
-    noise_sd : float or numpy.ndarray, optional
-        Gaussian sd (or negative-binomial alpha) per draw.
-    alpha : float or numpy.ndarray, optional
-        Negative-binomial dispersion (default ``noise_sd``).
+    data : DataFrame or dict
+        The regressor columns of the formula (the response is not needed).
+    idata : InferenceData, optional
+        Posterior draws (NUTS, ADVI or Laplace). Default: ``draws`` Laplace draws.
+    kind : {"rho", "mean", "response"}
+        The predictor ``rho``, the mean response ``g^-1(rho)``, or response draws.
+    draws : int, default 1000
+        Laplace draws when ``idata`` is None.
+    random_seed : int or numpy.random.Generator, default 0
+        Seed of the GP-conditional and response draws.
+    name : str, optional
+        Name of the returned DataArray (default: ``kind``, or the response's name).
 
     Returns
     -------
-    numpy.ndarray
-        Response draws, same shape as ``rho``.
+    xarray.DataArray with dims ``(chain, draw, obs)``.
+
+    Examples
+    --------
+    >>> from pmctx.gum import gum
+    >>> rng = np.random.default_rng(0)
+    >>> data = {"x": rng.uniform(0, 2, 30)}
+    >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+    >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+    >>> idata = g.laplace(draws=20)
+    >>> g.predict({"x": np.array([0.5, 1.5])}, idata, kind="mean").shape
+    (1, 20, 2)
     """
-    mean = mean_response(family, link, rho)
-    if family == "bernoulli":
-        return (rng.uniform(size=rho.shape) < mean).astype(np.int64)
-    if family == "poisson":
-        return rng.poisson(mean)
-    if family == "negative_binomial":
-        alpha = noise_sd if alpha is None else alpha  # the family's dispersion parameter
-        alpha = np.broadcast_to(np.asarray(alpha, float)[..., None], rho.shape)
-        return rng.poisson(rng.gamma(alpha, mean / alpha))
-    noise = np.broadcast_to(np.asarray(noise_sd, float)[..., None], rho.shape)
-    return mean + noise * rng.standard_normal(rho.shape)
+    check_choice(kind, "kind", KINDS)
+    draws = check_int(draws, "draws", minimum=1)
+    columns, n = new_columns(self.blocks, self.labels, data)
+    rho, noise = predict_draws(self, columns, n, idata, draws=draws, random_seed=random_seed)
+    d = self.design
+    if kind == "mean":
+        rho = mean_response(d.family, d.link, rho)
+    elif kind == "response":
+        if d.family == "gaussian" and noise is None:
+            raise ValueError("Response draws of Gaussian data need noise_sd (fixed or sampled).")
+        rho = response_draws(d.family, d.link, rho, stream(random_seed, 1), noise_sd=noise)
+    return as_dataarray(rho, name or (d.response if kind == "response" else kind))
 
 
 def as_dataarray(values: np.ndarray, name: str) -> xr.DataArray:

@@ -39,7 +39,7 @@ def _columns(formula: str) -> tuple[str, list[str]]:
 
 
 def simulate(
-    rng,
+    random_seed,
     *,
     n: int = 60,
     formula: str = DEFAULT_FORMULA,
@@ -54,8 +54,8 @@ def simulate(
 
     Parameters
     ----------
-    rng : numpy.random.Generator or int
-        Random generator or seed.
+    random_seed : int or numpy.random.Generator
+        Random seed or generator.
     n : int, default 60
         Observations.
     formula : str, default DEFAULT_FORMULA
@@ -76,7 +76,7 @@ def simulate(
     """
     from pmctx.gum import gum
 
-    rng = np.random.default_rng(rng)
+    rng = np.random.default_rng(random_seed)
     n = check_int(n, "n", minimum=2)
     family = check_choice(family, "family", ["gaussian", "poisson", "bernoulli"])
     response, columns = _columns(formula)

@@ -7,7 +7,7 @@ Section 3.1: ``rho = f1(x1) f2(x2) + f3(x3)``, Poisson counts with rate ``exp(rh
 Examples
 --------
 >>> from pmctx.gum.synthetic import seed_section_3_1
->>> data = seed_section_3_1(50, seed=1)
+>>> data = seed_section_3_1(50, random_seed=1)
 >>> sorted(data), data["y"].shape
 (['x1', 'x2', 'x3', 'y'], (50,))
 """
@@ -57,14 +57,14 @@ def section_3_1_formula(*, max_points: int = 48) -> str:
     return SECTION_3_1_FORMULA.replace(")", f", max_points={max_points})")
 
 
-def seed_section_3_1(n: int, *, seed=0) -> dict:
+def seed_section_3_1(n: int, *, random_seed=0) -> dict:
     """Draw the section 3.1 data set of size ``n``: ``x1, x3 ~ U[0, 2]``, ``x2 ~ U[0, pi]``.
 
     Parameters
     ----------
     n : int
         Observations.
-    seed : int or numpy.random.Generator, default 0
+    random_seed : int or numpy.random.Generator, default 0
         Random seed or generator.
 
     Returns
@@ -78,7 +78,7 @@ def seed_section_3_1(n: int, *, seed=0) -> dict:
     ['x1', 'x2', 'x3', 'y']
     """
     n = check_int(n, "n", minimum=1)
-    rng = as_rng(seed)
+    rng = as_rng(random_seed)
     x1, x3 = rng.uniform(0, 2, n), rng.uniform(0, 2, n)
     x2 = rng.uniform(0, np.pi, n)
     rho = TRUE_FUNCTIONS["f_x1"](x1) * TRUE_FUNCTIONS["f_x2"](x2) + TRUE_FUNCTIONS["f_x3"](x3)
@@ -123,7 +123,7 @@ def psychophysics(
     mapping=None,
     kappa: float = 0.3,
     bias: float = 0.0,
-    seed=0,
+    random_seed=0,
 ) -> dict:
     """Simulate the grating-sequence task of seed 002 section 3.2 / Appendix D.
 
@@ -145,7 +145,7 @@ def psychophysics(
         Von Mises concentration of the angles.
     bias : float, default 0.0
         Observer's bias.
-    seed : int or numpy.random.Generator, default 0
+    random_seed : int or numpy.random.Generator, default 0
         Random seed or generator.
 
     Returns
@@ -155,7 +155,7 @@ def psychophysics(
     """
     n_trials = check_int(n_trials, "n_trials", minimum=1)
     kappa = check_positive(kappa, "kappa")
-    rng = as_rng(seed)
+    rng = as_rng(random_seed)
     if weights is None:
         weights = np.linspace(0.7, 1.3, max_length)
     weights = np.asarray(weights, float)

@@ -11,7 +11,7 @@ from pmctx.gum.synthetic import psychophysics, section_3_1_formula, seed_section
 
 @pytest.fixture(scope="module")
 def data():
-    return seed_section_3_1(60, seed=3)
+    return seed_section_3_1(60, random_seed=3)
 
 
 def test_model_has_dims_deterministic_grids_and_observed(data):
@@ -28,7 +28,7 @@ def test_model_has_dims_deterministic_grids_and_observed(data):
 
 
 def test_two_d_regressors_sum_over_positions():
-    data = psychophysics(30, seed=1)
+    data = psychophysics(30, random_seed=1)
     g = psychophysics_glm(data)
     u = np.zeros(g.design.n_free)
     u[g.design.slices["w_position"]] = np.linspace(0.1, 1.0, 10) / 10.0  # sd 10 scaling
@@ -98,7 +98,7 @@ def test_loo_prefers_gum_only_when_the_mapping_is_nonlinear():
     """Seed 3.2: with a non-normative (step-like) mapping the GUM wins by more than 2 dse; with
     data from the normative GLM the GUM is not better by a significant margin."""
     step = lambda a: np.tanh(4 * np.cos(a)) + 0.5 * np.sin(a)  # noqa: E731
-    nonlinear = psychophysics(400, mapping=step, seed=0)
+    nonlinear = psychophysics(400, mapping=step, random_seed=0)
     table = compare(
         {
             "glm": psychophysics_glm(nonlinear).laplace(draws=800),
@@ -107,7 +107,7 @@ def test_loo_prefers_gum_only_when_the_mapping_is_nonlinear():
     )
     assert table.index[0] == "gum"
     assert table.loc["glm", "elpd_diff"] > 2 * table.loc["glm", "dse"]
-    normative = psychophysics(400, seed=1)
+    normative = psychophysics(400, random_seed=1)
     table = compare(
         {
             "glm": psychophysics_glm(normative).laplace(draws=800),
@@ -124,7 +124,7 @@ def test_glm_helper_and_advi():
     y = rng.poisson(np.exp(0.5 + 0.8 * x))
     g = glm("y", ["x"], {"x": x, "y": y}, family="poisson")
     laplace = g.laplace(draws=500)
-    advi = g.advi(n=3000, draws=500, seed=1)
+    advi = g.advi(n=3000, draws=500, random_seed=1)
     for idata in (laplace, advi):
         assert abs(float(idata.posterior["b_x"].mean()) - 0.8) < 0.1
         assert "y" in idata.log_likelihood
@@ -166,7 +166,7 @@ def test_minibatch_advi_matches_laplace():
     data["y"] = rng.poisson(np.exp(np.sin(2 * data["x"])))
     g = gum("y ~ f(x, lengthscale=0.5, max_points=12)", data, family="poisson")
     laplace = g.function_summary(g.laplace(draws=500), "f_x")
-    idata = g.advi(n=2000, minibatch_size=300, draws=300, seed=2)
+    idata = g.advi(n=2000, minibatch_size=300, draws=300, random_seed=2)
     advi = g.function_summary(idata, "f_x")
     assert np.abs(advi["mean"] - laplace["mean"]).max() < 3 * laplace["sd"].max()
     assert idata.log_likelihood["y"].shape == (1, 300, n)

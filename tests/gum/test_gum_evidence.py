@@ -32,7 +32,7 @@ def _finite_difference(g, pairs, step=1e-4):
 
 
 def _poisson_product():
-    data = seed_section_3_1(300, seed=0)
+    data = seed_section_3_1(300, random_seed=0)
     return gum(section_3_1_formula(max_points=12), data, family="poisson"), None
 
 
@@ -45,7 +45,7 @@ def _gaussian_matern():
 
 
 def _bernoulli_random_effect():
-    data = psychophysics(300, seed=2)
+    data = psychophysics(300, random_seed=2)
     formula = (
         "choice ~ w(position) * f(angle, kernel='periodic', period=2*pi, max_points=10)"
         " + (1|category)"
@@ -84,7 +84,7 @@ def test_period_derivative_matches_kernel_difference():
 
 
 def test_gradient_fit_reaches_the_derivative_free_optimum():
-    data = seed_section_3_1(500, seed=0)
+    data = seed_section_3_1(500, random_seed=0)
     fits = {}
     for gradient in (True, False):
         g = gum(section_3_1_formula(max_points=24), data, family="poisson")
@@ -100,14 +100,16 @@ def test_gradient_fit_reaches_the_derivative_free_optimum():
 
 
 def test_laplace_after_fit_evidence_reuses_the_fit(monkeypatch):
-    import pmctx.gum.api as api
+    import pmctx.gum.approximations as approximations
 
-    g = gum(section_3_1_formula(max_points=12), seed_section_3_1(200, seed=1), family="poisson")
+    g = gum(
+        section_3_1_formula(max_points=12), seed_section_3_1(200, random_seed=1), family="poisson"
+    )
     result = fit_evidence(g)
 
     def refit(*args, **kwargs):
         raise AssertionError("g.laplace() refitted the Laplace approximation")
 
-    monkeypatch.setattr(api, "laplace_fit", refit)
+    monkeypatch.setattr(approximations, "laplace_fit", refit)
     idata = g.laplace(draws=20, posterior_predictive=False)
     assert idata.posterior.attrs["log_evidence"] == pytest.approx(result.objective, abs=1e-9)

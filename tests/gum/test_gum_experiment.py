@@ -33,7 +33,7 @@ def experiment():
     parts = []
     for k, (subject, w) in enumerate(SUBJECT_WEIGHTS.items()):
         d = psychophysics(
-            400, min_length=8, max_length=8, weights=1.5 * w, mapping=mapping, seed=10 + k
+            400, min_length=8, max_length=8, weights=1.5 * w, mapping=mapping, random_seed=10 + k
         )
         d["subject"] = np.full(400, subject)
         parts.append(d)

@@ -27,10 +27,11 @@ def _build(data, **kwargs):
 def test_held_out_density_is_the_family_density_of_the_predicted_predictor():
     train, test = _data(40, 0), _data(12, 1)
     g = _build(train)
-    ll = held_out_log_density(g, test, draws=300, seed=4)
-    rho = g.predict(test, kind="rho", draws=300, seed=4).values  # same draws, same conditional
+    ll = held_out_log_density(g, test, draws=300, random_seed=4)
+    # same draws, same conditional
+    rho = g.predict(test, kind="rho", draws=300, random_seed=4).values
     np.testing.assert_allclose(ll.values, poisson.logpmf(test["y"], np.exp(rho)), rtol=1e-10)
-    lpd = held_out_lpd(g, test, draws=300, seed=4)
+    lpd = held_out_lpd(g, test, draws=300, random_seed=4)
     np.testing.assert_allclose(lpd, logsumexp(ll.values[0], axis=0) - np.log(300))
 
 
@@ -77,7 +78,7 @@ def test_held_out_lpd_matches_a_joint_pymc_fit_of_the_unobserved_function_values
     g = _build(train, intercept=False)
     idata = g.sample(draws=1000, tune=1000, chains=2, cores=1, random_seed=1,
                      posterior_predictive=False)  # fmt: skip
-    ours = held_out_log_density(g, test, idata, seed=2).values.reshape(-1, 10)
+    ours = held_out_log_density(g, test, idata, random_seed=2).values.reshape(-1, 10)
 
     union = {key: np.concatenate([train[key], test[key]]) for key in train}
     weights = np.r_[np.ones(35), np.zeros(10)]

@@ -171,11 +171,13 @@ def test_auto_hsgp_threshold(sampled, n):
 
 
 def test_basis_size_searched_once_per_function(monkeypatch):
-    import pmctx.gum.api as api
+    import pmctx.gum.coordinates as coordinates
 
     calls = []
-    original = api.choose_n_basis
-    monkeypatch.setattr(api, "choose_n_basis", lambda fn: calls.append(fn.name) or original(fn))
+    original = coordinates.choose_n_basis
+    monkeypatch.setattr(
+        coordinates, "choose_n_basis", lambda fn: calls.append(fn.name) or original(fn)
+    )
     g = gum(FORMULA, _additive_data(50), approximation="hsgp")
     first = g.hsgp_sizes
     assert g.hsgp_sizes == first and len(calls) == 2

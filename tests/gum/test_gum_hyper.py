@@ -51,9 +51,11 @@ def test_cv_fit_improves_the_cross_validated_likelihood(gp_data):
 
 def _errors(n, seed, max_points=24):
     g = gum(
-        section_3_1_formula(max_points=max_points), seed_section_3_1(n, seed=seed), family="poisson"
+        section_3_1_formula(max_points=max_points),
+        seed_section_3_1(n, random_seed=seed),
+        family="poisson",
     )
-    idata = g.laplace(draws=400, seed=seed)
+    idata = g.laplace(draws=400, random_seed=seed)
     truth = match_constraints({k: fn.support for k, fn in g.design.functions.items()})
     return np.array(
         [
@@ -71,7 +73,9 @@ def test_recovery_error_decreases_with_n():
 
 
 def test_evidence_fit_recovers_section_3_1_at_n500():
-    g = gum(section_3_1_formula(max_points=32), seed_section_3_1(500, seed=0), family="poisson")
+    g = gum(
+        section_3_1_formula(max_points=32), seed_section_3_1(500, random_seed=0), family="poisson"
+    )
     result = fit_evidence(g)
     assert result.objective > result.initial_objective
     idata = g.laplace(draws=400)
@@ -134,7 +138,7 @@ def test_nuts_samples_lengthscales_with_priors(gp_data):
         lengthscale_prior_sigma=1.0,
     )
     assert "f_x_lengthscale" in g.model.named_vars
-    idata = g.sample(draws=300, tune=300, chains=2, seed=4, cores=1, check_convergence=False)
+    idata = g.sample(draws=300, tune=300, chains=2, random_seed=4, cores=1, check_convergence=False)
     assert float(az.rhat(idata, var_names=["f_x_lengthscale"])["f_x_lengthscale"]) < 1.05
     posterior = np.median(idata.posterior["f_x_lengthscale"].values)
     fitted = gum("y ~ f(x, lengthscale=0.3) - 1", gp_data, family="gaussian", noise_sd=0.2)

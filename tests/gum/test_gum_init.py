@@ -12,7 +12,9 @@ from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
 
 
 def test_initvals_are_the_laplace_mode_and_beat_the_default_start():
-    g = gum(section_3_1_formula(max_points=8), seed_section_3_1(80, seed=2), family="poisson")
+    g = gum(
+        section_3_1_formula(max_points=8), seed_section_3_1(80, random_seed=2), family="poisson"
+    )
     start = laplace_initvals(g)
     u = g.laplace_result.u_map
     for name, sl in g.design.slices.items():
@@ -76,7 +78,7 @@ def test_plain_pm_sample_converges_from_its_default_start():
     (jitter+adapt_diag, target_accept 0.8), 4 chains -- on seed 002 section 3.1 (N=500). From
     PyMC's own zero start one of four chains stayed in a flat-f2 region (R-hat 1.53 on f_x1);
     the model now starts at the Laplace mode. 400 + 400 iterations per chain keep it short."""
-    g = gum(section_3_1_formula(), seed_section_3_1(500, seed=0), family="poisson")
+    g = gum(section_3_1_formula(), seed_section_3_1(500, random_seed=0), family="poisson")
     with g.model:
         idata = pm.sample(tune=400, draws=400, chains=4, random_seed=11, progressbar=False)
     names = [*g.function_names, "intercept"]

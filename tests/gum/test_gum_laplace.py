@@ -140,11 +140,11 @@ def test_laplace_idata_has_named_dims_and_log_likelihood(product_model):
 
 
 def test_multistart_finds_the_better_mode():
-    data = seed_section_3_1(300, seed=0)
+    data = seed_section_3_1(300, random_seed=0)
     g = gum(
         SECTION_3_1_FORMULA.replace("0.1", "1.5").replace("pi/20", "2.0"), data, family="poisson"
     )
-    single = [laplace_fit(g.design, n_starts=1, seed=s) for s in range(4)]
+    single = [laplace_fit(g.design, n_starts=1, random_seed=s) for s in range(4)]
     best = laplace_fit(g.design, n_starts=4)
     assert (
         log_joint(g.design, best.u_map) >= max(log_joint(g.design, f.u_map) for f in single) - 1e-6
@@ -228,10 +228,10 @@ def test_laplace_matches_pymc_extras(product_model):
 
 def test_laplace_after_fit_evidence_reuses_the_newton_fit(monkeypatch):
     """g.laplace() after fit_evidence draws from the stored fit: no Newton run."""
-    import pmctx.gum.api as api
+    import pmctx.gum.approximations as approximations
     from pmctx.gum.hyper import fit_evidence
 
-    data = seed_section_3_1(80, seed=1)
+    data = seed_section_3_1(80, random_seed=1)
     g = gum("y ~ f(x1, max_points=8) + f(x3, max_points=8)", data, family="poisson")
     fit_evidence(g, max_evaluations=10)
     stored = g.laplace_result
@@ -239,7 +239,7 @@ def test_laplace_after_fit_evidence_reuses_the_newton_fit(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("laplace_fit was called again")
 
-    monkeypatch.setattr(api, "laplace_fit", forbidden)
+    monkeypatch.setattr(approximations, "laplace_fit", forbidden)
     idata = g.laplace(draws=50)
     assert idata.posterior.attrs["log_evidence"] == stored.log_evidence
     g.set_hyperparameters({"f_x1": {"lengthscale": 0.3}})  # invalidates the stored fit
@@ -248,7 +248,7 @@ def test_laplace_after_fit_evidence_reuses_the_newton_fit(monkeypatch):
 
 
 def test_constant_regressor_is_a_clear_error():
-    data = seed_section_3_1(30, seed=1)
+    data = seed_section_3_1(30, random_seed=1)
     data["x1"] = np.full(30, 0.5)
     with pytest.raises(ValueError, match="single value 0.5.*intercept"):
         gum("y ~ f(x1) + f(x3)", data, family="poisson")

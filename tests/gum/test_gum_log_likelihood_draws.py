@@ -26,7 +26,7 @@ def _data(family, n=60, seed=0):
 )
 def test_numpy_log_likelihood_equals_pymc(family, options):
     g = gum("y ~ f(x, lengthscale=0.5) + z", _data(family), family=family, **options)
-    idata = g.laplace(draws=7, seed=1, log_likelihood=False, posterior_predictive=False)
+    idata = g.laplace(draws=7, random_seed=1, log_likelihood=False, posterior_predictive=False)
     ours = g.log_likelihood_draws(idata.posterior)["y"]
     reference = pm.compute_log_likelihood(
         idata, model=g.model, extend_inferencedata=False, progressbar=False
@@ -41,7 +41,7 @@ def test_numpy_log_likelihood_equals_pymc(family, options):
 
 def test_missing_free_variable_falls_back_to_none():
     g = gum("y ~ f(x, lengthscale=0.5)", _data("poisson"), family="poisson")
-    idata = g.laplace(draws=3, seed=1, log_likelihood=False, posterior_predictive=False)
+    idata = g.laplace(draws=3, random_seed=1, log_likelihood=False, posterior_predictive=False)
     assert g.log_likelihood_draws(idata.posterior.drop_vars("f_x_z")) is None
 
 

@@ -20,9 +20,11 @@ def recovery_errors(g, idata):
 
 @pytest.fixture(scope="module")
 def section_3_1_n200():
-    g = gum(section_3_1_formula(max_points=16), seed_section_3_1(200, seed=0), family="poisson")
-    nuts = g.sample(draws=300, tune=300, chains=2, seed=1, cores=1, check_convergence=False)
-    laplace = g.laplace(draws=2000, seed=2)
+    g = gum(
+        section_3_1_formula(max_points=16), seed_section_3_1(200, random_seed=0), family="poisson"
+    )
+    nuts = g.sample(draws=300, tune=300, chains=2, random_seed=1, cores=1, check_convergence=False)
+    laplace = g.laplace(draws=2000, random_seed=2)
     return g, nuts, laplace
 
 
@@ -110,10 +112,12 @@ def test_nuts_recovery_error_decreases_with_n():
         runs = []
         for seed in range(2):
             g = gum(
-                section_3_1_formula(max_points=24), seed_section_3_1(n, seed=seed), family="poisson"
+                section_3_1_formula(max_points=24),
+                seed_section_3_1(n, random_seed=seed),
+                family="poisson",
             )
             idata = g.sample(
-                draws=400, tune=400, chains=2, seed=seed, cores=1, check_convergence=False
+                draws=400, tune=400, chains=2, random_seed=seed, cores=1, check_convergence=False
             )
             runs.append(list(recovery_errors(g, idata).values()))
         errors[n] = np.mean(runs, axis=0)

@@ -173,7 +173,7 @@ def test_nested_weights_hierarchical_psychophysics():
     pooled subject deviations, one shared f, in one pm.Model."""
     from pmctx.gum.synthetic import psychophysics
 
-    data = psychophysics(40, min_length=3, max_length=3, seed=5)
+    data = psychophysics(40, min_length=3, max_length=3, random_seed=5)
     data["subject"] = np.repeat(["s1", "s2"], 20)
     g = gum(
         "choice ~ (w(position) + w(position|subject)) * f(angle, max_points=6)",

@@ -14,7 +14,7 @@ ANGLE = "f(angle, kernel='periodic', period=2*pi, lengthscale=1.0, max_points=12
 @pytest.fixture(scope="module")
 def data():
     # f of mean near zero: the cosine's mean over the circle is 0, plus a small asymmetry
-    return psychophysics(300, mapping=lambda a: np.cos(a) + 0.3 * np.sin(2 * a), seed=4)
+    return psychophysics(300, mapping=lambda a: np.cos(a) + 0.3 * np.sin(2 * a), random_seed=4)
 
 
 def test_both_factor_orders_give_one_model(data):
@@ -27,9 +27,9 @@ def test_both_factor_orders_give_one_model(data):
         fits[formula] = g, g.fit_laplace()
     (g1, r1), (g2, r2) = fits.values()
     assert abs(r1.log_evidence - r2.log_evidence) < 0.1
-    new = psychophysics(50, seed=9)
-    p1 = g1.predict(new, kind="mean", draws=400, seed=1).mean(("chain", "draw"))
-    p2 = g2.predict(new, kind="mean", draws=400, seed=1).mean(("chain", "draw"))
+    new = psychophysics(50, random_seed=9)
+    p1 = g1.predict(new, kind="mean", draws=400, random_seed=1).mean(("chain", "draw"))
+    p2 = g2.predict(new, kind="mean", draws=400, random_seed=1).mean(("chain", "draw"))
     assert np.allclose(p1, p2, atol=1e-6)
 
 

@@ -48,11 +48,12 @@ def test_bands_binned_fit_and_explained_variance(fitted):
     ev = explained_variance(g, idata)
     assert 0.1 < ev["r2"] < 0.9 and 0.1 < ev["variance_explained"] < 0.9
     with pytest.raises(ValueError, match="1-D regressor"):
-        binned_fit(psychophysics_gum(psychophysics(50, seed=0)), None, "angle")  # 2-D regressor
+        # a 2-D regressor
+        binned_fit(psychophysics_gum(psychophysics(50, random_seed=0)), None, "angle")
 
 
 def test_comparison_table_has_loo_and_evidence():
-    data = psychophysics(300, mapping=lambda a: np.tanh(3 * np.cos(a)), seed=2)
+    data = psychophysics(300, mapping=lambda a: np.tanh(3 * np.cos(a)), random_seed=2)
     fits = {}
     for name, builder in (("glm", psychophysics_glm), ("gum", psychophysics_gum)):
         g = builder(data)

@@ -35,7 +35,7 @@ def _held_out_lpd(rho, y):
 @pytest.fixture(scope="module")
 def nuts_fit():
     g = gum(FORMULA, _data(150, 0), family="poisson")
-    idata = g.sample(draws=400, tune=400, chains=2, seed=1, cores=1)
+    idata = g.sample(draws=400, tune=400, chains=2, random_seed=1, cores=1)
     return g, idata
 
 
@@ -48,7 +48,7 @@ def test_prediction_matches_pymc_conditional_through_sample_posterior_predictive
     g, idata = nuts_fit
     test = _data(200, 7)
     test["x"] = test["x"] + np.where(np.arange(200) % 2 == 0, 0.5, 0.0)  # 0.5 .. 4.5 halves
-    ours = g.predict(test, idata, kind="rho", seed=3).values.reshape(-1, 200)
+    ours = g.predict(test, idata, kind="rho", random_seed=3).values.reshape(-1, 200)
 
     fn = g.design.functions["f_x"]
     new = np.unique(test["x"][~np.isin(test["x"], fn.support)])
@@ -107,9 +107,9 @@ def test_posterior_predictive_group_matches_pm_sample_posterior_predictive(nuts_
 
 def test_prediction_at_training_inputs_reproduces_the_model_predictor():
     for data, formula, family in [
-        (seed_section_3_1(80, seed=2), section_3_1_formula(max_points=10), "poisson"),
+        (seed_section_3_1(80, random_seed=2), section_3_1_formula(max_points=10), "poisson"),
         (
-            psychophysics(80, seed=2),
+            psychophysics(80, random_seed=2),
             "choice ~ w(position) * f(angle, kernel='periodic', period=2*pi, max_points=12)",
             "bernoulli",
         ),
@@ -141,7 +141,7 @@ def test_laplace_prediction_and_function_values():
 
 
 def test_prediction_bad_input():
-    data = psychophysics(60, seed=3)
+    data = psychophysics(60, random_seed=3)
     data["group"] = np.where(np.arange(60) % 2 == 0, "a", "b")
     g = gum(
         "choice ~ w(group) + f(normative, max_points=8)",

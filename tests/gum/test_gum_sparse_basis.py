@@ -23,7 +23,9 @@ def test_sparse_basis_reproduces_dense_rows():
 
 
 def test_gum_model_logp_matches_dense_design_product():
-    g = gum(section_3_1_formula(max_points=12), seed_section_3_1(60, seed=3), family="poisson")
+    g = gum(
+        section_3_1_formula(max_points=12), seed_section_3_1(60, random_seed=3), family="poisson"
+    )
     model = g.model
     logp = model.compile_logp()
     rng = np.random.default_rng(1)

@@ -1,0 +1,227 @@
+"""NUTS for a GUM: PyMC's sampler with the Laplace metric, or nutpie (whitened or low-rank).
+
+Products of functions have secondary modes and curved posteriors (see
+:func:`pmctx.gum.laplace.laplace_fit`): with ``init_at_map`` every chain starts at the
+multi-start Laplace MAP, and ``target_accept`` defaults to 0.9 rather than ``pm.sample``'s
+0.8, which diverges on them. With ``laplace_metric`` PyMC's NUTS uses the Laplace posterior
+covariance as its dense mass matrix (only the step size is tuned), i.e. it samples in
+whitened coordinates: on seed 002 section 3.1 at N=500 that takes 15 instead of ~127 leapfrog
+steps per draw (``benchmarks/bench_gum.py``). It applies when every free variable is in the
+Laplace vector (not with sampled lengthscales, dispersions or random-effect sds) and no
+``step`` is given. nutpie (:mod:`pmctx.gum.backends`) samples the Laplace-whitened model
+(:mod:`pmctx.gum.whiten`) with a diagonal mass matrix under the same conditions, otherwise
+the plain model with its low-rank mass matrix; the compiled model is kept on the GUM, so
+repeat calls do not compile again.
+
+:func:`sample` is :meth:`pmctx.gum.GumModel.sample` (the class binds it; ``self`` is the
+model).
+
+Examples
+--------
+>>> import numpy as np
+>>> from pmctx.gum import gum
+>>> rng = np.random.default_rng(0)
+>>> data = {"x": rng.uniform(0, 2, 30)}
+>>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+>>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+>>> laplace_potential(g).__class__.__name__
+'QuadPotentialFull'
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+
+from pmctx.gum.coordinates import free_dispersion
+from pmctx.sampling import SAMPLE_DEFAULTS
+
+__all__ = ["laplace_potential", "nutpie_model", "sample"]
+
+
+def nutpie_model(gum_model, whiten: bool, init_at_map: bool):
+    """The model nutpie samples, compiled once per model, Laplace fit and kind.
+
+    Parameters
+    ----------
+    gum_model : pmctx.gum.GumModel
+        The model; the compiled models are kept on it.
+    whiten : bool
+        Sample the Laplace-whitened model when possible.
+    init_at_map : bool
+        Start at the Laplace MAP.
+
+    Returns
+    -------
+    target : pymc.Model
+        The model sampled (whitened or plain).
+    compiled : object
+        nutpie's compiled model.
+    white : bool
+        Whether ``target`` is the whitened model.
+    """
+    from pmctx.gum.backends import compile_nutpie
+
+    start = init_at_map and not free_dispersion(gum_model.design)
+    white = gum_model.whitened_model if whiten and start else None
+    kind = "white" if white is not None else ("map" if start else "plain")
+    model, result = gum_model.model, gum_model.laplace_result
+    cached = gum_model._nutpie.get(kind)
+    if cached is None or cached[0] is not model or cached[1] is not result:
+        target = white if white is not None else model
+        point = gum_model.map_point() if kind == "map" else None
+        compiled = compile_nutpie(target, point, cached=kind == "white")
+        cached = (model, result, compiled, target)
+        gum_model._nutpie[kind] = cached
+    return cached[3], cached[2], kind == "white"
+
+
+def laplace_potential(gum_model):
+    """Dense NUTS metric from the Laplace covariance, in the model's variable order.
+
+    Parameters
+    ----------
+    gum_model : pmctx.gum.GumModel
+        The model (its Laplace fit is run when missing).
+
+    Returns
+    -------
+    pymc.step_methods.hmc.quadpotential.QuadPotentialFull or None
+        None when a free variable is outside the Laplace vector (sampled hyperparameter).
+    """
+    from pymc.step_methods.hmc.quadpotential import QuadPotentialFull
+
+    result = gum_model.laplace_result or gum_model.fit_laplace()
+    _, cov, slices = gum_model._model_coordinates(result.u_map, result.cov)
+    order = []
+    for var in gum_model.model.value_vars:
+        label = var.name.removesuffix("_z")
+        if not var.name.endswith("_z") or label not in slices:
+            return None  # a variable outside the Laplace vector (sampled hyperparameter)
+        order.extend(range(slices[label].start, slices[label].stop))
+    if sorted(order) != list(range(cov.shape[0])):
+        return None
+    index = np.asarray(order)
+    return QuadPotentialFull(cov[np.ix_(index, index)])
+
+
+def sample(
+    self,
+    *,
+    draws: int = SAMPLE_DEFAULTS["draws"],
+    tune: int = SAMPLE_DEFAULTS["tune"],
+    chains: int = SAMPLE_DEFAULTS["chains"],
+    cores: int | None = SAMPLE_DEFAULTS["cores"],
+    random_seed=SAMPLE_DEFAULTS["random_seed"],
+    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
+    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    init_at_map=True,
+    laplace_metric: bool = True,
+    posterior_predictive: bool = True,
+    check_convergence: bool = True,
+    backend: str = "auto",
+    whiten: bool = True,
+    **kwargs,
+):
+    """NUTS via ``pm.sample`` or nutpie, with ``log_likelihood`` and
+    ``posterior_predictive`` groups (how and why: the module doc); ``GumModel.sample``.
+
+    Parameters
+    ----------
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
+        As in :func:`pymc.sample` (same defaults); ``idata_kwargs`` always includes
+        ``log_likelihood=True``.
+    init_at_map : bool, default True
+        Start every chain at the multi-start Laplace MAP (``target_accept`` defaults to
+        0.9).
+    laplace_metric : bool, default True
+        PyMC: use the Laplace covariance as NUTS's dense mass matrix, when every free
+        variable is in the Laplace vector and no ``step`` is given.
+    posterior_predictive : bool, default True
+        Add the ``posterior_predictive`` group (responses redrawn at the data).
+    check_convergence : bool, default True
+        Warn :class:`pmctx.ConvergenceWarning` when function values or hyperparameters
+        have not converged.
+    backend : {"auto", "pymc", "nutpie"}, default "auto"
+        ``"auto"`` takes nutpie (low-rank mass matrix) for long runs when it is installed
+        and no :func:`pymc.sample`-only argument is given, else PyMC (the rule and its
+        timings: :mod:`pmctx.gum.backends`).
+    whiten : bool, default True
+        nutpie: sample :attr:`whitened_model` with a diagonal mass matrix when
+        ``init_at_map`` and every free variable is in the Laplace vector.
+    **kwargs
+        Passed to :func:`pymc.sample` (``target_accept``, ``step``, ``initvals``, ...).
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior`` (function values on their grids, offsets, intercept, hyper-
+        parameters), ``sample_stats``, ``log_likelihood``, ``posterior_predictive``.
+
+    Examples
+    --------
+    >>> from pmctx.gum import gum
+    >>> rng = np.random.default_rng(0)
+    >>> data = {"x": rng.uniform(0, 2, 30)}
+    >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+    >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+    >>> idata = g.sample(draws=200, tune=200, chains=2)  # doctest: +SKIP
+    """
+    from pmctx.convergence import report_after_fit
+    from pmctx.gum.backends import choose_backend, sample_nutpie
+    from pmctx.gum.outputs import convergence_check
+    from pmctx.sampling import run_sampler
+
+    nutpie_ok = {"target_accept", "compute_convergence_checks", "init"}
+    chosen = choose_backend(
+        backend, draws=draws, tune=tune, chains=chains, pymc_only=bool(set(kwargs) - nutpie_ok)
+    )
+    if chosen == "nutpie":
+        from pmctx.gum.whiten import WHITE_DIM, WHITE_NAME
+
+        target, compiled, white = nutpie_model(self, whiten, init_at_map)
+        idata = sample_nutpie(
+            target,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=cores,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            observed={self.design.response: self.design.y},
+            compiled=compiled,
+            low_rank=not white,
+            loglik_model=self.model,
+            log_likelihood=self.log_likelihood_draws,
+            drop=(WHITE_NAME, WHITE_DIM),
+        )
+        if posterior_predictive:
+            self.add_posterior_predictive(idata, random_seed=random_seed)
+        report_after_fit(idata, convergence_check(), check=check_convergence)
+        return idata
+    target_accept = kwargs.pop("target_accept", 0.9)
+    if init_at_map and not free_dispersion(self.design):
+        kwargs.setdefault("initvals", self.map_point())
+        kwargs.setdefault("init", "adapt_diag")
+        if laplace_metric and "step" not in kwargs:
+            potential = laplace_potential(self)
+            if potential is not None:
+                with self.model:
+                    kwargs["step"] = pm.NUTS(potential=potential, target_accept=target_accept)
+    if "step" not in kwargs:
+        kwargs["target_accept"] = target_accept
+    idata = run_sampler(
+        self.model,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=random_seed,
+        progressbar=progressbar,
+        idata_kwargs={"log_likelihood": True, **(idata_kwargs or {})},
+        **kwargs,
+    )
+    if posterior_predictive:
+        self.add_posterior_predictive(idata, random_seed=random_seed)
+    report_after_fit(idata, convergence_check(), check=check_convergence)
+    return idata
