@@ -110,7 +110,11 @@ def crp_units(n):
 def gum_units(n):
     formula = section_3_1_formula(max_points=16)
     return {
-        f"n{i:03d}": {**seed_section_3_1(150, seed=i), "formula": formula, "family": "poisson"}
+        f"n{i:03d}": {
+            **seed_section_3_1(150, random_seed=i),
+            "formula": formula,
+            "family": "poisson",
+        }
         for i in range(n)
     }
 

@@ -51,7 +51,9 @@ def _timed(fn):
 
 def _model(n, max_points=32, seed=0):
     return gum(
-        section_3_1_formula(max_points=max_points), seed_section_3_1(n, seed=seed), family="poisson"
+        section_3_1_formula(max_points=max_points),
+        seed_section_3_1(n, random_seed=seed),
+        family="poisson",
     )
 
 
@@ -66,7 +68,7 @@ def _nuts(g, draws, chains, backend="pymc", **kwargs):
         tune=draws,
         chains=chains,
         cores=1,
-        seed=1,
+        random_seed=1,
         posterior_predictive=False,
         compute_convergence_checks=False,
         **kwargs,
@@ -150,7 +152,7 @@ def nutpie_rows(g, n, draws, chains, size, pymc_cpu) -> list[dict]:
             tune=draws,
             chains=chains,
             cores=1,
-            seed=1,
+            random_seed=1,
             progress_bar=False,
             low_rank_modified_mass_matrix=True,
         )

@@ -23,7 +23,7 @@ import time
 start = time.perf_counter()
 from pmctx.gum import gum
 from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
-g = gum(section_3_1_formula(), seed_section_3_1(500, seed=0), family="poisson")
+g = gum(section_3_1_formula(), seed_section_3_1(500, random_seed=0), family="poisson")
 idata = g.sample(random_seed=1, progressbar=False)
 print("in-process seconds", time.perf_counter() - start)
 """

@@ -76,7 +76,7 @@ def skip_row(size: str) -> dict:
 def split(quick: bool):
     """Training windows and the held-out rows (see the module doc)."""
     n_windows, n_train, n_test = (2, 200, 500) if quick else (5, 500, 2000)
-    data = seed_section_3_1(n_windows * n_train + n_test, seed=2002)
+    data = seed_section_3_1(n_windows * n_train + n_test, random_seed=2002)
     test = {key: value[-n_test:] for key, value in data.items()}
     windows = [
         {key: value[k * n_train : (k + 1) * n_train] for key, value in data.items()}
@@ -100,7 +100,7 @@ def _gum_fits(train, test, *, nuts: bool, seed: int) -> dict:
     start = time.perf_counter()
     g = gum(section_3_1_formula(max_points=32), train, family="poisson")
     fit_evidence(g)
-    lpd = float(held_out_lpd(g, test, draws=1000, seed=seed).mean())
+    lpd = float(held_out_lpd(g, test, draws=1000, random_seed=seed).mean())
     out["gum_laplace"] = (lpd, time.perf_counter() - start)
     if nuts:
         start = time.perf_counter()
@@ -109,7 +109,7 @@ def _gum_fits(train, test, *, nuts: bool, seed: int) -> dict:
             idata = g.sample(
                 draws=500, tune=500, chains=2, cores=1, random_seed=seed, progressbar=False
             )
-        lpd = float(held_out_lpd(g, test, idata, seed=seed).mean())
+        lpd = float(held_out_lpd(g, test, idata, random_seed=seed).mean())
         out["gum_nuts"] = (lpd, time.perf_counter() - start)
     return out
 

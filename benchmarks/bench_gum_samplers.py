@@ -79,7 +79,7 @@ from pmctx.gum import gum
 from pmctx.gum.init import laplace_initvals
 from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
 n, steps = int(sys.argv[1]), int(sys.argv[2])
-g = gum(section_3_1_formula(), seed_section_3_1(n, seed=0), family="poisson")
+g = gum(section_3_1_formula(), seed_section_3_1(n, random_seed=0), family="poisson")
 laplace_initvals(g)
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
@@ -245,7 +245,7 @@ def run(quick: bool = False) -> list[dict]:
         plan = [(n, draws) for n, draws in plan if n in keep]
     rows = []
     for n, draws in plan:
-        data = seed_section_3_1(n, seed=0)
+        data = seed_section_3_1(n, random_seed=0)
         g = gum(section_3_1_formula(), data, family="poisson")
         start = time.perf_counter()
         laplace_initvals(g)  # the model's start, cached on g for every row below

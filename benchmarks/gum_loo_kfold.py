@@ -39,13 +39,13 @@ def builders(max_points: int) -> dict:
 
 def full_fit(g, method: str, draws: int, seed: int):
     if method == "laplace":
-        return g.laplace(draws=draws, seed=seed, posterior_predictive=False)
+        return g.laplace(draws=draws, random_seed=seed, posterior_predictive=False)
     return g.sample(draws=draws // 4, chains=4, random_seed=seed, posterior_predictive=False)
 
 
 def run(n=200, k=10, method="laplace", draws=4000, max_points=24, seed=0) -> list[dict]:
     warnings.simplefilter("ignore")
-    data = seed_section_3_1(n, seed=seed)
+    data = seed_section_3_1(n, random_seed=seed)
     rows = []
     for name, build in builders(max_points).items():
         start = time.perf_counter()
