@@ -67,7 +67,11 @@ Examples
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from pymc.step_methods.compound import StepMethodState
+from pymc.step_methods.state import dataclass_state
 from scipy.special import logsumexp
 
 from pmctx.conditioning.particle_filter import common_uniforms
@@ -81,6 +85,22 @@ _RUN_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 
 def _log_mean_exp(x):
     return float(logsumexp(x) - np.log(len(x)))
+
+
+@dataclass_state
+class ParticleMarginalMHState(StepMethodState):
+    """What a chain changes in :class:`ParticleMarginalMH` (``pm.sample`` restores it per chain)."""
+
+    tune: bool
+    n_runs: int
+    _log_scale: float
+    _chol: np.ndarray
+    _n_tuned: int
+    _mean: np.ndarray
+    _m2: np.ndarray
+    _loglik_sd: float
+    _uniforms: Any
+    _states: Any
 
 
 class ParticleMarginalMH(PmctxStep):
@@ -112,6 +132,10 @@ class ParticleMarginalMH(PmctxStep):
     """
 
     name = "particle_marginal_mh"
+    # Its sampling_state is a chain's starting state: pm.sample sets it back before each
+    # chain it runs in one process, so the same step object (its functions compiled once)
+    # starts every chain afresh, with the adaptation, R and the stored runs of a new step.
+    _state_class = ParticleMarginalMHState
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (bool, []),

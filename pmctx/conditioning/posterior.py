@@ -425,9 +425,15 @@ def sample_subject(
     T, M = op.likelihood.F.shape[0], op.likelihood.n_particles
     parts = []
     with model:
+        # The steps are built (their functions compiled) once; each chain starts from their
+        # initial sampling state, as a freshly built step would (pm.sample's own sequential
+        # chains do the same).
+        steps = _steps(model, sampler, n_filter_runs)
+        initial = [step.sampling_state for step in steps]
         for _ in range(chains):
             op.reset(common_uniforms(T, M, gen))
-            steps = _steps(model, sampler, n_filter_runs)
+            for step, state in zip(steps, initial, strict=True):
+                step.sampling_state = state
             parts.append(
                 pm.sample(
                     draws=check_int(draws, "draws", minimum=1),

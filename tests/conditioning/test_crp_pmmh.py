@@ -14,6 +14,8 @@ With ``R = 4`` averaged filter runs (response sd 0.1, where one run's log-likeli
 The stationary-distribution runs take ~30 s on a loaded 2-core machine (slow).
 """
 
+import dataclasses
+
 import arviz as az
 import numpy as np
 import pymc as pm
@@ -241,3 +243,28 @@ def test_fixed_runs_and_bad_values():
         _noisy_step(n_filter_runs=0)
     with pytest.raises(ValueError, match="target_loglik_sd"):
         _noisy_step(target_loglik_sd=-1.0)
+
+
+def test_each_chain_in_one_process_starts_from_a_fresh_step():
+    # pm.sample sets a step's sampling_state back before each chain it runs in one process;
+    # the state holds everything a chain changes, so a reused step (compiled once) starts
+    # the next chain as a newly built one would.
+    lik = SubjectLikelihood(Y, DESIGN, n_particles=1, rng=0)
+    op = FilterV(lik)
+    with pm.Model():
+        alpha = pm.Uniform("alpha", 0.0, ALPHA_MAX)
+        pm.Normal("cr", op(alpha, 1.0, 1.0, 0.0, 1.0), SD, observed=Y)
+        step = ParticleMarginalMH([alpha], op, n_filter_runs="auto", choose_runs_at=5, rng=1)
+        fresh = ParticleMarginalMH([alpha], op, n_filter_runs="auto", choose_runs_at=5, rng=1)
+    initial = step.sampling_state
+    point = {"alpha_interval__": np.array(0.0)}
+    for _ in range(30):
+        point, _ = step.step(point)
+    step.stop_tuning()
+    point, _ = step.step(point)
+    assert step._n_tuned == 30 and step._states is not None and np.isfinite(step._loglik_sd)
+    step.sampling_state = initial
+    names = [f.name for f in dataclasses.fields(type(initial))]
+    assert {"_states", "_n_tuned", "n_runs", "_loglik_sd"} <= set(names)
+    for name in set(names) - {"rng", "var_names"}:
+        np.testing.assert_equal(getattr(step, name), getattr(fresh, name), err_msg=name)
