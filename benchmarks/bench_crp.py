@@ -58,14 +58,14 @@ def _best_time(fn, repeats):
 
 def bench_filter(quick):
     design = shipped_design("renewal_aba", n_acquisition=80, n_extinction=80, n_test=40)
-    particle_filter(design, n_particles=10, rng=0)  # compile / load the numba cache
+    particle_filter(design, n_particles=10, random_seed=0)  # compile / load the numba cache
     repeats = 2 if quick else 5
     rows = []
-    t_map = _best_time(lambda: particle_filter(design, method="local_map", rng=0), repeats)
+    t_map = _best_time(lambda: particle_filter(design, method="local_map", random_seed=0), repeats)
     rows.append(_row("crp_filter", "local_map", "T=200, M=1", t_map))
-    t100 = _best_time(lambda: particle_filter(design, n_particles=100, rng=0), repeats)
+    t100 = _best_time(lambda: particle_filter(design, n_particles=100, random_seed=0), repeats)
     rows.append(_row("crp_filter", "particle", "T=200, M=100", t100))
-    t1000 = _best_time(lambda: particle_filter(design, n_particles=1000, rng=0), repeats)
+    t1000 = _best_time(lambda: particle_filter(design, n_particles=1000, random_seed=0), repeats)
     rows.append(
         _row(
             "crp_filter",
@@ -132,18 +132,18 @@ def bench_gibbs(quick):
 
 def bench_temporal(quick):
     design = shipped_design("renewal_aba", n_acquisition=80, n_extinction=80, n_test=40)
-    particle_filter(design, n_particles=10, temporal_kernel="power", rng=0)  # compile
+    particle_filter(design, n_particles=10, temporal_kernel="power", random_seed=0)  # compile
     repeats = 2 if quick else 5
-    t_crp = _best_time(lambda: particle_filter(design, n_particles=1000, rng=0), repeats)
+    t_crp = _best_time(lambda: particle_filter(design, n_particles=1000, random_seed=0), repeats)
     t_tmp = _best_time(
-        lambda: particle_filter(design, n_particles=1000, temporal_kernel="power", rng=0),
+        lambda: particle_filter(design, n_particles=1000, temporal_kernel="power", random_seed=0),
         repeats,
     )
     # CPU time as well: on a shared machine wall-clock time mostly measures the queue.
     cpu = []
     for _ in range(repeats):
         start = time.process_time()
-        particle_filter(design, n_particles=1000, temporal_kernel="power", rng=0)
+        particle_filter(design, n_particles=1000, temporal_kernel="power", random_seed=0)
         cpu.append(time.process_time() - start)
     return [
         _row("crp_filter", "particle, CRP prior", "T=200, M=1000", t_crp),
@@ -175,7 +175,9 @@ def bench_subject_fits(quick):
     rows = []
     n_starts = 2 if quick else 5
     for variant in LCM_VARIANTS:
-        fit = fit_subject(data["responses"], design, variant=variant, n_starts=n_starts, rng=1)
+        fit = fit_subject(
+            data["responses"], design, variant=variant, n_starts=n_starts, random_seed=1
+        )
         rows.append(
             _row(
                 "crp_subject_fit",

@@ -50,7 +50,7 @@ OLD_HYPER = dict(alpha=1.0, sigma_n=0.3, sigma_A=1.0, phi=0.5, lam=0.9, eps=0.05
 
 
 def _model_and_start(n, k_max, seed=0, **hyper):
-    data = visuomotor_data(n, seed=seed)
+    data = visuomotor_data(n, random_seed=seed)
     model = build_model(data.F, data.X, K_max=k_max, reconstructions=False, **hyper)
     with model:
         warm = IBPGibbs(rng=seed)

@@ -32,7 +32,7 @@ GENERATORS = [(4, 0.3), (3, 0.2), (4, 0.5)]
 
 def fit(n, k, sigma_n, seed, sweeps, chains=4, k_max=10):
     """One data set, ``chains`` chains of ``sweeps`` sweeps; returns a result dict."""
-    data = visuomotor_data(n, n_features=k, sigma_n=sigma_n, seed=seed)
+    data = visuomotor_data(n, n_features=k, sigma_n=sigma_n, random_seed=seed)
     model = build_model(data.F, data.X, K_max=k_max, reconstructions=False)
     keep = sweeps // 2
     n_active = np.empty((chains, keep), dtype=np.int64)

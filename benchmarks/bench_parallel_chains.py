@@ -24,7 +24,7 @@ def _ibp(**kw):
 
     from pmctx.ibp.data import visuomotor_data
 
-    data = visuomotor_data(150, seed=0)
+    data = visuomotor_data(150, random_seed=0)
     return sample(data.F, data.X, K_max=12, sigma_n=0.3, **kw)
 
 
@@ -53,7 +53,7 @@ def _vonmises(**kw):
 def _vonmises_chain(**kw):
     from pmctx.models.vonmises_chain import simulate, smooth
 
-    _, y = simulate(300, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.3, seed=0)
+    _, y = simulate(300, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.3, random_seed=0)
     return smooth(y, **kw)
 
 
@@ -61,7 +61,7 @@ def _gum(**kw):
     from pmctx.gum import gum
     from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
 
-    g = gum(section_3_1_formula(), seed_section_3_1(500, seed=0), family="poisson")
+    g = gum(section_3_1_formula(), seed_section_3_1(500, random_seed=0), family="poisson")
     return g.sample(**kw)
 
 

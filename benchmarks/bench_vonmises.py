@@ -136,8 +136,8 @@ def _convergence_rows(quick: bool) -> list[dict]:
     from pmctx.convergence import convergence_report
 
     size, tune, draws, chains = (24, 200, 200, 4) if quick else (50, 1000, 1000, 4)
-    truth = o_to_theta(sample_prior((size, size), kappa=5.0, rank=5, n_sweeps=30, seed=0))
-    z = theta_to_o(noisy_observations(truth, kappa_obs=2.0, missing=0.25, seed=1))
+    truth = o_to_theta(sample_prior((size, size), kappa=5.0, rank=5, n_sweeps=30, random_seed=0))
+    z = theta_to_o(noisy_observations(truth, kappa_obs=2.0, missing=0.25, random_seed=1))
     seen = ~np.isnan(z)
     field = natural_field(np.where(seen, z, 0.0), seen, KAPPA_OBS)
     rows, baseline = [], None

@@ -71,7 +71,9 @@ VARIANTS = {
 def _data(length: int, seed: int = 0):
     from pmctx.models.vonmises_chain import simulate
 
-    _, y = simulate(length, kappa=KAPPA, kappa_obs=KAPPA_OBS, rank=RANK, missing=MISSING, seed=seed)
+    _, y = simulate(
+        length, kappa=KAPPA, kappa_obs=KAPPA_OBS, rank=RANK, missing=MISSING, random_seed=seed
+    )
     observed = ~np.isnan(y)
     return np.where(observed, y, 0.0), observed
 

@@ -170,18 +170,18 @@ def pmctx_reconstruct(
         return np.asarray(draws), {"kappa": kappa, "kappa_obs": k_obs}
     z_nan = np.where(observed, z, np.nan)
     cv = cross_validate(
-        z_nan, kappas=kappas, ranks=[rank], n_sweeps=60, heldout="rao_blackwell", seed=rng
+        z_nan, kappas=kappas, ranks=[rank], n_sweeps=60, heldout="rao_blackwell", random_seed=rng
     )
-    weights = {m: grid_weights(cv, m, seed=rng) for m in (method, *also)}
+    weights = {m: grid_weights(cv, m, random_seed=rng) for m in (method, *also)}
     weights = {m: np.where(w >= min(0.01, w.max()), w, 0.0) for m, w in weights.items()}
     needed = np.flatnonzero(sum(w > 0 for w in weights.values()))
     fits = {}
     for k in needed:
-        o, _ = grid_posterior(z, observed, kappas[k], rank, draws=200, tune=100, seed=rng)
+        o, _ = grid_posterior(z, observed, kappas[k], rank, draws=200, tune=100, random_seed=rng)
         fits[int(k)] = o[:, ~observed]
     out = {}
     for m, w in weights.items():
-        pooled, _ = cv_average([fits.get(k) for k in range(len(kappas))], w, 200, seed=rng)
+        pooled, _ = cv_average([fits.get(k) for k in range(len(kappas))], w, 200, random_seed=rng)
         out[m] = (pooled, {"kappa": round(float(np.dot(w, kappas)), 2)})
     draws, info = out.pop(method)
     info["also"] = out

@@ -29,8 +29,8 @@ FULL_PLAN = {"size": 50, "calls": 200, "draws": 500, "tune": 500}
 def _demo_data(size: int):
     from pmctx.models.vonmises_map import noisy_observations, o_to_theta, sample_prior
 
-    truth = o_to_theta(sample_prior((size, size), kappa=5.0, rank=5, n_sweeps=30, seed=0))
-    return noisy_observations(truth, kappa_obs=2.0, missing=0.25, seed=1)
+    truth = o_to_theta(sample_prior((size, size), kappa=5.0, rank=5, n_sweeps=30, random_seed=0))
+    return noisy_observations(truth, kappa_obs=2.0, missing=0.25, random_seed=1)
 
 
 def _per_call_rows(theta_obs, calls: int) -> list[dict]:

@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     for g in args.generators:
         k, sigma_n = GENERATORS[g]
         for seed in args.seeds:
-            data = visuomotor_data(1000, n_features=k, sigma_n=sigma_n, seed=seed)
+            data = visuomotor_data(1000, n_features=k, sigma_n=sigma_n, random_seed=seed)
             rngs = [np.random.default_rng((seed, c)) for c in range(4)]
             starts = [subsample_start(data.F, data.X, K_MAX, learned=NAMES, rng=r) for r in rngs]
             for moves in args.moves:

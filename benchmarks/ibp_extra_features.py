@@ -79,7 +79,7 @@ def run_chain(data, state, values, learned, sweeps, rng):
 
 
 def one_data_set(n, k, sigma_n, seed, sweeps) -> dict:
-    data = visuomotor_data(n, n_features=k, sigma_n=sigma_n, seed=seed)
+    data = visuomotor_data(n, n_features=k, sigma_n=sigma_n, random_seed=seed)
     gen = generator_hyper(data, sigma_n)
     truth = (data.Z, data.A, data.Y, data.F, data.X)
     exact_gen = singleton_log_odds(*truth, gen, K_max=K_MAX)

@@ -29,7 +29,7 @@ def _ibp():
 
     from pmctx.ibp.data import visuomotor_data
 
-    data = visuomotor_data(150, seed=0)
+    data = visuomotor_data(150, random_seed=0)
     return build_model(data.F, data.X, K_max=12, sigma_n=0.3), None
 
 
@@ -60,7 +60,7 @@ def _gum():
     from pmctx.gum import gum
     from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
 
-    g = gum(section_3_1_formula(), seed_section_3_1(500, seed=0), family="poisson")
+    g = gum(section_3_1_formula(), seed_section_3_1(500, random_seed=0), family="poisson")
     return g.model, [*g.function_names, "intercept"]
 
 

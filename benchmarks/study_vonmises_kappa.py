@@ -51,11 +51,16 @@ def one_dataset(size, missing, kappa_obs, rep, *, draws=200, tune=100, cv_sweeps
     z_nan = np.where(observed, z, np.nan)
     begin = time.process_time()
     cv = cross_validate(
-        z_nan, kappas=GRID, ranks=[RANK], n_sweeps=cv_sweeps, heldout="rao_blackwell", seed=rep
+        z_nan,
+        kappas=GRID,
+        ranks=[RANK],
+        n_sweeps=cv_sweeps,
+        heldout="rao_blackwell",
+        random_seed=rep,
     )
-    cv_plain = cross_validate(z_nan, kappas=GRID, ranks=[RANK], n_sweeps=cv_sweeps, seed=rep)
+    cv_plain = cross_validate(z_nan, kappas=GRID, ranks=[RANK], n_sweeps=cv_sweeps, random_seed=rep)
     cv_seconds = time.process_time() - begin
-    weights = {rule: grid_weights(cv, rule, seed=rep) for rule in RULES[1:-1]}
+    weights = {rule: grid_weights(cv, rule, random_seed=rep) for rule in RULES[1:-1]}
     weights["best-draws"] = grid_weights(cv_plain, "best")
     weights["true"] = (np.asarray(GRID) == TRUE_KAPPA).astype(float)
     weights = {r: np.where(w >= min(0.01, w.max()), w, 0.0) for r, w in weights.items()}
@@ -63,7 +68,9 @@ def one_dataset(size, missing, kappa_obs, rep, *, draws=200, tune=100, cv_sweeps
     fits = {}
     begin = time.process_time()
     for k in needed:
-        o, _ = grid_posterior(z, observed, GRID[k], RANK, draws=draws, tune=tune, seed=rep + k)
+        o, _ = grid_posterior(
+            z, observed, GRID[k], RANK, draws=draws, tune=tune, random_seed=rep + k
+        )
         fits[int(k)] = o[:, ~observed]
     fit_seconds = time.process_time() - begin
     out = {
@@ -78,7 +85,7 @@ def one_dataset(size, missing, kappa_obs, rep, *, draws=200, tune=100, cv_sweeps
     }
     for rule in RULES:
         pooled, _ = cv_average(
-            [fits.get(k) for k in range(len(GRID))], weights[rule], draws, seed=rep
+            [fits.get(k) for k in range(len(GRID))], weights[rule], draws, random_seed=rep
         )
         mean, covered = _interval_stats(pooled, truth[~observed])
         error = 0.5 * np.degrees(np.abs(wrap_angle(mean - truth[~observed])))

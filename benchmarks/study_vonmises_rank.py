@@ -108,7 +108,12 @@ def one_dataset(
     sim_s = time.process_time() - begin
     begin = time.process_time()
     cv = cross_validate(
-        z_nan, kappas=kappas, ranks=ranks, n_sweeps=cv_sweeps, heldout="rao_blackwell", seed=rep
+        z_nan,
+        kappas=kappas,
+        ranks=ranks,
+        n_sweeps=cv_sweeps,
+        heldout="rao_blackwell",
+        random_seed=rep,
     )
     cv_s = time.process_time() - begin
     out = {
@@ -127,7 +132,7 @@ def one_dataset(
             ranks=ranks,
             n_sweeps=cv_sweeps,
             heldout="rao_blackwell",
-            seed=rep + 500,
+            random_seed=rep + 500,
         )
         out["at_true_kappa_repeat"] = rank_summary(cv2, ranks, r_true)["at_true_kappa"]
     return out

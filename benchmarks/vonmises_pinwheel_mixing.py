@@ -39,8 +39,8 @@ def demo_problem(seed: int = 0):
 
     from pmctx.vonmises.potentials import natural_field
 
-    truth = o_to_theta(sample_prior((50, 50), kappa=5.0, rank=5, n_sweeps=30, seed=seed))
-    data = theta_to_o(noisy_observations(truth, kappa_obs=2.0, missing=0.25, seed=seed + 1))
+    truth = o_to_theta(sample_prior((50, 50), kappa=5.0, rank=5, n_sweeps=30, random_seed=seed))
+    data = theta_to_o(noisy_observations(truth, kappa_obs=2.0, missing=0.25, random_seed=seed + 1))
     missing = np.isnan(data)
     field = natural_field(np.where(missing, 0.0, data), (~missing).astype(np.int64), 2.0)
     return data, field

@@ -39,7 +39,6 @@ from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     add_posterior_predictive,
     check_sample_kwargs,
-    resolve_seed,
     run_sampler,
 )
 from pmctx.steps.crp_gibbs import CRPCollapsedGibbs
@@ -176,7 +175,6 @@ def sample_posterior(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=None,
     posterior_predictive: bool = True,
     check_convergence: bool = True,
 ):
@@ -189,7 +187,7 @@ def sample_posterior(
     Cause labels switch between chains: diagnose label-free quantities such as
     ``n_occupied``, co-assignment or V (see :func:`invariants`), not raw ``z``.
     ``draws, tune, chains, cores, random_seed, progressbar, idata_kwargs`` are those of
-    ``pm.sample`` with its defaults (``seed`` is a deprecated alias of ``random_seed``);
+    ``pm.sample`` with its defaults;
     ``check_convergence`` warns :class:`pmctx.ConvergenceWarning` on unconverged invariants;
     ``posterior_predictive`` adds the ``posterior_predictive`` group (observed entries
     redrawn per draw) for ``az.plot_ppc``. Predictions for a new design: :func:`predict`.
@@ -207,8 +205,6 @@ def sample_posterior(
         Beta(eta, eta) prior of the feature probabilities.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
-    seed : optional
-        Deprecated alias of ``random_seed``.
     posterior_predictive : bool, default True
         Add the ``posterior_predictive`` group.
     check_convergence : bool, default True
@@ -230,7 +226,6 @@ def sample_posterior(
     >>> idata.posterior["z"].shape
     (1, 20, 5)
     """
-    random_seed = resolve_seed(random_seed, seed)
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
     F, _ = as_feature_matrix(features)
     if (F[:, 0] < 0).all():  # as_feature_matrix codes a missing entry as -1
@@ -315,7 +310,7 @@ def predict(idata=None, design=None, *, alpha=None, n_particles=1000, slope=8.0,
             raise ValueError("Pass alpha=, or a fit from sample_posterior (it stores alpha).")
         alpha = idata.posterior.attrs["alpha"]
     alpha = check_positive(alpha, "alpha")
-    result = particle_filter(design, alpha=alpha, n_particles=n_particles, rng=random_seed)
+    result = particle_filter(design, alpha=alpha, n_particles=n_particles, random_seed=random_seed)
     V = np.asarray(result.V, dtype=float)
     prob = 1.0 / (1.0 + np.exp(-(slope * (V - 0.5) + bias)))
     return xr.Dataset({"V": ("trial", V), "response_prob": ("trial", prob)})
@@ -422,7 +417,7 @@ def coassignment(idata) -> np.ndarray:
 RENEWAL_DESIGNS = ("renewal_aba", "renewal_abc", "renewal_aab")
 
 
-def phenomena_table(*, alpha=0.1, n_particles=500, n_seeds=5, seed=0, **sizes):
+def phenomena_table(*, alpha=0.1, n_particles=500, n_seeds=5, random_seed=0, **sizes):
     """V at the end of extinction and at test on every renewal/extinction design.
 
     Parameters
@@ -433,8 +428,8 @@ def phenomena_table(*, alpha=0.1, n_particles=500, n_seeds=5, seed=0, **sizes):
         Particles per run.
     n_seeds : int, default 5
         Filter runs averaged per design.
-    seed : int, default 0
-        Seed of the first run.
+    random_seed : int, default 0
+        Seed of the first run (run ``s`` uses ``random_seed + s``).
     **sizes
         Phase lengths passed to :func:`pmctx.conditioning.shipped_design`
         (``n_acquisition``, ``n_extinction``, ``n_test``).
@@ -459,7 +454,9 @@ def phenomena_table(*, alpha=0.1, n_particles=500, n_seeds=5, seed=0, **sizes):
         design = shipped_design(name, **sizes)
         V = np.mean(
             [
-                particle_filter(design, alpha=alpha, n_particles=n_particles, rng=seed + s).V
+                particle_filter(
+                    design, alpha=alpha, n_particles=n_particles, random_seed=random_seed + s
+                ).V
                 for s in range(n_seeds)
             ],
             axis=0,
@@ -516,9 +513,7 @@ def write_outputs(idata, out_dir, prefix="crp", *, design=None, results=None) ->
     return paths
 
 
-def demo(
-    out_dir: Path, *, quick: bool = False, random_seed: int = 0, seed=None, cores=None
-) -> list[Path]:
+def demo(out_dir: Path, *, quick: bool = False, random_seed: int = 0, cores=None) -> list[Path]:
     """Renewal: particle filter on ABA, ABC and AAB, the batch posterior of ABA, plots.
 
     Writes ``crp_V.png`` (V_t per design), ``crp_causes.png`` (ABA cause posterior),
@@ -533,8 +528,6 @@ def demo(
         Small sizes (seconds to a minute), for a first look and the tests.
     random_seed : int, default 0
         Seed of the data and the sampler.
-    seed : optional
-        Deprecated alias of ``random_seed``.
     cores : int, optional
         Parallel chains, as in :func:`pymc.sample`.
 
@@ -549,14 +542,16 @@ def demo(
     """
     from pmctx.conditioning import particle_filter, shipped_design
 
-    seed = resolve_seed(random_seed, seed)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     sizes = dict(n_acquisition=10, n_extinction=10, n_test=2)
     n_particles = 200 if quick else 1000
     results = {
         name.split("_")[1].upper(): particle_filter(
-            shipped_design(name, **sizes), alpha=0.1, n_particles=n_particles, rng=seed
+            shipped_design(name, **sizes),
+            alpha=0.1,
+            n_particles=n_particles,
+            random_seed=random_seed,
         )
         for name in RENEWAL_DESIGNS
     }
@@ -569,11 +564,13 @@ def demo(
         tune=100 if quick else 500,
         chains=2 if quick else 4,
         cores=cores,
-        random_seed=seed,
+        random_seed=random_seed,
         check_convergence=not quick,
     )
     paths = write_outputs(idata, out_dir, design=design, results=results)
-    table = phenomena_table(n_particles=n_particles, n_seeds=2 if quick else 5, seed=seed, **sizes)
+    table = phenomena_table(
+        n_particles=n_particles, n_seeds=2 if quick else 5, random_seed=random_seed, **sizes
+    )
     table.to_csv(out_dir / "phenomena.csv")
     return [*paths, out_dir / "phenomena.csv"]
 
@@ -588,7 +585,6 @@ def fit_data(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=None,
     **options,
 ):
     """:func:`sample_posterior` on ``{"features": ...}`` (options: alpha, max_causes, ...).
@@ -599,8 +595,6 @@ def fit_data(
         Validated data as :mod:`pmctx.schema` loads it, ``{"features": ...}``.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
-    seed : optional
-        Deprecated alias of ``random_seed``.
     **options
         Model options (see ``SPEC.options``).
 
@@ -624,7 +618,7 @@ def fit_data(
         tune=tune,
         chains=chains,
         cores=cores,
-        random_seed=resolve_seed(random_seed, seed),
+        random_seed=random_seed,
         progressbar=progressbar,
         idata_kwargs=idata_kwargs,
         **options,
@@ -641,7 +635,6 @@ def fit(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=None,
     out_dir: Path = Path("pmctx-fit"),
     **options,
 ) -> list[Path]:
@@ -662,8 +655,6 @@ def fit(
         The data file (layout in :mod:`pmctx.schema` and the "Fitting your own data" guide).
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
-    seed : optional
-        Deprecated alias of ``random_seed``.
     out_dir : path-like, default "pmctx-fit"
         Output folder for the files.
     **options
@@ -679,8 +670,6 @@ def fit(
     >>> paths = fit("trials.csv", out_dir="pmctx-fit")  # doctest: +SKIP
     """
     from pmctx.conditioning import particle_filter
-
-    random_seed = resolve_seed(random_seed, seed)
     from pmctx.schema import load_crp
 
     data = load_crp(data_path, options)
@@ -701,7 +690,7 @@ def fit(
         alpha=options.get("alpha", 1.0),
         n_particles=1000,
         max_causes=options.get("max_causes"),
-        rng=random_seed,
+        random_seed=random_seed,
     )
     return write_outputs(idata, out_dir, results={"V": result})
 
@@ -781,6 +770,12 @@ def _spec():
         simulate=simulate,
         sbc_quantities=sbc_quantities,
         predict=predict,
+        comparisons={
+            "trial_features": "each trial's features with its latent cause summed out: "
+            "LOO over trials, for comparing cause structures (alpha, truncation, priors)",
+            "features": "each observed feature entry given the sampled causes (conditional "
+            "on the latents; PSIS over it is unreliable, not for model comparison)",
+        },
         population=("alpha", "n_occupied"),
         options={
             "alpha": "CRP concentration (default 1.0)",

@@ -17,7 +17,7 @@ Examples
 --------
 >>> from pmctx.ibp.data import visuomotor_data
 >>> from pmctx.models.ibp import sample
->>> data = visuomotor_data(n_trials=20, seed=0)
+>>> data = visuomotor_data(n_trials=20, random_seed=0)
 >>> idata = sample(data.F, data.X, K_max=10, draws=30, tune=30, chains=1, random_seed=0,
 ...                check_convergence=False)
 >>> int(idata.posterior["n_active"].max()) <= 10
@@ -42,7 +42,6 @@ from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     add_posterior_predictive,
     check_sample_kwargs,
-    resolve_seed,
     run_sampler,
 )
 from pmctx.steps.ibp_gibbs import HYPER_NAMES, LEARNED_HYPER, IBPAlphaGibbs, IBPGibbs, IBPHyperGibbs
@@ -164,7 +163,7 @@ def subsample_initvals(model, F, X, *, chains, random_seed=None) -> list | None:
     Examples
     --------
     >>> from pmctx.ibp.data import visuomotor_data
-    >>> data = visuomotor_data(30, seed=0)
+    >>> data = visuomotor_data(30, random_seed=0)
     >>> model = build_model(data.F, data.X, K_max=6)
     >>> points = subsample_initvals(model, data.F, data.X, chains=2, random_seed=0)
     >>> len(points), points[0]["Z"].shape
@@ -361,7 +360,6 @@ def sample(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=None,
     log_likelihood: bool = True,
     reconstructions: bool = True,
     posterior_predictive: bool = True,
@@ -386,8 +384,6 @@ def sample(
         Truncation; a :class:`pmctx.TruncationWarning` says when it was too small.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in ``pm.sample``, with its defaults (see :mod:`pmctx.sampling`).
-    seed
-        Deprecated alias of ``random_seed``.
     log_likelihood : bool, default True
         Add the per-trial ``log_likelihood`` group with each trial's ``z_i`` summed out
         (``trial``, ``F`` given cues, ``X`` given forces; see :mod:`pmctx.ibp.marginal`),
@@ -432,13 +428,12 @@ def sample(
     Examples
     --------
     >>> from pmctx.ibp.data import visuomotor_data
-    >>> data = visuomotor_data(n_trials=8, seed=1)
+    >>> data = visuomotor_data(n_trials=8, random_seed=1)
     >>> idata = sample(X=data.X, K_max=8, draws=20, tune=10, chains=1, random_seed=1,
     ...                check_convergence=False)
     >>> idata.posterior["Z"].shape
     (1, 20, 8, 8)
     """
-    random_seed = resolve_seed(random_seed, seed)
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
     if start not in START_CHOICES:
         raise ValueError(f"start must be one of {START_CHOICES}; got {start!r}.")
@@ -523,7 +518,7 @@ def predict(idata, *, X=None, F=None, max_draws: int = 500):
     Examples
     --------
     >>> from pmctx.ibp.data import visuomotor_data
-    >>> data = visuomotor_data(n_trials=12, seed=0)
+    >>> data = visuomotor_data(n_trials=12, random_seed=0)
     >>> idata = sample(data.F[:10], data.X[:10], K_max=6, draws=20, tune=10, chains=1,
     ...                check_convergence=False, progressbar=False)  # doctest: +SKIP
     >>> predict(idata, X=data.X[10:])["F"].dims  # doctest: +SKIP
@@ -670,9 +665,7 @@ def write_outputs(idata, out_dir, prefix="ibp", *, reference=None, side=None) ->
     return paths
 
 
-def demo(
-    out_dir: Path, *, quick: bool = False, random_seed: int = 0, seed=None, cores=None
-) -> list[Path]:
+def demo(out_dir: Path, *, quick: bool = False, random_seed: int = 0, cores=None) -> list[Path]:
     """Fit the model to synthetic 6 x 6 bar cues with 2-D forces (four true contexts).
 
     Writes ``ibp_posterior.nc`` (with ``log_likelihood``), ``ibp_summary.csv`` (label-
@@ -687,8 +680,6 @@ def demo(
         Small sizes (seconds to a minute), for a first look and the tests.
     random_seed : int, default 0
         Seed of the data and the sampler.
-    seed : optional
-        Deprecated alias of ``random_seed``.
     cores : int, optional
         Parallel chains, as in :func:`pymc.sample`.
 
@@ -703,8 +694,7 @@ def demo(
     """
     from pmctx.ibp.data import visuomotor_data
 
-    random_seed = resolve_seed(random_seed, seed)
-    data = visuomotor_data(60 if quick else 100, seed=random_seed)
+    data = visuomotor_data(60 if quick else 100, random_seed=random_seed)
     idata = sample(
         data.F,
         data.X,
@@ -732,7 +722,6 @@ def fit_data(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=None,
     **options,
 ):
     """:func:`sample` on a data dict ``{"F": ..., "X": ...}`` (either may be absent).
@@ -743,8 +732,6 @@ def fit_data(
         Validated data as :mod:`pmctx.schema` loads it, ``{"F": ..., "X": ...}``.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
-    seed : optional
-        Deprecated alias of ``random_seed``.
     **options
         Model options (see ``SPEC.options``).
 
@@ -756,7 +743,7 @@ def fit_data(
     Examples
     --------
     >>> from pmctx.ibp.data import visuomotor_data
-    >>> data = visuomotor_data(n_trials=8, seed=1)
+    >>> data = visuomotor_data(n_trials=8, random_seed=1)
     >>> idata = fit_data({"X": data.X}, K_max=10, draws=20, tune=10, chains=1,
     ...                  random_seed=1, check_convergence=False, progressbar=False)
     >>> idata.posterior["Z"].shape
@@ -769,7 +756,7 @@ def fit_data(
         tune=tune,
         chains=chains,
         cores=cores,
-        random_seed=resolve_seed(random_seed, seed),
+        random_seed=random_seed,
         progressbar=progressbar,
         idata_kwargs=idata_kwargs,
         **options,
@@ -786,7 +773,6 @@ def fit(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=None,
     out_dir: Path = Path("pmctx-fit"),
     **options,
 ) -> list[Path]:
@@ -805,8 +791,6 @@ def fit(
         The data file (layout in :mod:`pmctx.schema` and the "Fitting your own data" guide).
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
-    seed : optional
-        Deprecated alias of ``random_seed``.
     out_dir : path-like, default "pmctx-fit"
         Output folder for the files.
     **options
@@ -831,7 +815,7 @@ def fit(
         tune=tune,
         chains=chains,
         cores=cores,
-        random_seed=resolve_seed(random_seed, seed),
+        random_seed=random_seed,
         progressbar=progressbar,
         idata_kwargs=idata_kwargs,
         **options,
@@ -860,7 +844,7 @@ def fit_unit(data: dict, *, random_seed=None, **options):
     Examples
     --------
     >>> from pmctx.ibp.data import visuomotor_data
-    >>> idata = fit_unit({"X": visuomotor_data(8, seed=0).X, "K_max": 6}, random_seed=0,
+    >>> idata = fit_unit({"X": visuomotor_data(8, random_seed=0).X, "K_max": 6}, random_seed=0,
     ...                  draws=20, tune=10, chains=1)  # doctest: +SKIP
     """
     from pmctx.schema import stored_scalar
@@ -951,6 +935,13 @@ def _spec():
         sbc_quantities=sbc_quantities,
         predict=predict,
         kfold=kfold_functions,
+        comparisons={
+            "joint": "each trial's forces and cues together, features integrated out: "
+            "structure questions (which features, how many)",
+            "F": "each trial's forces given its cues: the visuo-motor question (which model "
+            "predicts the forces a context calls for)",
+            "X": "each trial's cues given its forces",
+        },
         population=("n_active", "alpha", "sigma_n", "sigma_A"),
         options={
             "K_max": "truncation level, number of feature columns (int, default 10)",

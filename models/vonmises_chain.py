@@ -16,7 +16,7 @@ Examples
 --------
 >>> import numpy as np
 >>> from pmctx.models.vonmises_chain import simulate, smoothing_marginals
->>> x, y = simulate(40, kappa=4.0, kappa_obs=3.0, rank=6, missing=0.3, seed=0)
+>>> x, y = simulate(40, kappa=4.0, kappa_obs=3.0, rank=6, missing=0.3, random_seed=0)
 >>> angles, density = smoothing_marginals(y, kappa=4.0, kappa_obs=3.0, rank=6)
 >>> density.shape
 (40, 128)
@@ -30,7 +30,7 @@ import pytensor.tensor as pt
 from pymc.distributions import transforms
 
 from pmctx.convergence import report_after_fit
-from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, resolve_seed, run_sampler
+from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, run_sampler
 from pmctx.steps.registration import block_tag, tag_block
 from pmctx.steps.vonmises import ChainFFBSVonMises, ChainKappaSlice, KappaObsSlice
 from pmctx.steps.vonmises_chain_collapsed import ChainCollapsedGibbs
@@ -221,7 +221,7 @@ def default_steps(model) -> list:
 
     Examples
     --------
-    >>> x, y = simulate(10, kappa=4.0, kappa_obs=3.0, rank=3, seed=0)
+    >>> x, y = simulate(10, kappa=4.0, kappa_obs=3.0, rank=3, random_seed=0)
     >>> model = build_model(y, kappa=4.0, kappa_obs=3.0, rank=3)
     >>> with model:
     ...     steps = default_steps(model)
@@ -255,7 +255,6 @@ def smooth(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=None,
     check_convergence: bool = True,
 ):
     """Posterior of a smooth angular time series (hyperparameters learned by default).
@@ -265,14 +264,12 @@ def smooth(
     y, mask, kappa, kappa_obs, rank, signal, hyper_update
         As in :func:`build_model`.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in ``pm.sample``, with its defaults (``seed``: deprecated alias).
+        As in ``pm.sample``, with its defaults.
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` when ``x`` (circular), ``smoothness`` or a
         learned concentration has not converged.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
-    seed : optional
-        Deprecated alias of ``random_seed``.
 
     Returns
     -------
@@ -283,12 +280,11 @@ def smooth(
 
     Examples
     --------
-    >>> x, y = simulate(30, kappa=4.0, kappa_obs=3.0, rank=5, seed=1)
+    >>> x, y = simulate(30, kappa=4.0, kappa_obs=3.0, rank=5, random_seed=1)
     >>> idata = smooth(y, rank=5, draws=30, tune=10, chains=1, check_convergence=False)
     >>> sorted(idata.posterior.data_vars)
     ['kappa', 'kappa_obs', 'x']
     """
-    random_seed = resolve_seed(random_seed, seed)
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
     model = build_model(
         y,
@@ -397,7 +393,7 @@ def posterior_marginals(idata, y, *, rank: int, mask=None, signal=None, n_angles
     Examples
     --------
     >>> import arviz as az
-    >>> x, y = simulate(20, kappa=4.0, kappa_obs=3.0, rank=3, seed=0)
+    >>> x, y = simulate(20, kappa=4.0, kappa_obs=3.0, rank=3, random_seed=0)
     >>> idata = az.from_dict(posterior={"x": np.tile(x, (1, 4, 1)),
     ...                                 "kappa": np.full((1, 4), 4.0),
     ...                                 "kappa_obs": np.full((1, 4), 3.0)})
@@ -430,7 +426,9 @@ def posterior_marginals(idata, y, *, rank: int, mask=None, signal=None, n_angles
     return angles, total / pick.size, mean, 2.0 * sd
 
 
-def simulate(length: int, *, kappa: float, kappa_obs: float, rank: int, missing=0.0, seed=None):
+def simulate(
+    length: int, *, kappa: float, kappa_obs: float, rank: int, missing=0.0, random_seed=None
+):
     """Exact draw from the chain prior and noisy observations: ``(x, y)``, NaN where missing.
 
     Parameters
@@ -445,7 +443,7 @@ def simulate(length: int, *, kappa: float, kappa_obs: float, rank: int, missing=
         Rank ``R`` of the potential (>= 1).
     missing : float, default 0.0
         Probability that an observation is missing (NaN).
-    seed : int or numpy.random.Generator, optional
+    random_seed : int or numpy.random.Generator, optional
         Random seed or generator.
 
     Returns
@@ -457,11 +455,11 @@ def simulate(length: int, *, kappa: float, kappa_obs: float, rank: int, missing=
 
     Examples
     --------
-    >>> x, y = simulate(50, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.5, seed=0)
+    >>> x, y = simulate(50, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.5, random_seed=0)
     >>> x.shape, 0 < int(np.isnan(y).sum()) < 50
     ((50,), True)
     """
-    rng = as_rng(seed)
+    rng = as_rng(random_seed)
     length = check_int(length, "length", minimum=2)
     x, _ = sample_chain(np.zeros((length, 2)), check_positive(kappa, "kappa"), rank, rng)
     y = wrap_angle(rng.vonmises(x, check_positive(kappa_obs, "kappa_obs")))
@@ -469,7 +467,9 @@ def simulate(length: int, *, kappa: float, kappa_obs: float, rank: int, missing=
     return x, y
 
 
-def simulate_data(rng, *, length: int = 100, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.2):
+def simulate_data(
+    random_seed=None, *, length: int = 100, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.2
+):
     """A prior draw and its data for the registry (SBC, posterior predictive checks).
 
     Returns ``(data, truth)``: ``data`` holds ``y`` (NaN where missing) and the options
@@ -478,8 +478,8 @@ def simulate_data(rng, *, length: int = 100, kappa=4.0, kappa_obs=3.0, rank=5, m
 
     Parameters
     ----------
-    rng : numpy.random.Generator or int
-        Random generator (or seed).
+    random_seed : int or numpy.random.Generator, optional
+        Random seed or generator.
     length : int, default 100
         Number of time steps.
     kappa, kappa_obs : float, default 4.0 and 3.0
@@ -502,7 +502,14 @@ def simulate_data(rng, *, length: int = 100, kappa=4.0, kappa_obs=3.0, rank=5, m
     >>> data["y"].shape, sorted(truth)
     ((12,), ['smoothness', 'x'])
     """
-    x, y = simulate(length, kappa=kappa, kappa_obs=kappa_obs, rank=rank, missing=missing, seed=rng)
+    x, y = simulate(
+        length,
+        kappa=kappa,
+        kappa_obs=kappa_obs,
+        rank=rank,
+        missing=missing,
+        random_seed=random_seed,
+    )
     data = {"y": y, "kappa": kappa, "kappa_obs": kappa_obs, "rank": rank}
     return data, {"x": x, "smoothness": float(np.mean(np.cos(np.diff(x))))}
 
@@ -555,7 +562,6 @@ def fit_data(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=None,
     **options,
 ):
     """:func:`smooth` on ``{"y": ..., "mask": ..., "signal": ...}`` (mask, signal optional).
@@ -568,8 +574,6 @@ def fit_data(
 
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
-    seed : optional
-        Deprecated alias of ``random_seed``.
 
     **options
         Further :func:`smooth` options (``kappa``, ``kappa_obs``, ``rank``, ...).
@@ -581,7 +585,7 @@ def fit_data(
 
     Examples
     --------
-    >>> x, y = simulate(20, kappa=4.0, kappa_obs=3.0, rank=3, seed=2)
+    >>> x, y = simulate(20, kappa=4.0, kappa_obs=3.0, rank=3, random_seed=2)
     >>> idata = fit_data({"y": y}, rank=3, draws=10, tune=5, chains=1,
     ...                  random_seed=1, check_convergence=False, progressbar=False)
     >>> idata.posterior["x"].shape
@@ -595,7 +599,7 @@ def fit_data(
         tune=tune,
         chains=chains,
         cores=cores,
-        random_seed=resolve_seed(random_seed, seed),
+        random_seed=random_seed,
         progressbar=progressbar,
         idata_kwargs=idata_kwargs,
         **options,
@@ -654,7 +658,7 @@ def write_outputs(idata, out_dir, prefix: str = "vonmises-chain", *, y=None, tru
     return paths
 
 
-def demo(out_dir, *, quick: bool = False, random_seed: int = 0, seed=None, cores=None):
+def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None):
     """Smooth a simulated head-direction trace with 30% missing samples (``quick``: short).
 
     Parameters
@@ -665,8 +669,6 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, seed=None, cores
         A short trace and short chains (seconds), for a first look and the tests.
     random_seed : int, default 0
         Seed of the simulated trace and the sampler.
-    seed : optional
-        Deprecated alias of ``random_seed``.
     cores : int, optional
         Parallel chains, as in :func:`pymc.sample`.
 
@@ -679,9 +681,8 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, seed=None, cores
     --------
     >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
     """
-    seed = resolve_seed(random_seed, seed)
     length = 60 if quick else 300
-    x, y = simulate(length, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.3, seed=seed)
+    x, y = simulate(length, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.3, random_seed=random_seed)
     idata = smooth(
         y,
         # x is drawn jointly and kappa, kappa_obs with x summed out (ChainCollapsedGibbs), yet
@@ -690,7 +691,7 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, seed=None, cores
         tune=20 if quick else 300,
         chains=2 if quick else SAMPLE_DEFAULTS["chains"],
         cores=cores,
-        random_seed=seed,
+        random_seed=random_seed,
         check_convergence=not quick,
     )
     return write_outputs(idata, out_dir, y=y, truth=x)
@@ -706,7 +707,6 @@ def fit(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=None,
     out_dir="pmctx-fit",
     **options,
 ):
@@ -723,8 +723,6 @@ def fit(
 
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
-    seed : optional
-        Deprecated alias of ``random_seed``.
 
     out_dir : path-like, default "pmctx-fit"
         Output folder for the files.
@@ -751,7 +749,7 @@ def fit(
         tune=tune,
         chains=chains,
         cores=cores,
-        random_seed=resolve_seed(random_seed, seed),
+        random_seed=random_seed,
         progressbar=progressbar,
         idata_kwargs=idata_kwargs,
         **options,
@@ -797,14 +795,14 @@ def _middle(x) -> np.ndarray:
     return x[..., x.shape[-1] // 2]
 
 
-def sbc_simulate(rng, **options):
+def sbc_simulate(random_seed=None, **options):
     """:func:`simulate_data` with scalar truths for SBC: the middle angle's cosine and sine
     (circular, so not ranked as an angle) and the smoothness.
 
     Parameters
     ----------
-    rng : numpy.random.Generator or int
-        Random generator (or seed).
+    random_seed : int or numpy.random.Generator, optional
+        Random seed or generator.
     **options
         Options of :func:`simulate_data`.
 
@@ -821,7 +819,7 @@ def sbc_simulate(rng, **options):
     >>> sorted(truth)
     ['cos_x', 'sin_x', 'smoothness']
     """
-    data, truth = simulate_data(rng, **options)
+    data, truth = simulate_data(random_seed, **options)
     middle = _middle(truth["x"])
     return data, {"cos_x": float(np.cos(middle)), "sin_x": float(np.sin(middle)),
                   "smoothness": truth["smoothness"]}  # fmt: skip

@@ -34,7 +34,6 @@ from pmctx.io import save_figure
 from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     check_sample_kwargs,
-    resolve_seed,
     run_sampler,
 )
 from pmctx.steps.registration import tag_block
@@ -326,7 +325,7 @@ def sample_prior(
     n_sweeps: int = 50,
     n_maps: int | None = None,
     sampler: str = "augmented",
-    seed=None,
+    random_seed=None,
 ):
     """Draw maps from the prior by ``n_sweeps`` Gibbs sweeps from uniform random angles.
 
@@ -349,7 +348,7 @@ def sample_prior(
         Number of independent maps; omitted, a single map is returned.
     sampler : {"augmented", "cluster", "ffbs", "pointwise"}, default "augmented"
         Sweep kernel (:data:`pmctx.vonmises.SWEEPS`).
-    seed : int or numpy.random.Generator, optional
+    random_seed : int or numpy.random.Generator, optional
         Random seed or generator.
 
     Returns
@@ -359,7 +358,7 @@ def sample_prior(
 
     Examples
     --------
-    >>> o = sample_prior((20, 20), kappa=5.0, rank=5, n_sweeps=5, seed=0)
+    >>> o = sample_prior((20, 20), kappa=5.0, rank=5, n_sweeps=5, random_seed=0)
     >>> o.shape
     (20, 20)
     """
@@ -367,7 +366,7 @@ def sample_prior(
     n_rows, n_cols = (check_int(s, "shape", minimum=1) for s in shape)
     n_sweeps = check_int(n_sweeps, "n_sweeps", minimum=1)
     sweep = SWEEPS[check_choice(sampler, "sampler", list(SWEEPS))]
-    rng = as_rng(seed)
+    rng = as_rng(random_seed)
     field = np.zeros((n_rows, n_cols, 2))
     maps = []
     try:
@@ -400,7 +399,6 @@ def reconstruct(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=None,
     posterior_predictive: bool = True,
     check_convergence: bool = True,
     n_sweeps: int | None = None,
@@ -428,15 +426,13 @@ def reconstruct(
         data). Chains that disagree on the pinwheel layout need more sweeps in total, not
         more stored draws.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in ``pm.sample``, with its defaults (``seed``: deprecated alias).
+        As in ``pm.sample``, with its defaults.
     posterior_predictive : bool, default True
         Add the ``posterior_predictive`` group (observed ``z`` redrawn per draw) for
         ``az.plot_ppc``; :func:`predict` gives predictive observations at missing nodes.
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` when theta (circular R-hat/ESS on cos and
         sin), smoothness or the pinwheel count has not converged.
-    seed : optional
-        Deprecated alias of ``random_seed``.
 
     Returns
     -------
@@ -451,7 +447,6 @@ def reconstruct(
     >>> posterior_orientation(idata)[0].shape
     (4, 4)
     """
-    random_seed = resolve_seed(random_seed, seed)
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
     theta_obs = as_angle_array(theta_obs, "theta_obs", low=0.0, high=np.pi, ndim=2, allow_nan=True)
     check_nonempty(theta_obs, "theta_obs", unit="grid row")
@@ -650,7 +645,7 @@ def posterior_orientation(idata):
     return circular_moments(theta.reshape(-1, *theta.shape[2:]), axis=0)
 
 
-def noisy_observations(theta, *, kappa_obs: float, missing: float, seed=None):
+def noisy_observations(theta, *, kappa_obs: float, missing: float, random_seed=None):
     """Corrupt orientations: von Mises noise on ``2 theta`` and a fraction set missing (NaN).
 
     Parameters
@@ -661,7 +656,7 @@ def noisy_observations(theta, *, kappa_obs: float, missing: float, seed=None):
         Concentration (> 0) of the von Mises noise on the doubled angle ``2 theta``.
     missing : float
         Probability that a node is set missing (NaN).
-    seed : int or numpy.random.Generator, optional
+    random_seed : int or numpy.random.Generator, optional
         Random seed or generator.
 
     Returns
@@ -671,11 +666,11 @@ def noisy_observations(theta, *, kappa_obs: float, missing: float, seed=None):
 
     Examples
     --------
-    >>> obs = noisy_observations(np.full((5, 5), 1.0), kappa_obs=50.0, missing=0.2, seed=0)
+    >>> obs = noisy_observations(np.full((5, 5), 1.0), kappa_obs=50.0, missing=0.2, random_seed=0)
     >>> obs.shape, bool(np.isnan(obs).any())
     ((5, 5), True)
     """
-    rng = as_rng(seed)
+    rng = as_rng(random_seed)
     o = rng.vonmises(theta_to_o(theta), check_positive(kappa_obs, "kappa_obs"))
     observed = o_to_theta(o)
     observed[rng.random(observed.shape) < missing] = np.nan
@@ -766,12 +761,14 @@ def demo_data(size: int = 50, *, random_seed: int = 0) -> dict:
 
     size = check_int(size, "size", minimum=2)
     kappa_obs, rank = 2.0, 5
-    o = sample_prior((size, size), kappa=5.0, rank=rank, n_sweeps=30, seed=random_seed)
+    o = sample_prior((size, size), kappa=5.0, rank=rank, n_sweeps=30, random_seed=random_seed)
     truth = o_to_theta(o)
-    theta_obs = noisy_observations(truth, kappa_obs=kappa_obs, missing=0.25, seed=random_seed + 1)
+    theta_obs = noisy_observations(
+        truth, kappa_obs=kappa_obs, missing=0.25, random_seed=random_seed + 1
+    )
     cv = cross_validate(
         theta_to_o(theta_obs), kappas=DEMO_KAPPAS, ranks=[rank], kappa_obs=kappa_obs,
-        seed=random_seed,
+        random_seed=random_seed,
     )  # fmt: skip
     return {
         "truth": truth,
@@ -783,9 +780,7 @@ def demo_data(size: int = 50, *, random_seed: int = 0) -> dict:
     }
 
 
-def demo(
-    out_dir, *, quick: bool = False, random_seed: int = 0, seed=None, cores=None
-) -> list[Path]:
+def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> list[Path]:
     """Sample a true map from the prior (R = 5, kappa = 5), corrupt it, reconstruct it.
 
     ``kappa`` is chosen by held-out pixels (:func:`demo_data`). Writes
@@ -804,8 +799,6 @@ def demo(
         A 24 x 24 grid and short chains (seconds), for a first look and the tests.
     random_seed : int, default 0
         Seed of the simulated map, the noise and the sampler.
-    seed : optional
-        Deprecated alias of ``random_seed``.
     cores : int, optional
         Parallel chains, as in :func:`pymc.sample`.
 
@@ -822,10 +815,9 @@ def demo(
 
     from pmctx.vonmises.plots import plot_orientation_map
 
-    seed = resolve_seed(random_seed, seed)
     out_dir = Path(out_dir)
     size = 24 if quick else 50
-    data = demo_data(size, random_seed=seed)
+    data = demo_data(size, random_seed=random_seed)
     truth, theta_obs = data["truth"], data["theta_obs"]
     idata = reconstruct(
         theta_obs,
@@ -838,7 +830,7 @@ def demo(
         tune=30 if quick else 150,
         chains=2 if quick else 4,
         cores=cores,
-        random_seed=seed,
+        random_seed=random_seed,
         check_convergence=not quick,
     )
     paths = write_outputs(idata, out_dir, theta_obs=theta_obs, truth=truth)
@@ -870,7 +862,7 @@ def demo(
                     kappa=kappa,
                     rank=rank,
                     n_sweeps=20 if quick else 50,
-                    seed=seed + 10 * i + j,
+                    random_seed=random_seed + 10 * i + j,
                 )
             )
             n_pos, n_neg = count_pinwheels(theta)
@@ -891,7 +883,6 @@ def fit_data(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=None,
     **options,
 ):
     """:func:`reconstruct` on ``{"theta": ..., "mask": ...}`` (mask optional).
@@ -903,8 +894,6 @@ def fit_data(
         ``"mask"`` (M x N, 1 = observed), as loaded by :func:`pmctx.schema.load_vonmises`.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
-    seed : optional
-        Deprecated alias of ``random_seed``.
     **options
         Further :func:`reconstruct` options (``kappa``, ``kappa_obs``, ``rank``, ``sampler``, ...).
 
@@ -928,7 +917,7 @@ def fit_data(
         tune=tune,
         chains=chains,
         cores=cores,
-        random_seed=resolve_seed(random_seed, seed),
+        random_seed=random_seed,
         progressbar=progressbar,
         idata_kwargs=idata_kwargs,
         **options,
@@ -945,7 +934,6 @@ def fit(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=None,
     out_dir: Path = Path("pmctx-fit"),
     **options,
 ) -> list[Path]:
@@ -964,8 +952,6 @@ def fit(
         The data file (layout in :mod:`pmctx.schema` and the "Fitting your own data" guide).
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
-    seed : optional
-        Deprecated alias of ``random_seed``.
     out_dir : path-like, default "pmctx-fit"
         Output folder for the files.
     **options
@@ -997,7 +983,7 @@ def fit(
         tune=tune,
         chains=chains,
         cores=cores,
-        random_seed=resolve_seed(random_seed, seed),
+        random_seed=random_seed,
         progressbar=progressbar,
         idata_kwargs=idata_kwargs,
         **options,

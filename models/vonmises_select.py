@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from pmctx.sampling import _NO_SEED, resolve_seed
 from pmctx.validation import as_angle_array, as_rng, check_choice, check_int
 from pmctx.vonmises.augmented import augmented_sweep
 from pmctx.vonmises.average import (
@@ -55,7 +54,7 @@ KAPPAS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
 METHODS = ("stacking", "pseudo_bma", *PICK_RULES)
 
 
-def grid_weights(cv, method: str = "stacking", *, seed=None) -> np.ndarray:
+def grid_weights(cv, method: str = "stacking", *, random_seed=None) -> np.ndarray:
     """Weights over the grid of a cross-validation result.
 
     Parameters
@@ -65,7 +64,7 @@ def grid_weights(cv, method: str = "stacking", *, seed=None) -> np.ndarray:
     method : {"stacking", "pseudo_bma", "best", "one_se", "elbow"}, default "stacking"
         Averaging rule, or a pick rule of :func:`~pmctx.vonmises.average.pick_index`
         (weight one on the chosen point).
-    seed : int or numpy.random.Generator, optional
+    random_seed : int or numpy.random.Generator, optional
         Seed of the Bayesian bootstrap (``"pseudo_bma"``).
 
     Returns
@@ -86,14 +85,14 @@ def grid_weights(cv, method: str = "stacking", *, seed=None) -> np.ndarray:
     if method == "stacking":
         return stacking_weights(cv.pointwise)
     if method == "pseudo_bma":
-        return pseudo_bma_weights(cv.pointwise, seed=seed)
+        return pseudo_bma_weights(cv.pointwise, random_seed=random_seed)
     weights = np.zeros(len(cv.curve))
     weights[pick_index(cv.pointwise, cv.curve["kappa"], cv.curve["rank"], method)] = 1.0
     return weights
 
 
 def grid_posterior(
-    z, observed, kappa, rank, *, draws=200, tune=100, kappa_obs=None, signal=None, seed=None
+    z, observed, kappa, rank, *, draws=200, tune=100, kappa_obs=None, signal=None, random_seed=None
 ):
     """Posterior draws of the whole map at one ``(kappa, rank)`` (``kappa_obs`` learned).
 
@@ -113,7 +112,7 @@ def grid_posterior(
         Fixed observation concentration (default: learned, starting at 2).
     signal : numpy.ndarray (M, N), optional
         Relative signal strength per pixel.
-    seed : int or numpy.random.Generator, optional
+    random_seed : int or numpy.random.Generator, optional
         Random seed or generator.
 
     Returns
@@ -126,11 +125,11 @@ def grid_posterior(
     Examples
     --------
     >>> z = np.zeros((4, 4))
-    >>> o, k = grid_posterior(z, z == 0, 2.0, 3, draws=5, tune=2, seed=0)
+    >>> o, k = grid_posterior(z, z == 0, 2.0, 3, draws=5, tune=2, random_seed=0)
     >>> o.shape, k.shape
     ((5, 4, 4), (5,))
     """
-    rng = as_rng(seed)
+    rng = as_rng(random_seed)
     learn = kappa_obs is None
     k_obs = 2.0 if learn else float(kappa_obs)
     o = smoothed_start(z, observed)
@@ -161,7 +160,6 @@ def reconstruct_cv(
     tune: int = 100,
     min_weight: float = 0.01,
     random_seed=None,
-    seed=_NO_SEED,
 ):
     """Reconstruct a map with ``(kappa, rank)`` weighted or chosen by held-out pixels.
 
@@ -189,8 +187,6 @@ def reconstruct_cv(
         Grid points below this weight are dropped (the rest renormalised) before fitting.
     random_seed : int or numpy.random.Generator, optional
         Random seed or generator (as in :func:`pymc.sample`).
-    seed : optional
-        Deprecated alias of ``random_seed``.
 
     Returns
     -------
@@ -216,7 +212,7 @@ def reconstruct_cv(
     observed = ~np.isnan(theta_obs) if mask is None else np.asarray(mask).astype(bool)
     z = np.where(observed, wrap_angle(2.0 * np.nan_to_num(theta_obs)), 0.0)
     signal = None if signal is None else np.asarray(signal, dtype=np.float64)
-    rng = as_rng(resolve_seed(random_seed, seed))
+    rng = as_rng(random_seed)
     cv = cross_validate(
         np.where(observed, z, np.nan),
         kappas=kappas,
@@ -226,9 +222,9 @@ def reconstruct_cv(
         n_folds=n_folds,
         n_sweeps=cv_sweeps,
         heldout=heldout,
-        seed=rng,
+        random_seed=rng,
     )
-    weights = grid_weights(cv, method, seed=rng)
+    weights = grid_weights(cv, method, random_seed=rng)
     fit_weights = np.where(weights >= min(min_weight, weights.max()), weights, 0.0)
     fits = [
         grid_posterior(
@@ -240,7 +236,7 @@ def reconstruct_cv(
             tune=tune,
             kappa_obs=kappa_obs,
             signal=signal,
-            seed=rng,
+            random_seed=rng,
         )
         if w > 0
         else None
@@ -248,7 +244,10 @@ def reconstruct_cv(
     ]
     # Pool draw indices, so each map keeps its own kappa_obs draw.
     index, source = cv_average(
-        [None if f is None else np.arange(len(f[0])) for f in fits], fit_weights, draws, seed=rng
+        [None if f is None else np.arange(len(f[0])) for f in fits],
+        fit_weights,
+        draws,
+        random_seed=rng,
     )
     o = np.stack([fits[k][0][i] for k, i in zip(source, index)])
     k_obs = np.array([fits[k][1][i] for k, i in zip(source, index)])

@@ -14,7 +14,6 @@ user sets most (``draws``, ``tune``, ``chains``, ``cores``, ``random_seed``, ``p
   (:func:`usable_cores`: ``os.sched_getaffinity``, or ``PMCTX_CORES``), for pmctx's own
   steps and NUTS alike; PyMC's own default counts half the CPUs (it assumes hyper-threads),
   which ran four chains one after another on a 2-core machine.
-* ``seed=`` is accepted as a deprecated alias of ``random_seed`` (a ``FutureWarning``).
 
 Examples
 --------
@@ -234,7 +233,6 @@ def run_sampler(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    seed=_NO_SEED,
     **pm_kwargs,
 ):
     """Run ``pm.sample`` on ``model`` under the pmctx sampling contract.
@@ -248,8 +246,6 @@ def run_sampler(
         As in :func:`pymc.sample` (same defaults).
     progressbar : bool, optional
         ``None``: on in a terminal, off otherwise.
-    seed
-        Deprecated alias of ``random_seed``.
     **pm_kwargs
         Passed to :func:`pymc.sample` (``initvals``, ``target_accept``, ``init``, ...).
 
@@ -270,7 +266,6 @@ def run_sampler(
     >>> idata.posterior["mu"].shape, "log_likelihood" in idata.groups()
     ((1, 20), True)
     """
-    random_seed = resolve_seed(random_seed, seed)
     kwargs = check_sample_kwargs(
         draws=draws, tune=tune, chains=chains, cores=cores, progressbar=progressbar
     )

@@ -549,12 +549,12 @@ def check_choice(value, name: str, choices: Iterable):
     return value
 
 
-def as_rng(seed=None) -> np.random.Generator:
+def as_rng(random_seed=None) -> np.random.Generator:
     """Return a ``numpy.random.Generator`` from ``None``, an int seed or a Generator.
 
     Parameters
     ----------
-    seed : None, int or numpy.random.Generator, optional
+    random_seed : None, int or numpy.random.Generator, optional
         ``None`` for fresh entropy, a non-negative int seed, or a Generator (returned as is).
 
     Returns
@@ -572,15 +572,17 @@ def as_rng(seed=None) -> np.random.Generator:
     >>> bool(as_rng(0).integers(10) == as_rng(0).integers(10))
     True
     """
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)):
-        if seed is not None and seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed}.")
-        return np.random.default_rng(seed)
-    if isinstance(seed, np.random.SeedSequence | np.random.BitGenerator):
-        return np.random.default_rng(seed)
+    if isinstance(random_seed, np.random.Generator):
+        return random_seed
+    if random_seed is None or (
+        isinstance(random_seed, numbers.Integral) and not isinstance(random_seed, bool)
+    ):
+        if random_seed is not None and random_seed < 0:
+            raise ValueError(f"random_seed must be a non-negative integer, got {random_seed}.")
+        return np.random.default_rng(random_seed)
+    if isinstance(random_seed, np.random.SeedSequence | np.random.BitGenerator):
+        return np.random.default_rng(random_seed)
     raise TypeError(
-        f"seed must be None, a non-negative int or a numpy.random.Generator, "
-        f"got {type(seed).__name__}."
+        f"random_seed must be None, a non-negative int or a numpy.random.Generator, "
+        f"got {type(random_seed).__name__}."
     )

@@ -47,7 +47,7 @@ def test_quick_demo_is_quiet(tmp_path, module):
 def _ibp_file(path):
     from pmctx.ibp.data import visuomotor_data
 
-    data = visuomotor_data(40, seed=0)
+    data = visuomotor_data(40, random_seed=0)
     # K_max=10: with learned hyperparameters 40 trials can ask for more than 6 features.
     np.savez(path, F=data.F, X=data.X, K_max=10, sigma_n=0.3)
 

@@ -40,9 +40,7 @@ ENTRY_POINTS = {
 def _contract(func):
     params = inspect.signature(func).parameters
     return {
-        name: (params[name].kind, params[name].default)
-        for name in (*SAMPLE_KWARGS, "seed")
-        if name in params
+        name: (params[name].kind, params[name].default) for name in SAMPLE_KWARGS if name in params
     }
 
 
@@ -51,7 +49,6 @@ def test_every_sample_and_fit_has_pm_sample_keywords_and_defaults():
     for name in ("draws", "tune", "cores", "random_seed", "idata_kwargs"):
         assert SAMPLE_DEFAULTS[name] == pm_params[name].default, name
     expected = {name: (inspect.Parameter.KEYWORD_ONLY, d) for name, d in SAMPLE_DEFAULTS.items()}
-    expected["seed"] = (inspect.Parameter.KEYWORD_ONLY, None)
     contracts = {label: _contract(func) for label, func in ENTRY_POINTS.items()}
     for label, contract in contracts.items():
         assert contract == expected, label

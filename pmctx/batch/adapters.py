@@ -63,7 +63,7 @@ def _sbc_part(name: str, part: str):
 
 
 def resolve_simulate(name: str):
-    """``simulate(rng, **options) -> (data, truth)`` of model ``name`` (its spec's).
+    """``simulate(random_seed, **options) -> (data, truth)`` of model ``name`` (its spec's).
 
     Parameters
     ----------
@@ -73,7 +73,7 @@ def resolve_simulate(name: str):
     Returns
     -------
     callable
-        ``simulate(rng, **options) -> (data, truth)``.
+        ``simulate(random_seed, **options) -> (data, truth)``.
 
     Raises
     ------

@@ -95,7 +95,7 @@ def random_effects_bms(
     max_iter: int = 1000,
     tol: float = 1e-8,
     n_samples: int = 1_000_000,
-    seed: int = 0,
+    random_seed: int = 0,
 ) -> BMSResult:
     """Random-effects BMS with protected exceedance probabilities.
 
@@ -107,7 +107,7 @@ def random_effects_bms(
     prior : float or array_like (models,)
         Dirichlet prior ``alpha0`` on the model frequencies (default 1: uniform).
     n_samples : int
-        Dirichlet draws for the exceedance probabilities (Monte Carlo; seeded by ``seed``).
+        Dirichlet draws for the exceedance probabilities (Monte Carlo; seeded by ``random_seed``).
     models : sequence of str, optional
         Model names (default the DataFrame's columns, else ``m0, m1, ...``).
     units : sequence, optional
@@ -116,7 +116,7 @@ def random_effects_bms(
         Maximum variational updates.
     tol : float, default 1e-8
         Convergence tolerance on the Dirichlet parameters.
-    seed : int, default 0
+    random_seed : int or numpy.random.Generator, default 0
         Seed of the exceedance-probability draws.
 
     Returns
@@ -158,7 +158,7 @@ def random_effects_bms(
     f0 = float(np.sum(logsumexp(L, axis=1) - np.log(n_models)))
     bor = float(1.0 / (1.0 + np.exp(np.clip(f1 - f0, -700, 700))))
     xp = _exceedance(alpha, check_int(n_samples, "n_samples", minimum=1),
-                     np.random.default_rng(seed))  # fmt: skip
+                     np.random.default_rng(random_seed))  # fmt: skip
     total = alpha.sum()
     table = pd.DataFrame(
         {

@@ -40,7 +40,7 @@ def _cluster_args(parser):
     parser.add_argument("--scheduler", default=None,
                         help="address of a running Dask scheduler (default: "
                         "$DASK_SCHEDULER_ADDRESS, else a local cluster)")  # fmt: skip
-    parser.add_argument("--seed", type=int, default=0, help="batch seed")
+    parser.add_argument("--random-seed", type=int, default=0, help="batch seed (0)")
 
 
 def add_parser(subparsers) -> None:
@@ -107,8 +107,8 @@ def _engine(args) -> dict:
     if args.workers is not None and args.workers < 0:
         raise ValueError(f"--workers must be 0 (no Dask) or more, got {args.workers}.")
     local = args.workers == 0 and not args.scheduler
-    return {"seed": args.seed, "local": local, "workers": None if local else args.workers,
-            "scheduler": args.scheduler}  # fmt: skip
+    return {"random_seed": args.random_seed, "local": local,
+            "workers": None if local else args.workers, "scheduler": args.scheduler}  # fmt: skip
 
 
 def _batch(args) -> int:

@@ -243,7 +243,7 @@ def run_unit(
     source: UnitSource,
     out_dir,
     *,
-    seed: int,
+    random_seed: int,
     options: Mapping | None = None,
     summarize: Callable | None = None,
     run_id: str = "",
@@ -265,7 +265,7 @@ def run_unit(
         The unit (its name and data).
     out_dir : path-like
         Batch output folder.
-    seed : int
+    random_seed : int
         The unit's random seed.
     options : mapping, optional
         Keyword arguments of ``fit_unit``.
@@ -289,11 +289,11 @@ def run_unit(
 
     >>> from pmctx.batch.units import UnitSource
     >>> record = run_unit(normal_mean_fit, UnitSource("s01", data={"y": [0.5]}),
-    ...                   tempfile.mkdtemp(), seed=1)
+    ...                   tempfile.mkdtemp(), random_seed=1)
     >>> record["unit"], record["status"]
     ('s01', 'ok')
     """
-    started = _fit_phase(fit_unit, source, out_dir, seed=seed, options=options,
+    started = _fit_phase(fit_unit, source, out_dir, seed=random_seed, options=options,
                          summarize=summarize, run_id=run_id)  # fmt: skip
     return started if isinstance(started, dict) else _write_phase(started, groups=groups)
 
@@ -449,7 +449,7 @@ def run_batch(
     out_dir,
     *,
     options: Mapping | None = None,
-    seed: int = 0,
+    random_seed: int = 0,
     client=None,
     workers: int | None = None,
     scheduler: str | None = None,
@@ -475,8 +475,8 @@ def run_batch(
         Gets ``units/<unit>.nc``, ``units/<unit>.json`` and ``summary.csv``.
     options : dict, optional
         Keyword arguments of every ``fit_unit`` call.
-    seed : int
-        Batch seed; unit ``u`` gets ``unit_seed(seed, u)``.
+    random_seed : int, default 0
+        Batch seed; unit ``u`` gets ``unit_seed(random_seed, u)``.
     client : distributed.Client, optional
         Use this client; else connect with ``workers``/``scheduler`` (see :func:`connect`),
         and close what was opened at the end.
@@ -525,7 +525,7 @@ def run_batch(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     sources = discover_units(units)
-    seed = check_int(seed, "seed", minimum=0)
+    random_seed = check_int(random_seed, "random_seed", minimum=0)
     run_id = uuid.uuid4().hex[:12]
     _remove_stale_temps(out_dir)
     records, todo = [], []
@@ -543,7 +543,7 @@ def run_batch(
     if local or not todo:
         from pmctx.batch.writer import run_units
 
-        seeds = [unit_seed(seed, source.name) for source in todo]
+        seeds = [unit_seed(random_seed, source.name) for source in todo]
         records = run_units(fit_unit, todo, out_dir, seeds=seeds, **kwargs)
         for record in progress(records, total=len(todo), description="units", disable=disable):
             summary.add(record)
@@ -552,8 +552,8 @@ def run_batch(
 
     if chunk_size is not None:
         chunk_size = check_int(chunk_size, "chunk_size", minimum=1)
-    records = run_distributed(fit_unit, todo, out_dir, seed=seed, kwargs=kwargs, client=client,
-                              workers=workers, scheduler=scheduler,
+    records = run_distributed(fit_unit, todo, out_dir, random_seed=random_seed, kwargs=kwargs,
+                              client=client, workers=workers, scheduler=scheduler,
                               units_per_task=chunk_size)  # fmt: skip
     for record in progress(records, total=len(todo), description="units", disable=disable):
         summary.add(record)

@@ -1,7 +1,7 @@
 """Simulation-based calibration (Talts et al. 2018) through the batch engine.
 
 Each replication is one unit of :func:`pmctx.batch.run_batch`: draw parameters from the prior
-and data from the model (``simulate(rng) -> (data, truth)``), fit the data
+and data from the model (``simulate(random_seed) -> (data, truth)``), fit the data
 (``fit(data, random_seed=...) -> InferenceData``), thin the posterior draws of every
 label-invariant quantity in ``truth`` to ``n_ranks`` draws and record the rank of the true
 value among them (ties, e.g. of counts, broken uniformly at random). If the fit samples the
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pmctx.validation import check_int
+from pmctx.validation import as_rng, check_int
 
 __all__ = [
     "SBCResult",
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-def rank_of(truth: float, draws: np.ndarray, rng: np.random.Generator) -> int:
+def rank_of(truth: float, draws: np.ndarray, random_seed=None) -> int:
     """Number of ``draws`` below ``truth``, ties split uniformly at random.
 
     Parameters
@@ -50,7 +50,7 @@ def rank_of(truth: float, draws: np.ndarray, rng: np.random.Generator) -> int:
         The true value.
     draws : array_like
         Posterior draws.
-    rng : numpy.random.Generator
+    random_seed : int or numpy.random.Generator, optional
         Breaks ties.
 
     Returns
@@ -66,7 +66,7 @@ def rank_of(truth: float, draws: np.ndarray, rng: np.random.Generator) -> int:
     draws = np.asarray(draws, dtype=float).ravel()
     below = int(np.sum(draws < truth))
     equal = int(np.sum(draws == truth))
-    return below + int(rng.integers(0, equal + 1))
+    return below + int(as_rng(random_seed).integers(0, equal + 1))
 
 
 def _posterior_draws(idata, name: str) -> np.ndarray:
@@ -95,7 +95,7 @@ class SBCTask:
     Parameters
     ----------
     simulate : callable
-        ``simulate(rng, **simulate_options) -> (data, truth)``.
+        ``simulate(random_seed, **simulate_options) -> (data, truth)``.
     fit : callable
         ``fit(data, *, random_seed, **options) -> InferenceData``.
     n_ranks : int, default 99
@@ -350,7 +350,7 @@ def run_sbc(
     simulate_options: Mapping | None = None,
     fit_options: Mapping | None = None,
     invariants: Callable | None = None,
-    seed: int = 0,
+    random_seed: int = 0,
     **batch_kwargs,
 ) -> SBCResult:
     """Run ``reps`` SBC replications as a batch (resumable; see :func:`run_batch`).
@@ -362,7 +362,7 @@ def run_sbc(
     Parameters
     ----------
     simulate : callable
-        ``simulate(rng, **simulate_options) -> (data, truth)``.
+        ``simulate(random_seed, **simulate_options) -> (data, truth)``.
     fit : callable
         ``fit(data, *, random_seed, **fit_options) -> InferenceData``.
     reps : int
@@ -377,7 +377,7 @@ def run_sbc(
         Keyword arguments of ``simulate`` and ``fit``.
     invariants : callable, optional
         See :class:`SBCTask`.
-    seed : int, default 0
+    random_seed : int, default 0
         Batch seed.
     **batch_kwargs
         Passed to :func:`pmctx.batch.run_batch`.
@@ -403,7 +403,7 @@ def run_sbc(
     task = SBCTask(simulate, fit, check_int(n_ranks, "n_ranks", minimum=1),
                    dict(simulate_options or {}), invariants)  # fmt: skip
     units = {f"rep{i:05d}": {} for i in range(reps)}
-    summary = run_batch(task, units, out_dir, options=fit_options, seed=seed,
+    summary = run_batch(task, units, out_dir, options=fit_options, random_seed=random_seed,
                         summarize=rank_columns, **batch_kwargs)  # fmt: skip
     ok = summary[summary["status"] == "ok"].set_index("unit").sort_index()
     columns = [c for c in ok.columns if c.startswith("rank:")]

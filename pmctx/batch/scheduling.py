@@ -217,7 +217,7 @@ class _Chunks:
             yield from records
 
 
-def run_distributed(fit_unit, todo, out_dir, *, seed, kwargs, client=None, workers=None,
+def run_distributed(fit_unit, todo, out_dir, *, random_seed, kwargs, client=None, workers=None,
                     scheduler=None, units_per_task=None) -> Iterator[dict]:  # fmt: skip
     """Yield one record per unit of ``todo`` as chunks finish on a Dask cluster.
 
@@ -229,7 +229,7 @@ def run_distributed(fit_unit, todo, out_dir, *, seed, kwargs, client=None, worke
         Units to fit.
     out_dir : path
         The batch's output folder.
-    seed : int
+    random_seed : int
         Batch seed (unit seeds from :func:`~pmctx.batch.units.unit_seed`).
     kwargs : dict
         :func:`~pmctx.batch.engine.run_unit`'s keyword arguments, with ``run_id``.
@@ -254,7 +254,7 @@ def run_distributed(fit_unit, todo, out_dir, *, seed, kwargs, client=None, worke
     if own:
         client = connect(workers=workers, scheduler=scheduler)
     try:
-        yield from _Chunks(client, fit_unit, todo, out_dir, seed, kwargs, units_per_task)
+        yield from _Chunks(client, fit_unit, todo, out_dir, random_seed, kwargs, units_per_task)
     finally:
         if own:
             cluster = getattr(client, "cluster", None)

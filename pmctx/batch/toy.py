@@ -24,13 +24,15 @@ from pmctx.validation import as_float_array, check_positive
 __all__ = ["normal_mean_fit", "normal_mean_simulate"]
 
 
-def normal_mean_simulate(rng, *, n: int = 10, sigma: float = 1.0, prior_sd: float = 1.0):
+def normal_mean_simulate(
+    random_seed=None, *, n: int = 10, sigma: float = 1.0, prior_sd: float = 1.0
+):
     """A prior draw of ``mu`` and ``n`` observations: ``(data, truth)``, as for SBC.
 
     Parameters
     ----------
-    rng : numpy.random.Generator or int
-        Random generator or seed.
+    random_seed : int or numpy.random.Generator, optional
+        Random seed or generator.
     n : int, default 10
         Observations.
     sigma : float, default 1.0
@@ -51,7 +53,7 @@ def normal_mean_simulate(rng, *, n: int = 10, sigma: float = 1.0, prior_sd: floa
     >>> data["y"].shape, sorted(truth)
     ((5,), ['mu'])
     """
-    rng = np.random.default_rng(rng)
+    rng = np.random.default_rng(random_seed)
     mu = rng.normal(0.0, prior_sd)
     return {"y": rng.normal(mu, sigma, n)}, {"mu": mu}
 

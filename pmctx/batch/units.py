@@ -31,15 +31,15 @@ DATA_SUFFIXES = (".npz", ".csv", ".nc")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-def unit_seed(seed: int, unit: str) -> int:
+def unit_seed(random_seed: int, unit: str) -> int:
     """The random seed a batch gives ``unit``: a function of the batch seed and the unit name.
 
-    The same (seed, unit) always gives the same seed, whatever the order, worker or rerun, so
-    a batch reproduces a plain loop ``fit(data, random_seed=unit_seed(seed, name))``.
+    The same (random_seed, unit) always gives the same seed, whatever the order, worker or rerun, so
+    a batch reproduces a plain loop ``fit(data, random_seed=unit_seed(random_seed, name))``.
 
     Parameters
     ----------
-    seed : int
+    random_seed : int
         The batch seed.
     unit : str
         The unit's name.
@@ -54,7 +54,9 @@ def unit_seed(seed: int, unit: str) -> int:
     >>> unit_seed(0, "s01") == unit_seed(0, "s01") != unit_seed(1, "s01")
     True
     """
-    sequence = np.random.SeedSequence(entropy=int(seed), spawn_key=(zlib.crc32(unit.encode()),))
+    sequence = np.random.SeedSequence(
+        entropy=int(random_seed), spawn_key=(zlib.crc32(unit.encode()),)
+    )
     return int(sequence.generate_state(1, dtype=np.uint32)[0])
 
 

@@ -17,7 +17,7 @@ Examples
 >>> from pmctx.conditioning import shipped_design, particle_filter
 >>> from pmctx.conditioning.behaviour import fit_alpha, simulate_responses
 >>> design = shipped_design("renewal_aba", n_acquisition=8, n_extinction=8, n_test=4)
->>> V = particle_filter(design, alpha=1.0, n_particles=200, rng=0).V
+>>> V = particle_filter(design, alpha=1.0, n_particles=200, random_seed=0).V
 >>> y = simulate_responses(V, slope=8.0, rng=1)
 >>> fit = fit_alpha(y, design, alphas=[0.01, 1.0], n_particles=100, rng=2)
 >>> fit.log_marginal_likelihood.shape
@@ -296,7 +296,7 @@ def fit_alpha(
                 concentration=concentration,
                 max_causes=max_causes,
                 stickiness=stickiness,
-                rng=gen,
+                random_seed=gen,
             ).V
             row = []
             for m in models:

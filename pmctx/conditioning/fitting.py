@@ -34,7 +34,7 @@ Examples
 >>> data = simulate_subject(design, {"alpha": 1.0, "a": 1.0, "gain": 1.0, "sd": 0.1},
 ...                         variant="lcm", n_particles=50, rng=0)
 >>> fit = fit_subject(data["responses"], design, variant="lcm", n_particles=50,
-...                   n_starts=2, max_evals=40, rng=1)
+...                   n_starts=2, max_evals=40, random_seed=1)
 >>> sorted(fit.params)
 ['a', 'alpha', 'b', 'gain', 'intercept', 'sd', 'stickiness']
 """
@@ -211,7 +211,7 @@ def fit_subject(
     timescale=1.0,
     times=None,
     response_options=None,
-    rng=None,
+    random_seed=None,
 ) -> SubjectFit:
     """Maximum-likelihood fit of one subject's conditioned responses (LCM_fit's optimiser).
 
@@ -237,7 +237,7 @@ def fit_subject(
         Filter runs per start (default ``80 * n_free``).
     max_causes, temporal_kernel, timescale, times, response_options
         See :class:`SubjectLikelihood`.
-    rng : int or Generator
+    random_seed : int or numpy.random.Generator, optional
         Seeds the common random numbers and the starts.
 
     Returns
@@ -250,11 +250,11 @@ def fit_subject(
     >>> data = simulate_subject(design, {"alpha": 1.0, "a": 1.0, "gain": 1.0, "sd": 0.1},
     ...                         variant="lcm", n_particles=20, rng=0)
     >>> fit = fit_subject(data["responses"], design, variant="lcm", n_particles=20,
-    ...                   n_starts=1, max_evals=10, rng=1)
+    ...                   n_starts=1, max_evals=10, random_seed=1)
     >>> fit.free, fit.n_observed
     (('alpha', 'a'), 20)
     """
-    gen = as_rng(rng)
+    gen = as_rng(random_seed)
     free, values = _variant(variant, free, fixed)
     bounds = {**LCM_BOUNDS, **(bounds or {})}
     for p in free:
@@ -327,12 +327,14 @@ def fit_subject(
     )
 
 
-def compare_variants(responses, features, *, variants=tuple(LCM_VARIANTS), rng=None, **options):
+def compare_variants(
+    responses, features, *, variants=tuple(LCM_VARIANTS), random_seed=None, **options
+):
     """Fit every variant to one subject; a ``pandas.DataFrame`` with one row per variant.
 
     Columns: ``log_likelihood``, ``n_params``, ``bic``, ``aic``, ``log_evidence_bic`` and the
     fitted parameters; ``options`` go to :func:`fit_subject`. The same common random numbers
-    (``rng``) are used for every variant, so differences are not filter noise.
+    (``random_seed``) are used for every variant, so differences are not filter noise.
 
     Parameters
     ----------
@@ -342,7 +344,7 @@ def compare_variants(responses, features, *, variants=tuple(LCM_VARIANTS), rng=N
         The trial design, as in :func:`fit_subject`.
     variants : sequence of str, default all of :data:`LCM_VARIANTS`
         The variants to fit.
-    rng : int or numpy.random.Generator, optional
+    random_seed : int or numpy.random.Generator, optional
         Seeds the common random numbers shared by all variants.
     **options
         Passed to :func:`fit_subject` (``n_particles``, ``n_starts``, ``response``, ...).
@@ -358,17 +360,17 @@ def compare_variants(responses, features, *, variants=tuple(LCM_VARIANTS), rng=N
     >>> data = simulate_subject(design, {"alpha": 1.0, "a": 1.0, "gain": 1.0, "sd": 0.1},
     ...                         variant="lcm", n_particles=20, rng=0)
     >>> table = compare_variants(data["responses"], design, variants=("lcm", "lcm_one_cause"),
-    ...                          n_particles=20, n_starts=1, max_evals=10, rng=1)
+    ...                          n_particles=20, n_starts=1, max_evals=10, random_seed=1)
     >>> list(table.index), "log_evidence_bic" in table.columns
     (['lcm', 'lcm_one_cause'], True)
     """
     import pandas as pd
 
-    seed = int(as_rng(rng).integers(2**63 - 1))
+    seed = int(as_rng(random_seed).integers(2**63 - 1))
     rows = {}
     fits = {}
     for v in variants:
-        fit = fit_subject(responses, features, variant=v, rng=seed, **options)
+        fit = fit_subject(responses, features, variant=v, random_seed=seed, **options)
         fits[v] = fit
         rows[v] = {
             "log_likelihood": fit.log_likelihood,

@@ -20,7 +20,7 @@ Examples
 --------
 >>> from pmctx.conditioning import particle_filter, shipped_design
 >>> res = particle_filter(shipped_design("renewal_aba", n_acquisition=5, n_extinction=5),
-...                       alpha=0.1, n_particles=200, rng=0)
+...                       alpha=0.1, n_particles=200, random_seed=0)
 >>> res.V.shape, bool(res.V[0] == 0.5)
 ((11,), True)
 """
@@ -442,7 +442,7 @@ def particle_filter(
     timescale: float = 1.0,
     decay: float = 1.0,
     times=None,
-    rng=None,
+    random_seed=None,
     uniforms=None,
 ) -> CRPFilterResult:
     """Run the latent-cause particle filter over a conditioning experiment.
@@ -479,7 +479,8 @@ def particle_filter(
         Kernel parameters (in the units of ``times``).
     times : array_like (n_trials,), optional
         Trial time stamps (default: the design's :meth:`~Design.trial_times`, else 0, 1, ...).
-    rng : int or numpy.random.Generator, optional
+    random_seed : int or numpy.random.Generator, optional
+        Seed of the resampling and cause-choice uniforms (when ``uniforms`` is not given).
     uniforms : tuple of two arrays (n_trials, n_particles), optional
         The resampling and cause-choice uniforms. Passing the same ones at different
         parameter values gives common random numbers (used by the per-subject fits).
@@ -492,7 +493,7 @@ def particle_filter(
     --------
     >>> import numpy as np
     >>> F = np.array([[1, 1, 1], [1, 1, 1], [0, 1, 0], [np.nan, 1, 1]])
-    >>> res = particle_filter(F, alpha=0.5, n_particles=50, rng=1)
+    >>> res = particle_filter(F, alpha=0.5, n_particles=50, random_seed=1)
     >>> res.cause_posterior.shape[0], round(float(res.V[0]), 2)
     (4, 0.5)
     """
@@ -514,7 +515,7 @@ def particle_filter(
     kind, timescale, decay = temporal_settings(temporal_kernel, timescale, decay)
     stamps = trial_times(features, times, T) if kind else np.zeros(1)
     if uniforms is None:
-        gen = as_rng(rng)
+        gen = as_rng(random_seed)
         u_resample = gen.random((T, M))
         u_cause = gen.random((T, M))
     else:
@@ -523,7 +524,7 @@ def particle_filter(
             raise ValueError(
                 f"uniforms must be two arrays of shape (n_trials, n_particles) = {(T, M)}, "
                 f"got {u_resample.shape} and {u_cause.shape}. Draw them with "
-                "common_uniforms(n_trials, n_particles, rng)."
+                "common_uniforms(n_trials, n_particles, random_seed)."
             )
     V, V_weighted, log_pred, post, n_causes, assign = _filter_kernel(
         F,
@@ -558,7 +559,7 @@ def particle_filter(
     )
 
 
-def common_uniforms(n_trials: int, n_particles: int, rng=None):
+def common_uniforms(n_trials: int, n_particles: int, random_seed=None):
     """The two (n_trials, n_particles) uniform arrays the filter consumes (for CRN).
 
     Parameters
@@ -567,7 +568,7 @@ def common_uniforms(n_trials: int, n_particles: int, rng=None):
         Number of trials.
     n_particles : int
         Number of particles.
-    rng : int or numpy.random.Generator, optional
+    random_seed : int or numpy.random.Generator, optional
         Random seed or generator.
 
     Returns
@@ -577,9 +578,9 @@ def common_uniforms(n_trials: int, n_particles: int, rng=None):
 
     Examples
     --------
-    >>> u, v = common_uniforms(4, 10, rng=0)
+    >>> u, v = common_uniforms(4, 10, random_seed=0)
     >>> u.shape, v.shape
     ((4, 10), (4, 10))
     """
-    gen = as_rng(rng)
+    gen = as_rng(random_seed)
     return gen.random((n_trials, n_particles)), gen.random((n_trials, n_particles))

@@ -7,7 +7,7 @@ Examples
 >>> from pmctx.conditioning import particle_filter, shipped_design
 >>> from pmctx.conditioning.plots import plot_V
 >>> d = shipped_design("renewal_aba", n_acquisition=4, n_extinction=4)
->>> ax = plot_V({"ABA": particle_filter(d, n_particles=20, rng=0)}, design=d)
+>>> ax = plot_V({"ABA": particle_filter(d, n_particles=20, random_seed=0)}, design=d)
 """
 
 from __future__ import annotations

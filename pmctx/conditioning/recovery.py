@@ -111,7 +111,9 @@ def parameter_recovery(n_subjects=10, *, n_trials=100, variant="lcm", rng=None, 
     for _ in range(check_int(n_subjects, "n_subjects", minimum=1)):
         truth = draw_truth(variant, gen)
         data = simulate_subject(design, truth, variant=variant, n_particles=n_particles, rng=gen)
-        fit = fit_subject(data["responses"], design, variant=variant, rng=gen, **fit_options)
+        fit = fit_subject(
+            data["responses"], design, variant=variant, random_seed=gen, **fit_options
+        )
         row = {f"true_{k}": v for k, v in truth.items()}
         row.update({f"fit_{k}": fit.params[k] for k in truth})
         row["seconds"] = fit.seconds
@@ -155,7 +157,9 @@ def variant_confusion(
             data = simulate_subject(design, truth, variant=true, n_particles=n_particles, rng=gen)
             seed = int(gen.integers(2**63 - 1))  # the same CRN for every candidate
             bics = {
-                v: fit_subject(data["responses"], design, variant=v, rng=seed, **fit_options).bic
+                v: fit_subject(
+                    data["responses"], design, variant=v, random_seed=seed, **fit_options
+                ).bic
                 for v in variants
             }
             counts.loc[true, min(bics, key=bics.get)] += 1
@@ -409,12 +413,12 @@ def spontaneous_recovery_curve(
                 alpha=alpha,
                 temporal_kernel=temporal_kernel,
                 n_particles=n_particles,
-                rng=s,
+                random_seed=s,
             ).V[-1]
             for s in range(n_seeds)
         ]
         crp = [
-            particle_filter(design, alpha=alpha, n_particles=n_particles, rng=s).V[-1]
+            particle_filter(design, alpha=alpha, n_particles=n_particles, random_seed=s).V[-1]
             for s in range(n_seeds)
         ]
         rows.append(

@@ -57,7 +57,7 @@ def _simulate_alpha(rng, design, alphas, n_particles):
     alphas = as_float_array(alphas, "alphas", ndim=1)
     alpha = float(rng.choice(alphas))
     design = shipped_design(design, n_acquisition=8, n_extinction=8, n_test=4)
-    V = particle_filter(design, alpha=alpha, n_particles=n_particles, rng=rng).V
+    V = particle_filter(design, alpha=alpha, n_particles=n_particles, random_seed=rng).V
     bias, slope = rng.normal(0.0, RESPONSE_PRIOR_SD)
     responses = (rng.random(V.shape) < expit(bias + slope * (V - 0.5))).astype(float)
     data = {"features": design.to_array(), "responses": responses, "alphas": alphas}
@@ -65,7 +65,7 @@ def _simulate_alpha(rng, design, alphas, n_particles):
 
 
 def simulate(
-    rng,
+    random_seed=None,
     *,
     target: str = "causes",
     n_trials: int = 8,
@@ -81,8 +81,8 @@ def simulate(
 
     Parameters
     ----------
-    rng : numpy.random.Generator or int
-        Random generator or seed.
+    random_seed : int or numpy.random.Generator, optional
+        Random seed or generator.
     target : {"causes", "alpha"}, default "causes"
         Simulate a cause partition and features, or a subject's alpha and responses.
     n_trials : int, default 8
@@ -109,7 +109,7 @@ def simulate(
     truth : dict
         The true label-invariant quantities.
     """
-    rng = np.random.default_rng(rng)
+    rng = np.random.default_rng(random_seed)
     if check_choice(target, "target", ["causes", "alpha"]) == "causes":
         return _simulate_causes(rng, n_trials, n_features, max_causes, alpha, concentration)
     return _simulate_alpha(rng, design, alphas, check_int(n_particles, "n_particles", minimum=1))

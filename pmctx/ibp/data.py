@@ -91,7 +91,7 @@ def visuomotor_data(
     eps: float = 0.05,
     side: int = 6,
     n_features: int = 4,
-    seed=0,
+    random_seed=0,
 ) -> VisuomotorData:
     """Draw data from the generative model with the four bar contexts (or the first few).
 
@@ -113,7 +113,7 @@ def visuomotor_data(
         Image side length.
     n_features : int, default 4
         Number of true features (contexts), 1 to 4.
-    seed : int or numpy.random.Generator, default 0
+    random_seed : int or numpy.random.Generator, default 0
         Random seed or generator.
 
     Returns
@@ -123,7 +123,7 @@ def visuomotor_data(
 
     Examples
     --------
-    >>> data = visuomotor_data(10, seed=0)
+    >>> data = visuomotor_data(10, random_seed=0)
     >>> data.F.shape, data.X.shape, data.n_features
     ((10, 2), (10, 36), 4)
     """
@@ -132,7 +132,7 @@ def visuomotor_data(
     sigma_n = check_positive(sigma_n, "sigma_n")
     lam, eps = check_probability(lam, "lam"), check_probability(eps, "eps")
     k = check_int(n_features, "n_features", minimum=1, maximum=4)
-    rng = as_rng(seed)
+    rng = as_rng(random_seed)
     Y = bar_images(side)[:k]
     A = BAR_FORCES[:k].copy()
     Z = (rng.random((n, k)) < p_own).astype(np.int64)

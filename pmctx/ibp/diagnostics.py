@@ -232,7 +232,7 @@ def singleton_log_odds(Z, A, Y, F, X, hyper, *, K_max=None) -> dict:
     Examples
     --------
     >>> from pmctx.ibp.data import visuomotor_data
-    >>> data = visuomotor_data(50, seed=0)
+    >>> data = visuomotor_data(50, random_seed=0)
     >>> hyper = dict(alpha=1.0, sigma_n=0.3, sigma_a=1.0, phi=1 / 6, lam=0.9, eps=0.05)
     >>> out = singleton_log_odds(data.Z, data.A, data.Y, data.F, data.X, hyper, K_max=10)
     >>> out["log_odds"].shape, 0.0 < out["p_extra"] < 1.0

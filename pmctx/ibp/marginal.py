@@ -414,7 +414,7 @@ def add_integrated_log_likelihood(idata, model=None, **options):
     --------
     >>> from pmctx.ibp.data import visuomotor_data
     >>> from pmctx.models.ibp import sample
-    >>> data = visuomotor_data(n_trials=10, seed=0)
+    >>> data = visuomotor_data(n_trials=10, random_seed=0)
     >>> idata = sample(data.F, data.X, K_max=8, draws=5, tune=5, chains=1, sigma_n=0.3,
     ...                random_seed=0, check_convergence=False)
     >>> sorted(idata.log_likelihood.data_vars), sorted(idata.conditional_log_likelihood)

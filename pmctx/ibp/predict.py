@@ -16,7 +16,7 @@ Examples
 --------
 >>> from pmctx.ibp.data import visuomotor_data
 >>> from pmctx.models.ibp import sample
->>> data = visuomotor_data(30, seed=0)
+>>> data = visuomotor_data(30, random_seed=0)
 >>> idata = sample(data.F[:20], data.X[:20], K_max=10, draws=40, tune=40, chains=1,
 ...                random_seed=0, sigma_n=0.3, check_convergence=False)
 >>> pred = predict(idata, X=data.X[20:])

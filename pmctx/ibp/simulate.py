@@ -29,7 +29,7 @@ SIGMA_PRIOR_SD = 1.0
 
 
 def simulate(
-    rng,
+    random_seed=None,
     *,
     n_trials: int = 12,
     n_dims: int = 2,
@@ -51,8 +51,8 @@ def simulate(
 
     Parameters
     ----------
-    rng : numpy.random.Generator or int
-        Random generator or seed.
+    random_seed : int or numpy.random.Generator, optional
+        Random seed or generator.
     n_trials : int, default 12
         Trials.
     n_dims : int, default 2
@@ -75,7 +75,7 @@ def simulate(
     truth : dict
         ``n_active`` and the drawn hyperparameters.
     """
-    rng = np.random.default_rng(rng)
+    rng = np.random.default_rng(random_seed)
     n = check_int(n_trials, "n_trials", minimum=1)
     K = check_int(K_max, "K_max", minimum=1)
     D = check_int(n_dims, "n_dims", minimum=0)

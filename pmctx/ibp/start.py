@@ -92,7 +92,7 @@ def subsample_start(
     Examples
     --------
     >>> from pmctx.ibp.data import visuomotor_data
-    >>> data = visuomotor_data(400, seed=0)
+    >>> data = visuomotor_data(400, random_seed=0)
     >>> start = subsample_start(data.F, data.X, 10, learned=("sigma_n", "phi"), n_sub=100,
     ...                         sweeps=50, rng=0)
     >>> start["Z"].shape, int((start["Z"].sum(axis=0) >= 2).sum()) >= 1

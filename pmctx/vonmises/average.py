@@ -122,7 +122,7 @@ def stacking_weights(log_dens, *, max_iter: int = 20000, tol: float = 1e-12) -> 
     return weights
 
 
-def pseudo_bma_weights(log_dens, *, n_boot: int = 1000, seed=None) -> np.ndarray:
+def pseudo_bma_weights(log_dens, *, n_boot: int = 1000, random_seed=None) -> np.ndarray:
     """Pseudo-BMA+ weights: ``softmax(elpd)`` averaged over Bayesian-bootstrap resamples.
 
     Parameters
@@ -131,7 +131,7 @@ def pseudo_bma_weights(log_dens, *, n_boot: int = 1000, seed=None) -> np.ndarray
         Held-out log densities of ``n`` pixels under ``K`` grid points.
     n_boot : int, default 1000
         Bayesian-bootstrap replicates (Dirichlet(1, ..., 1) weights on the pixels).
-    seed : int or numpy.random.Generator, optional
+    random_seed : int or numpy.random.Generator, optional
         Random seed or generator.
 
     Returns
@@ -141,14 +141,14 @@ def pseudo_bma_weights(log_dens, *, n_boot: int = 1000, seed=None) -> np.ndarray
 
     Examples
     --------
-    >>> w = pseudo_bma_weights(np.log([[0.5, 0.4], [0.4, 0.5]]), seed=0)
+    >>> w = pseudo_bma_weights(np.log([[0.5, 0.4], [0.4, 0.5]]), random_seed=0)
     >>> bool(abs(w.sum() - 1) < 1e-12), bool(0.2 < w[0] < 0.8)
     (True, True)
     """
     log_dens = _as_log_dens(log_dens)
     n_boot = check_int(n_boot, "n_boot", minimum=1)
     n_pixels = log_dens.shape[1]
-    alpha = as_rng(seed).dirichlet(np.ones(n_pixels), size=n_boot)  # (B, n)
+    alpha = as_rng(random_seed).dirichlet(np.ones(n_pixels), size=n_boot)  # (B, n)
     elpd = n_pixels * alpha @ log_dens.T  # (B, K)
     return softmax(elpd, axis=1).mean(axis=0)
 
@@ -209,7 +209,7 @@ def pick_index(log_dens, kappas, ranks, rule: str = "best") -> int:
     return int(rows[np.argmax(y - chord)])
 
 
-def cv_average(draws, weights, n_draws: int | None = None, *, seed=None):
+def cv_average(draws, weights, n_draws: int | None = None, *, random_seed=None):
     """Pool posterior draws of several grid points in proportion to their weights.
 
     Parameters
@@ -223,7 +223,7 @@ def cv_average(draws, weights, n_draws: int | None = None, *, seed=None):
         Pooled draws (default: the largest ``S_k``). Counts are ``n_draws * w_k`` rounded
         by largest remainder, so they sum to ``n_draws``; each grid point's draws are taken
         evenly spaced through its chain, repeating whole passes when more are needed.
-    seed : int or numpy.random.Generator, optional
+    random_seed : int or numpy.random.Generator, optional
         Random seed of the final shuffle.
 
     Returns
@@ -235,7 +235,8 @@ def cv_average(draws, weights, n_draws: int | None = None, *, seed=None):
 
     Examples
     --------
-    >>> pooled, source = cv_average([np.zeros((10, 2)), np.ones((10, 2))], [0.3, 0.7], seed=0)
+    >>> pooled, source = cv_average([np.zeros((10, 2)), np.ones((10, 2))], [0.3, 0.7],
+    ...                             random_seed=0)
     >>> pooled.shape, int((source == 1).sum()), float(pooled.mean())
     ((10, 2), 7, 0.7)
     """
@@ -267,5 +268,5 @@ def cv_average(draws, weights, n_draws: int | None = None, *, seed=None):
         pooled.append(d[take])
         source.append(np.full(count, k))
     pooled, source = np.concatenate(pooled), np.concatenate(source)
-    order = as_rng(seed).permutation(n_draws)
+    order = as_rng(random_seed).permutation(n_draws)
     return pooled[order], source[order]

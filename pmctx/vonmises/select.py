@@ -20,7 +20,7 @@ Examples
 >>> from pmctx.vonmises.select import cross_validate
 >>> rng = np.random.default_rng(0)
 >>> z = rng.vonmises(np.zeros((8, 8)), 4.0)
->>> result = cross_validate(z, kappas=[1.0, 4.0], ranks=[2], n_sweeps=20, seed=0)
+>>> result = cross_validate(z, kappas=[1.0, 4.0], ranks=[2], n_sweeps=20, random_seed=0)
 >>> result.curve.shape, result.best_rank
 ((2, 6), 2)
 """
@@ -232,7 +232,7 @@ def cross_validate(
     rule: str = "best",
     heldout: str = "draws",
     rb_draws: int = 20,
-    seed=None,
+    random_seed=None,
 ) -> CrossValidation:
     """Held-out-pixel cross-validation of ``(kappa, rank)`` for an orientation map.
 
@@ -263,7 +263,7 @@ def cross_validate(
         (:func:`heldout_log_predictive_rb`).
     rb_draws : int, default 20
         Map draws (evenly spaced after burn-in) used by ``"rao_blackwell"``.
-    seed : int or Generator, optional
+    random_seed : int or numpy.random.Generator, optional
 
     Returns
     -------
@@ -283,7 +283,7 @@ def cross_validate(
     z = np.where(observed, z, 0.0)
     signal = None if signal is None else np.asarray(signal, dtype=np.float64)
     burn = n_sweeps // 3 if burn is None else int(burn)
-    rng = as_rng(seed)
+    rng = as_rng(random_seed)
     obs_index = np.flatnonzero(observed)
     fold_of = rng.permutation(obs_index.size) % n_folds
     grid = [(float(k), int(r)) for k in kappas for r in ranks]

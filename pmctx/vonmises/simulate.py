@@ -31,7 +31,7 @@ def _centre(shape) -> tuple[int, int]:
 
 
 def simulate(
-    rng,
+    random_seed=None,
     *,
     shape=(6, 6),
     kappa: float = 2.0,
@@ -48,8 +48,8 @@ def simulate(
 
     Parameters
     ----------
-    rng : numpy.random.Generator or int
-        Random generator or seed.
+    random_seed : int or numpy.random.Generator, optional
+        Random seed or generator.
     shape : tuple of int, default (6, 6)
         Grid shape.
     kappa : float, default 2.0
@@ -72,7 +72,7 @@ def simulate(
     truth : dict
         The ranked statistics of the true map.
     """
-    rng = np.random.default_rng(rng)
+    rng = np.random.default_rng(random_seed)
     n_rows, n_cols = (check_int(s, "shape", minimum=2) for s in shape)
     kappa = check_positive(kappa, "kappa")
     kappa_obs = check_positive(kappa_obs, "kappa_obs")

@@ -37,7 +37,7 @@ def test_recovers_generating_frequencies(freq):
     errors = []
     for seed in range(4):
         L, models = _population(freq, 80, seed)
-        result = random_effects_bms(L, models=["null", "mean"], n_samples=20_000, seed=seed)
+        result = random_effects_bms(L, models=["null", "mean"], n_samples=20_000, random_seed=seed)
         estimate = result.table["expected_frequency"].to_numpy()
         errors.append(np.abs(estimate - np.asarray(freq)).max())
         # The unit posteriors classify the generating model of most units.

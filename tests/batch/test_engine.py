@@ -80,7 +80,7 @@ def _draws(out_dir, unit):
 @pytest.mark.slow
 @pytest.mark.timeout(CLUSTER_TEST_TIMEOUT)
 def test_batch_on_two_workers_equals_plain_loop(client, tmp_path):
-    table = run_batch(normal_mean_fit, UNITS, tmp_path, client=client, seed=3)
+    table = run_batch(normal_mean_fit, UNITS, tmp_path, client=client, random_seed=3)
     assert table["status"].tolist() == ["ok"] * 6
     assert table["unit"].tolist() == sorted(UNITS)
     assert table["worker"].nunique() == 2  # both workers took part
@@ -278,7 +278,7 @@ def test_retried_chunk_refits_only_units_this_run_has_not_recorded(tmp_path):
 @pytest.mark.timeout(CLUSTER_TEST_TIMEOUT)
 def test_chunks_run_every_unit_once_and_a_failing_unit_does_not_stop_its_chunk(client, tmp_path):
     units = {f"c{i}": {"y": np.linspace(0, 1, 4) + i, "name": f"c{i}"} for i in range(10)}
-    table = run_batch(normal_mean_fit, units, tmp_path, client=client, seed=5, chunk_size=4,
+    table = run_batch(normal_mean_fit, units, tmp_path, client=client, random_seed=5, chunk_size=4,
                       options={"fail_on": "c5"}).set_index("unit")  # fmt: skip
     assert sorted(table.index) == sorted(units) and table.index.is_unique
     assert table.loc["c5", "status"] == "error" and "fails on purpose" in table.loc["c5", "error"]

@@ -11,7 +11,7 @@ DESIGN = shipped_design("renewal_aba", n_acquisition=15, n_extinction=15, n_test
 
 def test_response_evidence_matches_quadrature():
     """The importance-sampled evidence agrees with brute-force 2-D quadrature."""
-    V = particle_filter(DESIGN, alpha=1.0, n_particles=200, rng=0).V
+    V = particle_filter(DESIGN, alpha=1.0, n_particles=200, random_seed=0).V
     y = simulate_responses(V, slope=6.0, rng=1)
     log_ml, draws, pointwise = response_evidence(y, V, n_draws=4000, rng=2)
     b = np.linspace(-8, 8, 401)
@@ -28,7 +28,7 @@ def test_response_evidence_matches_quadrature():
 
 def test_logistic_beats_constant_and_graded_responses_recover_alpha():
     for true_alpha in (0.01, 10.0):
-        V = particle_filter(DESIGN, alpha=true_alpha, n_particles=500, rng=0).V
+        V = particle_filter(DESIGN, alpha=true_alpha, n_particles=500, random_seed=0).V
         rng = np.random.default_rng(4)
         graded = np.clip(V + rng.normal(0, 0.03, V.shape), 0, 1)
         fit = fit_alpha(

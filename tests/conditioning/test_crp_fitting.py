@@ -49,7 +49,7 @@ def test_likelihood_uses_common_random_numbers(data):
 
 def test_one_cause_fit_matches_brute_force_grid(data):
     """One cause: no particle noise; the optimiser finds the grid's best a (or better)."""
-    fit = fit_subject(data["responses"], DESIGN, variant="lcm_one_cause", n_starts=2, rng=1)
+    fit = fit_subject(data["responses"], DESIGN, variant="lcm_one_cause", n_starts=2, random_seed=1)
     lik = SubjectLikelihood(data["responses"], DESIGN, n_particles=1, rng=0)
     grid = np.linspace(0.5, 1.5, 201)
     best = max(lik({"alpha": 0.0, "a": a}) for a in grid)
@@ -66,7 +66,7 @@ def test_sticky_fit_beats_every_start_and_truth(data):
         n_particles=50,
         n_starts=3,
         max_evals=80,
-        rng=2,
+        random_seed=2,
     )
     assert fit.log_likelihood == pytest.approx(fit.starts[0]["log_likelihood"])
     assert all(fit.log_likelihood >= s["log_likelihood"] for s in fit.starts)
@@ -82,7 +82,7 @@ def test_sticky_fit_beats_every_start_and_truth(data):
 
 def test_compare_variants_table(data):
     table = compare_variants(
-        data["responses"], DESIGN, n_particles=30, n_starts=1, max_evals=30, rng=0
+        data["responses"], DESIGN, n_particles=30, n_starts=1, max_evals=30, random_seed=0
     )
     assert list(table.index) == list(LCM_VARIANTS)
     assert (table.loc["lcm_one_cause", "alpha"] == 0) and table.loc["lcm", "stickiness"] == 0
@@ -93,7 +93,7 @@ def test_compare_variants_table(data):
 def test_missing_responses_are_skipped(data):
     y = data["responses"].copy()
     y[::3] = np.nan
-    fit = fit_subject(y, DESIGN, variant="lcm_one_cause", n_starts=1, rng=0)
+    fit = fit_subject(y, DESIGN, variant="lcm_one_cause", n_starts=1, random_seed=0)
     assert fit.n_observed == np.sum(~np.isnan(y))
 
 
@@ -114,7 +114,7 @@ def test_binary_and_ordinal_responses_fit():
         n_particles=30,
         n_starts=1,
         max_evals=20,
-        rng=0,
+        random_seed=0,
     )
     assert {"bias", "slope"} <= set(fit.params)
     ratings = np.clip(np.round(sim["V"] * 4), 0, 4)
@@ -127,7 +127,7 @@ def test_binary_and_ordinal_responses_fit():
         n_particles=30,
         n_starts=1,
         max_evals=20,
-        rng=0,
+        random_seed=0,
     )
     assert fit.params["slope"] > 0
 

@@ -55,7 +55,7 @@ def test_exact_filter_is_self_consistent():
 )
 def test_particle_filter_matches_exact_enumeration(settings):
     exact = exact_filter(FEATURES, **settings)
-    pf = particle_filter(FEATURES, n_particles=20_000, rng=7, **settings)
+    pf = particle_filter(FEATURES, n_particles=20_000, random_seed=7, **settings)
     # Monte Carlo error of V with 20k particles is ~1e-3 here; V and V_weighted differ by up
     # to 0.008-0.013, so this tolerance separates eq. 6 from the weighted predictive.
     np.testing.assert_allclose(pf.V, exact.V, atol=5e-3)
@@ -79,14 +79,14 @@ def test_particle_filter_matches_exact_enumeration(settings):
 
 
 def test_symmetric_concentration_is_the_a_equals_b_case():
-    sym = particle_filter(FEATURES, alpha=0.7, concentration=0.4, n_particles=64, rng=3)
-    ab = particle_filter(FEATURES, alpha=0.7, a=0.4, b=0.4, n_particles=64, rng=3)
+    sym = particle_filter(FEATURES, alpha=0.7, concentration=0.4, n_particles=64, random_seed=3)
+    ab = particle_filter(FEATURES, alpha=0.7, a=0.4, b=0.4, n_particles=64, random_seed=3)
     np.testing.assert_array_equal(sym.V, ab.V)
     ex_sym = exact_filter(FEATURES, alpha=0.7, concentration=0.4)
     ex_ab = exact_filter(FEATURES, alpha=0.7, a=0.4, b=0.4)
     np.testing.assert_allclose(ex_sym.V, ex_ab.V, rtol=1e-13)
     # A new cause predicts the US with a / (a + b).
-    assert particle_filter(FEATURES, a=0.5, b=1.5, rng=0).V[0] == pytest.approx(0.25)
+    assert particle_filter(FEATURES, a=0.5, b=1.5, random_seed=0).V[0] == pytest.approx(0.25)
     assert exact_filter(FEATURES, a=0.5, b=1.5).V[0] == pytest.approx(0.25)
 
 
@@ -119,13 +119,13 @@ def _reference_local_map(F, alpha, eta=1.0):
 @pytest.mark.parametrize("alpha", [0.05, 1.0, 5.0])
 def test_local_map_matches_reference(alpha):
     V, causes = _reference_local_map(FEATURES, alpha)
-    res = particle_filter(FEATURES, alpha=alpha, method="local_map", rng=0)
+    res = particle_filter(FEATURES, alpha=alpha, method="local_map", random_seed=0)
     np.testing.assert_allclose(res.V, V, rtol=1e-12)
     np.testing.assert_array_equal(res.assignments[0], causes)
 
 
 def test_zero_alpha_is_one_cause_and_large_alpha_many():
-    one = particle_filter(FEATURES, alpha=0.0, n_particles=50, rng=0)
+    one = particle_filter(FEATURES, alpha=0.0, n_particles=50, random_seed=0)
     assert (one.n_causes == 1).all()
     # With a single cause V is the running US frequency with the +1/+2 smoothing.
     us = FEATURES[:, 0]
@@ -140,7 +140,7 @@ def test_larger_alpha_gives_more_causes():
     means = [
         np.mean(
             [
-                particle_filter(F, alpha=a, n_particles=200, rng=s).mean_n_causes[-1]
+                particle_filter(F, alpha=a, n_particles=200, random_seed=s).mean_n_causes[-1]
                 for s in range(3)
             ]
         )
@@ -150,13 +150,13 @@ def test_larger_alpha_gives_more_causes():
 
 
 def test_max_causes_caps_the_number_of_causes():
-    res = particle_filter(FEATURES, alpha=50.0, max_causes=2, n_particles=100, rng=0)
+    res = particle_filter(FEATURES, alpha=50.0, max_causes=2, n_particles=100, random_seed=0)
     assert res.n_causes.max() == 2 and res.cause_posterior.shape[1] == 2
 
 
 def test_seeded_runs_are_reproducible_and_result_converts():
-    a = particle_filter(FEATURES, alpha=0.5, n_particles=64, rng=11)
-    b = particle_filter(FEATURES, alpha=0.5, n_particles=64, rng=11)
+    a = particle_filter(FEATURES, alpha=0.5, n_particles=64, random_seed=11)
+    b = particle_filter(FEATURES, alpha=0.5, n_particles=64, random_seed=11)
     np.testing.assert_array_equal(a.assignments, b.assignments)
     ds = a.to_dataset()
     assert ds["cause_posterior"].dims == ("trial", "cause")

@@ -14,7 +14,8 @@ SEEDS = range(4)
 def _mean_V(name, alpha, **sizes):
     design = shipped_design(name, **sizes)
     V = np.mean(
-        [particle_filter(design, alpha=alpha, n_particles=200, rng=s).V for s in SEEDS], axis=0
+        [particle_filter(design, alpha=alpha, n_particles=200, random_seed=s).V for s in SEEDS],
+        axis=0,
     )
     return V, design.phase_slices()
 

@@ -37,7 +37,7 @@ TIMES = np.array([0.0, 1.0, 2.5, 3.0, 4.0, 6.0, 40.0, 41.0])
 )
 def test_temporal_filter_matches_exact_enumeration(settings):
     exact = exact_filter(FEATURES, times=TIMES, **settings)
-    pf = particle_filter(FEATURES, times=TIMES, n_particles=20_000, rng=5, **settings)
+    pf = particle_filter(FEATURES, times=TIMES, n_particles=20_000, random_seed=5, **settings)
     # 20k particles: Monte Carlo error of V ~1e-3 (same tolerance as the CRP test).
     np.testing.assert_allclose(pf.V, exact.V, atol=5e-3)
     np.testing.assert_allclose(pf.V_weighted, exact.V_weighted, atol=5e-3)
@@ -64,7 +64,7 @@ def test_exact_temporal_prior_is_a_distribution():
 )
 def test_no_decay_limit_is_todays_crp_filter_exactly(limit):
     design = shipped_design("renewal_aba", n_acquisition=6, n_extinction=6, n_test=2)
-    kw = dict(alpha=0.4, stickiness=0.3, n_particles=300, rng=2)
+    kw = dict(alpha=0.4, stickiness=0.3, n_particles=300, random_seed=2)
     crp = particle_filter(design, **kw)
     tmp = particle_filter(design, **kw, **limit)
     np.testing.assert_array_equal(tmp.V, crp.V)
@@ -79,7 +79,7 @@ def spontaneous_recovery_curve(intervals, *, n_seeds=3, n_particles=300):
         design = shipped_design("spontaneous_recovery", retention_interval=R)
         V = [
             particle_filter(
-                design, alpha=0.1, temporal_kernel="power", n_particles=n_particles, rng=s
+                design, alpha=0.1, temporal_kernel="power", n_particles=n_particles, random_seed=s
             ).V[-1]
             for s in range(n_seeds)
         ]
@@ -94,7 +94,7 @@ def test_spontaneous_recovery_grows_with_retention_interval():
     # Under the CRP the interval has no effect (the prior is exchangeable).
     crp = [
         particle_filter(
-            shipped_design("spontaneous_recovery", retention_interval=R), alpha=0.1, rng=0
+            shipped_design("spontaneous_recovery", retention_interval=R), alpha=0.1, random_seed=0
         ).V[-1]
         for R in (1, 1000)
     ]
@@ -107,7 +107,10 @@ def test_temporal_prior_keeps_renewal():
         c: np.mean(
             [
                 particle_filter(
-                    shipped_design(f"renewal_{c}"), temporal_kernel="power", rng=s, alpha=0.1
+                    shipped_design(f"renewal_{c}"),
+                    temporal_kernel="power",
+                    random_seed=s,
+                    alpha=0.1,
                 ).V[-1]
                 for s in range(3)
             ]

@@ -28,7 +28,7 @@ def joint_weights(Z, A, Y, F, X, i, k_max):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_log_odds_equal_the_joint_row_weights(seed):
-    data = visuomotor_data(30, n_features=3, seed=seed)
+    data = visuomotor_data(30, n_features=3, random_seed=seed)
     k_max = 8  # columns 3-5 become singletons of rows 4 and 7, 6-7 stay empty
     rng = np.random.default_rng(seed)
     # Pad to K_max and give a few rows singletons of their own, so removal is exercised too.

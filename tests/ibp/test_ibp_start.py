@@ -19,7 +19,7 @@ def _aligned_z_right(Z, truth_Z):
 
 
 def test_subsample_start_finds_the_features_of_a_larger_data_set():
-    data = visuomotor_data(2000, seed=3)
+    data = visuomotor_data(2000, random_seed=3)
     start = subsample_start(data.F, data.X, 12, learned=LEARNED, n_sub=150, sweeps=150, rng=0)
     m = start["Z"].sum(axis=0)
     assert start["Z"].shape == (2000, 12)
@@ -31,7 +31,7 @@ def test_subsample_start_finds_the_features_of_a_larger_data_set():
 
 
 def test_subsample_start_keeps_fixed_hyperparameters_and_handles_cues_only():
-    data = visuomotor_data(300, seed=1)
+    data = visuomotor_data(300, random_seed=1)
     start = subsample_start(
         np.zeros((300, 0)), data.X, 8, learned=("phi",), fixed=dict(lam=0.8), n_sub=50,
         sweeps=20, rng=1,
@@ -41,7 +41,7 @@ def test_subsample_start_keeps_fixed_hyperparameters_and_handles_cues_only():
 
 
 def test_subsample_initvals_match_the_model_and_differ_between_chains():
-    data = visuomotor_data(60, seed=0)
+    data = visuomotor_data(60, random_seed=0)
     model = build_model(data.F, data.X, K_max=8, lam=0.9)
     points = subsample_initvals(model, data.F, data.X, chains=2, random_seed=4)
     assert len(points) == 2 and "lam" not in points[0]
@@ -52,7 +52,7 @@ def test_subsample_initvals_match_the_model_and_differ_between_chains():
 
 
 def test_sample_from_the_subsample_start():
-    data = visuomotor_data(120, seed=2)
+    data = visuomotor_data(120, random_seed=2)
     idata = sample(data.F, data.X, K_max=8, draws=20, tune=5, chains=2, random_seed=0,
                    start="subsample", log_likelihood=False, posterior_predictive=False,
                    check_convergence=False, progressbar=False)  # fmt: skip
@@ -69,7 +69,7 @@ def test_sample_rejects_an_unknown_start():
 def test_recovery_at_n_1000_from_the_default_start():
     # sample()'s default start at N >= 500 with short chains (400 sweeps each, ~1 CPU min):
     # the chains agree, hold the true features and recover Z and Y.
-    data = visuomotor_data(1000, seed=5)
+    data = visuomotor_data(1000, random_seed=5)
     idata = sample(data.F, data.X, K_max=10, draws=200, tune=200, random_seed=5, cores=1,
                    reconstructions=False, log_likelihood=False, posterior_predictive=False,
                    check_convergence=False, progressbar=False)  # fmt: skip

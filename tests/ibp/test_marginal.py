@@ -212,7 +212,7 @@ def psis(idata, var_name):
 def simulated():
     from pmctx.ibp.data import visuomotor_data
 
-    data = visuomotor_data(40, side=4, seed=0)
+    data = visuomotor_data(40, side=4, random_seed=0)
     return data, fit_ibp(data.F, data.X)
 
 
@@ -233,7 +233,7 @@ def test_integrated_psis_loo_agrees_with_exact_refits():
     from pmctx.ibp.data import visuomotor_data
     from pmctx.kfold import kfold, kfold_functions
 
-    data = visuomotor_data(10, side=4, seed=3)
+    data = visuomotor_data(10, side=4, random_seed=3)
     full = fit_ibp(data.F, data.X, seed=1)
     loo = psis(full, "joint")
     fit, log_pred = kfold_functions("ibp", var_name="joint", K_max=6, random_seed=2, **FIT)

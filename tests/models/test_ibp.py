@@ -91,7 +91,7 @@ def test_unknown_hyperparameter_is_rejected():
 
 @pytest.fixture(scope="module")
 def recovery():
-    data = visuomotor_data(60, seed=0)
+    data = visuomotor_data(60, random_seed=0)
     idata = ibp.sample(
         data.F, data.X, K_max=8, draws=300, tune=400, chains=2, cores=1, random_seed=3,
         sigma_n=0.3, check_convergence=False,  # recovery here; convergence in test_convergence
@@ -125,7 +125,7 @@ def test_label_invariant_diagnostics_and_loo(recovery):
 
 def test_demo_and_fit_write_outputs(tmp_path):
     rng = np.random.default_rng(0)
-    data = visuomotor_data(12, seed=1)
+    data = visuomotor_data(12, random_seed=1)
     path = tmp_path / "data.npz"
     # K_max=10: with learned hyperparameters 12 trials can ask for more than 5 features.
     np.savez(path, F=data.F, X=data.X, K_max=10, sigma_n=0.3)
@@ -142,7 +142,7 @@ def test_demo_and_fit_write_outputs(tmp_path):
 
 
 def test_hyperparameters_with_priors_are_learned_next_to_the_ibp_step():
-    data = visuomotor_data(60, seed=0)
+    data = visuomotor_data(60, random_seed=0)
     idata = ibp.sample(
         data.F, data.X, K_max=8, draws=200, tune=200, chains=1, random_seed=0,
         sigma_n="prior", alpha="prior", check_convergence=False,
@@ -161,7 +161,7 @@ def test_sample_warns_before_storing_draws_too_large_for_memory(monkeypatch):
     from pmctx import PmctxWarning
     from pmctx.ibp.data import visuomotor_data
 
-    data = visuomotor_data(n_trials=6, seed=0)
+    data = visuomotor_data(n_trials=6, random_seed=0)
     monkeypatch.setattr(ibp, "STORED_BYTES_WARN", 1000)
     with pytest.warns(PmctxWarning, match=r"needs about .* GiB .*reconstructions=False"):
         ibp.sample(data.F, data.X, draws=5, tune=2, chains=1, check_convergence=False)

@@ -22,7 +22,7 @@ def _ppc_plots(idata, var_names=None):
 
 @pytest.fixture(scope="module")
 def ibp_split():
-    data = visuomotor_data(70, seed=0)
+    data = visuomotor_data(70, random_seed=0)
     train, test = slice(0, 40), slice(40, 70)
     idata = ibp.sample(
         data.F[train], data.X[train], K_max=10, draws=100, tune=100, chains=1, random_seed=0,
@@ -70,7 +70,7 @@ def test_crp_ppc_and_prediction_for_a_new_design():
 def test_vonmises_ppc_and_prediction_at_missing_sites():
     rng = np.random.default_rng(0)
     truth = np.full((5, 5), 1.0) + 0.05 * rng.normal(size=(5, 5))
-    observed = vonmises_map.noisy_observations(truth, kappa_obs=8.0, missing=0.3, seed=1)
+    observed = vonmises_map.noisy_observations(truth, kappa_obs=8.0, missing=0.3, random_seed=1)
     idata = vonmises_map.reconstruct(
         observed, kappa=5.0, kappa_obs=8.0, rank=3, draws=200, tune=50, chains=1,
         random_seed=0, check_convergence=False,

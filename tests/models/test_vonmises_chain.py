@@ -166,7 +166,7 @@ def test_geweke_fails_without_the_normaliser():
 
 
 def test_smooth_learns_and_marginals_track_the_truth():
-    x, y = simulate(120, kappa=4.0, kappa_obs=3.0, rank=6, missing=0.3, seed=4)
+    x, y = simulate(120, kappa=4.0, kappa_obs=3.0, rank=6, missing=0.3, random_seed=4)
     # random_seed=0 and no convergence report: what smooth() did before it took pm.sample's
     # defaults (random_seed=None, check_convergence=True); one short chain is the point here.
     idata = smooth(y, rank=6, draws=150, tune=50, chains=1, random_seed=0, check_convergence=False)

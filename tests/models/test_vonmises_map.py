@@ -73,24 +73,24 @@ def test_bad_input_of_the_convenience_api():
 
 def test_prior_maps_are_smooth_with_pinwheels():
     """Prior at R = 5, kappa = 5 on 50 x 50 (the seed's figure 6 setting)."""
-    maps = sample_prior((50, 50), kappa=5.0, rank=5, n_sweeps=60, n_maps=3, seed=0)
+    maps = sample_prior((50, 50), kappa=5.0, rank=5, n_sweeps=60, n_maps=3, random_seed=0)
     for o in maps:
         assert 0.8 < smoothness(o) < 0.97
         n_pos, n_neg = count_pinwheels(o_to_theta(o))
         assert 1 <= n_pos + n_neg <= 60
-    rough = sample_prior((50, 50), kappa=1.0, rank=5, n_sweeps=20, seed=1)
+    rough = sample_prior((50, 50), kappa=1.0, rank=5, n_sweeps=20, random_seed=1)
     assert smoothness(rough) < smoothness(maps[0]) - 0.3
 
 
 @pytest.fixture(scope="module")
 def truth():
-    return o_to_theta(sample_prior((16, 16), kappa=5.0, rank=5, n_sweeps=40, seed=3))
+    return o_to_theta(sample_prior((16, 16), kappa=5.0, rank=5, n_sweeps=40, random_seed=3))
 
 
 def test_reconstruction_error_falls_with_kappa_obs_and_beats_raw_data(truth):
     errors, raw = [], []
     for i, kappa_obs in enumerate([1.0, 4.0, 16.0]):
-        observed = noisy_observations(truth, kappa_obs=kappa_obs, missing=0.3, seed=10 + i)
+        observed = noisy_observations(truth, kappa_obs=kappa_obs, missing=0.3, random_seed=10 + i)
         idata = reconstruct(
             observed, kappa=5.0, kappa_obs=kappa_obs, rank=5, draws=60, tune=20, chains=1,
             random_seed=i, check_convergence=False,  # error vs kappa_obs, not convergence
@@ -106,7 +106,7 @@ def test_reconstruction_error_falls_with_kappa_obs_and_beats_raw_data(truth):
 
 
 def test_fit_reads_npz_and_writes_outputs(tmp_path, truth):
-    observed = noisy_observations(truth[:6, :6], kappa_obs=4.0, missing=0.2, seed=0)
+    observed = noisy_observations(truth[:6, :6], kappa_obs=4.0, missing=0.2, random_seed=0)
     path = tmp_path / "map.npz"
     np.savez(path, theta=observed, kappa=4.0, kappa_obs=4.0, rank=3)
     written = fit(path, draws=500, tune=100, chains=2, cores=1, random_seed=0,
@@ -136,7 +136,7 @@ def test_interrupted_prior_sampling_returns_finished_maps(monkeypatch):
 
     monkeypatch.setitem(vm.SWEEPS, "augmented", interrupting)
     with pytest.warns(PmctxWarning, match="Interrupted"):
-        maps = sample_prior((4, 4), kappa=1.0, rank=2, n_sweeps=3, n_maps=5, seed=0)
+        maps = sample_prior((4, 4), kappa=1.0, rank=2, n_sweeps=3, n_maps=5, random_seed=0)
     assert maps.shape == (2, 4, 4)
 
 

@@ -68,17 +68,6 @@ def test_reconstruct_cv_groups_and_pooled_draws():
         reconstruct_cv(theta, method="median")
 
 
-def test_reconstruct_cv_seed_is_a_deprecated_alias_of_random_seed():
-    _, theta, _ = _data(6, 0.3, 2.0, 1)
-    options = dict(kappas=[2.0], ranks=[3], cv_sweeps=6, draws=4, tune=2)
-    new = reconstruct_cv(theta, random_seed=3, **options)
-    with pytest.warns(FutureWarning, match="random_seed"):
-        old = reconstruct_cv(theta, seed=3, **options)
-    np.testing.assert_array_equal(new.posterior["o"].values, old.posterior["o"].values)
-    with pytest.raises(TypeError, match="random_seed"):
-        reconstruct_cv(theta, random_seed=3, seed=3, **options)
-
-
 COVERAGE_METHODS = ("stacking", "best")
 
 
@@ -96,16 +85,16 @@ def coverage():
     real_cv = module.cross_validate
     cache = {}
 
-    def shared_cv(z, *args, seed, **kwargs):
+    def shared_cv(z, *args, random_seed, **kwargs):
         key = (np.nan_to_num(z, nan=9.0).tobytes(), repr((args, sorted(kwargs.items()))))
         if key not in cache:
-            start = seed.bit_generator.state
-            result = real_cv(z, *args, seed=seed, **kwargs)
-            cache[key] = (start, result, seed.bit_generator.state)
+            start = random_seed.bit_generator.state
+            result = real_cv(z, *args, random_seed=random_seed, **kwargs)
+            cache[key] = (start, result, random_seed.bit_generator.state)
             return result
         start, result, end = cache[key]
-        assert seed.bit_generator.state == start, "the shared CV needs the same seed"
-        seed.bit_generator.state = end
+        assert random_seed.bit_generator.state == start, "the shared CV needs the same seed"
+        random_seed.bit_generator.state = end
         return result
 
     with pytest.MonkeyPatch.context() as patch:

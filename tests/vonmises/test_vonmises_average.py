@@ -27,7 +27,7 @@ def _log_dens(n_points, n_pixels, seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_weights_sum_to_one_and_are_non_negative(seed):
     log_dens = _log_dens(5, 40, seed)
-    for weights in (stacking_weights(log_dens), pseudo_bma_weights(log_dens, seed=seed)):
+    for weights in (stacking_weights(log_dens), pseudo_bma_weights(log_dens, random_seed=seed)):
         assert weights.shape == (5,)
         assert np.all(weights >= 0)
         assert abs(weights.sum() - 1.0) < 1e-12
@@ -63,7 +63,7 @@ def test_stacking_known_answer_and_a_broken_update_fails():
 
 def test_pseudo_bma_concentrates_on_a_clearly_better_point():
     log_dens = np.vstack([np.full(200, -1.0), np.full(200, -1.2)])
-    np.testing.assert_allclose(pseudo_bma_weights(log_dens, seed=0), [1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(pseudo_bma_weights(log_dens, random_seed=0), [1.0, 0.0], atol=1e-12)
 
 
 def test_pick_rules():
@@ -82,7 +82,7 @@ def test_pick_rules():
 @pytest.mark.parametrize(("weights", "n_draws"), [([0.3, 0.7], 10), ([0.2, 0.0, 0.8], 33)])
 def test_pooled_draws_count(weights, n_draws):
     draws = [np.full((10, 2), k, dtype=float) for k in range(len(weights))]
-    pooled, source = cv_average(draws, weights, n_draws, seed=0)
+    pooled, source = cv_average(draws, weights, n_draws, random_seed=0)
     assert pooled.shape == (n_draws, 2)
     counts = np.bincount(source, minlength=len(weights))
     assert counts.sum() == n_draws
@@ -91,7 +91,7 @@ def test_pooled_draws_count(weights, n_draws):
 
 
 def test_pooling_skips_unfitted_zero_weight_points_and_validates():
-    pooled, source = cv_average([None, np.ones((4, 3))], [0.0, 1.0], seed=0)
+    pooled, source = cv_average([None, np.ones((4, 3))], [0.0, 1.0], random_seed=0)
     assert pooled.shape == (4, 3) and set(source) == {1}
     with pytest.raises(ValueError, match="at least one draw"):
         cv_average([None, np.ones((4, 3))], [0.5, 0.5])

@@ -172,7 +172,7 @@ def test_geweke_fails_without_the_log_scale_jacobian(monkeypatch):
 
 
 def test_plain_sample_assigns_one_collapsed_block():
-    _, y = simulate(12, kappa=3.0, kappa_obs=2.0, rank=3, missing=0.3, seed=0)
+    _, y = simulate(12, kappa=3.0, kappa_obs=2.0, rank=3, missing=0.3, random_seed=0)
     model = build_model(y, kappa="prior", kappa_obs="prior", rank=3)
     assert {k: sorted(v) for k, v in assigned_steps(model).items()} == {
         "ChainCollapsedGibbs": ["kappa", "kappa_obs", "x"]

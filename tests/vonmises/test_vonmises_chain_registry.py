@@ -12,7 +12,7 @@ from pmctx.steps.registration import assigned_steps
 
 
 def test_plain_sample_assigns_the_exact_chain_steps():
-    _, y = simulate(12, kappa=3.0, kappa_obs=2.0, rank=3, missing=0.3, seed=0)
+    _, y = simulate(12, kappa=3.0, kappa_obs=2.0, rank=3, missing=0.3, random_seed=0)
     # hyper_update="conditional": the steps that were the default before the collapsed block
     # (tests/vonmises/test_vonmises_chain_collapsed.py checks the new default's assignment).
     model = build_model(y, kappa="prior", kappa_obs="prior", rank=3, hyper_update="conditional")
@@ -75,7 +75,7 @@ def test_schema_rejects_bad_series(tmp_path):
 @pytest.mark.slow
 def test_cli_fit(tmp_path, capsys):
     series = tmp_path / "series.csv"
-    _, y = simulate(25, kappa=3.0, kappa_obs=3.0, rank=3, missing=0.2, seed=4)
+    _, y = simulate(25, kappa=3.0, kappa_obs=3.0, rank=3, missing=0.2, random_seed=4)
     series.write_text("".join("\n" if np.isnan(v) else f"{v}\n" for v in y))
     out = tmp_path / "out"
     code = cli.main(

@@ -108,7 +108,7 @@ def test_model_logp_is_the_kernels_conditional(stats):
 
 
 def test_step_in_pm_sample_learns_kappa_obs():
-    truth = sample_prior((12, 12), kappa=4.0, rank=4, n_sweeps=20, seed=3)
+    truth = sample_prior((12, 12), kappa=4.0, rank=4, n_sweeps=20, random_seed=3)
     rng = np.random.default_rng(4)
     z = wrap_angle(rng.vonmises(truth, 6.0))
     z[rng.random(z.shape) < 0.2] = np.nan
@@ -187,7 +187,7 @@ def test_kappa_obs_interval_coverage():
     rng = np.random.default_rng(100)
     for rep in range(n_reps):
         kappa_obs = rng.gamma(KAPPA_OBS_PRIOR[0], 1.0 / KAPPA_OBS_PRIOR[1])
-        truth = sample_prior((12, 12), kappa=3.0, rank=4, n_sweeps=40, seed=rep)
+        truth = sample_prior((12, 12), kappa=3.0, rank=4, n_sweeps=40, random_seed=rep)
         z = wrap_angle(rng.vonmises(truth, kappa_obs))
         mask = rng.random(z.shape) > 0.25
         o = np.where(mask, z, rng.uniform(-np.pi, np.pi, size=z.shape))

@@ -16,7 +16,7 @@ from pmctx.vonmises.select import cross_validate, heldout_log_predictive
 
 
 def _simulated(kappa, rank, kappa_obs, seed, size=32):
-    truth = sample_prior((size, size), kappa=kappa, rank=rank, n_sweeps=60, seed=seed)
+    truth = sample_prior((size, size), kappa=kappa, rank=rank, n_sweeps=60, random_seed=seed)
     rng = np.random.default_rng(seed + 100)
     z = wrap_angle(rng.vonmises(truth, kappa_obs))
     z[rng.random(z.shape) < 0.2] = np.nan
@@ -34,11 +34,13 @@ def test_heldout_predictive_is_a_von_mises_mixture_density():
 
 def test_curve_and_rules():
     z = _simulated(3.0, 3, 4.0, seed=7, size=10)
-    result = cross_validate(z, kappas=[1.0, 3.0], ranks=[1, 3], n_sweeps=30, seed=1)
+    result = cross_validate(z, kappas=[1.0, 3.0], ranks=[1, 3], n_sweeps=30, random_seed=1)
     assert list(result.curve.columns) == ["kappa", "rank", "score", "delta", "se_diff", "kappa_obs"]
     assert result.curve["delta"].max() == 0.0
     assert result.pointwise.shape == (4, int(np.sum(~np.isnan(z))))
-    one_se = cross_validate(z, kappas=[1.0, 3.0], ranks=[1, 3], n_sweeps=30, seed=1, rule="one_se")
+    one_se = cross_validate(
+        z, kappas=[1.0, 3.0], ranks=[1, 3], n_sweeps=30, random_seed=1, rule="one_se"
+    )
     assert one_se.best_rank <= result.best_rank
     with pytest.raises(ValueError, match="rule"):
         cross_validate(z, kappas=[1.0], ranks=[1], rule="max")
@@ -53,6 +55,6 @@ def test_curve_and_rules():
 )
 def test_cv_recovers_generating_kappa_and_rank(kappa, rank, kappas, ranks, seed):
     z = _simulated(kappa, rank, 4.0, seed)
-    result = cross_validate(z, kappas=kappas, ranks=ranks, n_sweeps=120, seed=seed)
+    result = cross_validate(z, kappas=kappas, ranks=ranks, n_sweeps=120, random_seed=seed)
     assert result.best_rank == rank, result.curve
     assert kappa / 2 <= result.best_kappa <= 2 * kappa, result.curve
