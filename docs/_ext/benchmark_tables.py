@@ -21,15 +21,17 @@ def write_tables(app=None) -> Path:
             machine = {"platform": str(machine)}
         elapsed = payload.get("elapsed_s")
         took = f"; {elapsed:.0f} s in all" if isinstance(elapsed, int | float) else ""
+        # The file name is the section title: several files may hold runs of one benchmark.
+        title = path.stem
         rows = payload.get("rows")
         if not isinstance(rows, list):  # a study's own layout (e.g. per data set): no table
             parts.append(
-                f"## {payload.get('benchmark', payload.get('study', path.stem))}\n\n"
+                f"## {title}\n\n"
                 f"Study results in `benchmarks/results/{path.name}` (not a table of rows).\n"
             )
             continue
         parts.append(
-            f"## {payload.get('benchmark', path.stem)}\n\n{size}; Python "
+            f"## {title}\n\n{size}; Python "
             f"{machine.get('python', '?')} on {machine.get('platform', '?')}{took}.\n\n"
             f"```text\n{format_table(rows)}\n```\n"
         )
