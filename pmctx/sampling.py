@@ -45,7 +45,6 @@ __all__ = [
     "add_posterior_predictive",
     "check_sample_kwargs",
     "pytensor_has_blas",
-    "resolve_seed",
     "run_sampler",
     "usable_cores",
 ]
@@ -63,50 +62,6 @@ SAMPLE_DEFAULTS: dict[str, Any] = {
 
 #: Their names, in the order every ``sample``/``fit`` signature lists them.
 SAMPLE_KWARGS = tuple(SAMPLE_DEFAULTS)
-
-_NO_SEED = object()
-
-
-def resolve_seed(random_seed=None, seed=_NO_SEED, *, stacklevel: int = 3):
-    """``random_seed``, or the deprecated ``seed=`` alias with a ``FutureWarning``.
-
-    Parameters
-    ----------
-    random_seed : int, array_like of int, numpy.random.Generator or None
-        The seed as ``pm.sample`` takes it.
-    seed : optional
-        The deprecated alias; given (not ``None``) it is returned with a ``FutureWarning``.
-    stacklevel : int, default 3
-        Stack level of the warning, so that it points at the user's call.
-
-    Returns
-    -------
-    int, array_like of int, numpy.random.Generator or None
-        The seed to use.
-
-    Raises
-    ------
-    TypeError
-        When both ``random_seed`` and ``seed`` are given.
-
-    Examples
-    --------
-    >>> resolve_seed(3)
-    3
-    """
-    if seed is _NO_SEED or seed is None:
-        return random_seed
-    if random_seed is not None:
-        raise TypeError(
-            f"Pass random_seed only; got both random_seed={random_seed!r} and the deprecated "
-            f"seed={seed!r}."
-        )
-    warnings.warn(
-        "seed= is deprecated; pass random_seed= (as in pm.sample).",
-        FutureWarning,
-        stacklevel=stacklevel,
-    )
-    return seed
 
 
 def usable_cores() -> int:

@@ -13,7 +13,6 @@ from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     SAMPLE_KWARGS,
     check_sample_kwargs,
-    resolve_seed,
     run_sampler,
     usable_cores,
 )
@@ -58,14 +57,6 @@ def test_every_sample_and_fit_has_pm_sample_keywords_and_defaults():
         for label, f in ENTRY_POINTS.items()
     }
     assert len({tuple(o) for o in orders.values()}) == 1, orders
-
-
-def test_seed_is_a_deprecated_alias():
-    assert resolve_seed(5) == 5
-    with pytest.warns(FutureWarning, match="random_seed"):
-        assert resolve_seed(None, 3) == 3
-    with pytest.raises(TypeError, match="random_seed only"):
-        resolve_seed(1, 2)
 
 
 @pytest.mark.parametrize(

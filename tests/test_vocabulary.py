@@ -42,24 +42,6 @@ PUBLIC_MODULES = (
     "pmctx.sampling",
 )
 
-#: Public names kept only for the GUM until its renames land (then they go).
-GUM_ONLY = {"pmctx.sampling.resolve_seed"}
-
-# The GUM's renames (GumModel.laplace/predict, seed_section_3_1, pmctx.gum.simulate, ...) are
-# another change in progress; its checks say so rather than fail until it lands.
-GUM_PENDING = pytest.mark.xfail(
-    reason="GUM's seed/rng renames (pmctx.gum, models/gum.py) have not landed yet",
-    strict=False,
-)
-
-
-def _is_gum(name: str) -> bool:
-    return name == "gum" or name.startswith(("pmctx.gum", "pmctx.models.gum"))
-
-
-def _param(name: str):
-    return pytest.param(name, id=name, marks=[GUM_PENDING] if _is_gum(name) else [])
-
 
 def _kernels() -> set:
     from pmctx.vonmises import SWEEPS
@@ -92,7 +74,7 @@ def _old_names(func) -> list[str]:
     return [p for p in inspect.signature(func).parameters if p in OLD_NAMES]
 
 
-@pytest.mark.parametrize("model", [_param(name) for name in model_names()])
+@pytest.mark.parametrize("model", model_names())
 def test_spec_callables_name_their_seed_random_seed(model):
     spec = next(s for s in list_specs() if s.name == model)
     bad = {}
@@ -112,17 +94,14 @@ def test_spec_callables_name_their_seed_random_seed(model):
         assert first == "random_seed", f"{model}: simulate's first parameter is {first!r}"
 
 
-@pytest.mark.parametrize("module_name", [_param(name) for name in PUBLIC_MODULES])
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
 def test_no_public_function_takes_seed_or_rng(module_name):
     bad = {
-        name: _old_names(func)
-        for name, func in _public_callables(module_name)
-        if _old_names(func) and name not in GUM_ONLY
+        name: _old_names(func) for name, func in _public_callables(module_name) if _old_names(func)
     }
     assert not bad, f"public parameters still called seed/rng: {bad}"
 
 
-@GUM_PENDING
 def test_the_seed_alias_helper_is_gone():
     import pmctx.sampling
 
