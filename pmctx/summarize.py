@@ -45,14 +45,32 @@ from pmctx.convergence import element_diagnostics, flatten_elements
 __all__ = ["summary"]
 
 
+def _coordinate_text(values: np.ndarray) -> list[str]:
+    """Coordinate labels: floats with the fewest significant digits that keep them distinct
+    (``f_x[0.006374]``, not ``f_x[0.006373541236234237]``), anything else as ``str``."""
+    if values.dtype.kind != "f":
+        return [str(v) for v in values]
+    for digits in (4, 6, 8, 12):
+        text = [f"{v:.{digits}g}" for v in values]
+        if len(set(text)) == len(set(values.tolist())):
+            return text
+    return [repr(float(v)) for v in values]
+
+
 def _labels(name: str, da: xr.DataArray) -> list[str]:
     dims = [d for d in da.dims if d not in ("chain", "draw")]
     if not dims:
         return [name]
-    coords = [np.asarray(da[d].values) if d in da.coords else np.arange(da.sizes[d]) for d in dims]
-    grids = np.meshgrid(*coords, indexing="ij")
-    flat = [g.ravel() for g in grids]
-    return [f"{name}[{', '.join(str(c[i]) for c in flat)}]" for i in range(flat[0].size)]
+    coords = [
+        _coordinate_text(np.asarray(da[d].values)) if d in da.coords else range(da.sizes[d])
+        for d in dims
+    ]
+    index = np.meshgrid(*[np.arange(len(c)) for c in coords], indexing="ij")
+    flat = [i.ravel() for i in index]
+    return [
+        f"{name}[{', '.join(str(c[k[i]]) for c, k in zip(coords, flat, strict=True))}]"
+        for i in range(flat[0].size)
+    ]
 
 
 def _circular_stats(x: np.ndarray, period: float, prob: float):

@@ -72,3 +72,14 @@ def test_linear_rows_have_no_period():
     draws = np.random.default_rng(3).normal(size=(2, 100))
     table = summary(xr.Dataset({"mu": (("chain", "draw"), draws)}))
     assert np.isnan(table.loc["mu", "period"]) and table.loc["mu", "kind"] == "linear"
+
+
+def test_float_coordinates_are_labelled_with_as_few_digits_as_keep_them_apart():
+    grid = np.array([0.006373541236234237, 0.5, 0.50001, 1.0])
+    draws = np.random.default_rng(0).normal(size=(2, 50, 4))
+    ds = xr.Dataset({"f_x": (("chain", "draw", "x"), draws)}, coords={"x": grid})
+    assert list(summary(ds).index) == ["f_x[0.00637354]", "f_x[0.5]", "f_x[0.50001]", "f_x[1]"]
+    apart = ds.assign_coords(x=[0.006373541236234237, 0.5, 0.75, 1.0])
+    assert summary(apart).index[0] == "f_x[0.006374]"
+    ints = xr.Dataset({"z": (("chain", "draw", "k"), draws)}, coords={"k": [3, 1, 2, 7]})
+    assert list(summary(ints).index) == ["z[3]", "z[1]", "z[2]", "z[7]"]
