@@ -470,7 +470,9 @@ def phenomena_table(*, alpha=0.1, n_particles=500, n_seeds=5, random_seed=0, **s
     return pd.DataFrame(rows).T
 
 
-def write_outputs(idata, out_dir, prefix="crp", *, design=None, results=None) -> list[Path]:
+def write_outputs(
+    idata, out_dir, prefix="crp", *, design=None, results=None, data=None
+) -> list[Path]:
     """Standard outputs (posterior, summary, diagnostics) plus the particle filter's V and
     cause-posterior plots (``results``: name -> particle-filter result).
 
@@ -486,6 +488,10 @@ def write_outputs(idata, out_dir, prefix="crp", *, design=None, results=None) ->
         The experiment, for the phase labels of the plots.
     results : dict, optional
         Name -> particle-filter result, for the V and cause-posterior plots.
+    data : dict, optional
+        The loaded data (:meth:`pmctx.registry.ModelSpec.fit_file` passes it); without
+        ``results``, the particle filter runs on its ``features`` at the fit's alpha and
+        truncation (1,000 particles) for those plots.
 
     Returns
     -------
@@ -501,6 +507,19 @@ def write_outputs(idata, out_dir, prefix="crp", *, design=None, results=None) ->
 
     out_dir = Path(out_dir)
     paths = write_standard_outputs(idata, out_dir, prefix)
+    if not results and data is not None:
+        from pmctx.conditioning import particle_filter
+
+        post = idata.posterior
+        results = {
+            "V": particle_filter(
+                data["features"],
+                alpha=post.attrs.get("alpha", 1.0),
+                n_particles=1000,
+                max_causes=post.sizes.get("cause"),
+                random_seed=0,
+            )
+        }
     if results:
         first = next(iter(results.values()))
         paths += [
@@ -625,76 +644,6 @@ def fit_data(
     )
 
 
-def fit(
-    data_path: Path,
-    *,
-    draws: int = SAMPLE_DEFAULTS["draws"],
-    tune: int = SAMPLE_DEFAULTS["tune"],
-    chains: int = SAMPLE_DEFAULTS["chains"],
-    cores: int | None = SAMPLE_DEFAULTS["cores"],
-    random_seed=SAMPLE_DEFAULTS["random_seed"],
-    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
-    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    out_dir: Path = Path("pmctx-fit"),
-    **options,
-) -> list[Path]:
-    """Fit the model to a subject's trial features.
-
-    ``data_path`` is a ``.npz`` with key ``features`` (n_trials, n_features; 0/1, NaN for a
-    missing US) and optional ``feature_names`` (with a ``US``; without names the US is
-    column 0), ``alpha`` (default 1.0) and ``max_causes`` (default 10); or a ``.csv`` with a
-    header naming a ``US`` column (found by name, in any position) and the
-    CS/context features (empty cells are missing). ``options`` override the file's. Writes
-    the batch posterior (``crp_posterior.nc`` with ``log_likelihood``, ``crp_summary.csv``,
-    ``crp_diagnostics.csv``) and the particle filter's result (``crp_filter.nc``,
-    ``crp_V.png``, ``crp_causes.png``) into ``out_dir``.
-
-    Parameters
-    ----------
-    data_path : str or path-like
-        The data file (layout in :mod:`pmctx.schema` and the "Fitting your own data" guide).
-    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in :func:`pymc.sample` (same defaults).
-    out_dir : path-like, default "pmctx-fit"
-        Output folder for the files.
-    **options
-        Model options; they override scalars stored in the file.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written: posterior, summary, diagnostics and the model's figures.
-
-    Examples
-    --------
-    >>> paths = fit("trials.csv", out_dir="pmctx-fit")  # doctest: +SKIP
-    """
-    from pmctx.conditioning import particle_filter
-    from pmctx.schema import load_crp
-
-    data = load_crp(data_path, options)
-    options = {**data.pop("options"), **options}
-    idata = fit_data(
-        data,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=cores,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        idata_kwargs=idata_kwargs,
-        **options,
-    )
-    result = particle_filter(
-        data["features"],
-        alpha=options.get("alpha", 1.0),
-        n_particles=1000,
-        max_causes=options.get("max_causes"),
-        random_seed=random_seed,
-    )
-    return write_outputs(idata, out_dir, results={"V": result})
-
-
 #: Scalars a CRP unit may store with its features (the batch posterior's options).
 UNIT_SETTINGS = ("alpha", "max_causes", "concentration")
 
@@ -789,3 +738,7 @@ def _spec():
 
 #: The model's entry in the registry (:mod:`pmctx.registry`).
 SPEC = _spec()
+
+#: ``fit(data_path, *, out_dir="pmctx-fit", **kwargs)``: load a data file, fit, write the
+#: files (:meth:`pmctx.registry.ModelSpec.fit_file`, what ``pmctx fit`` runs).
+fit = SPEC.fit_file

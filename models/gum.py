@@ -16,8 +16,6 @@ Examples
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pmctx.gum import GP, Categorical, Fixed, GumModel, Linear, gum
 from pmctx.gum.demo import demo, write_outputs
 from pmctx.gum.outputs import CONVERGENCE_ADVICE, invariants
@@ -146,68 +144,6 @@ def fit_data(
     )
 
 
-def fit(
-    data_path,
-    *,
-    draws: int = SAMPLE_DEFAULTS["draws"],
-    tune: int = SAMPLE_DEFAULTS["tune"],
-    chains: int = SAMPLE_DEFAULTS["chains"],
-    cores: int | None = SAMPLE_DEFAULTS["cores"],
-    random_seed=SAMPLE_DEFAULTS["random_seed"],
-    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
-    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    out_dir: Path = Path("pmctx-fit"),
-    **options,
-) -> list[Path]:
-    """Fit a GUM to user data by NUTS.
-
-    ``data_path`` is a ``.npz`` or ``.csv`` file with the regressor columns and the response.
-    The model is given by the string key/column ``formula`` of a ``.npz`` (e.g.
-    ``"y ~ f(x1) * f(x2, kernel='periodic', period=pi) + f(x3)"``) and ``family``
-    (``gaussian``/``bernoulli``/``poisson``, default gaussian); a ``.csv`` takes the formula
-    from a sidecar ``<file>.formula`` text file (first line formula, optional second line
-    family). ``options`` (``formula``, ``family``, ``noise_sd``, ...) override the file's.
-    2-D regressors (trials x positions) are supported in ``.npz`` only. Writes
-    ``gum_posterior.nc``, ``gum_summary.csv``, ``gum_diagnostics.csv`` into ``out_dir``.
-
-    Parameters
-    ----------
-    data_path : str or path-like
-        The data file (layout in :mod:`pmctx.schema` and the "Fitting your own data" guide).
-    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in :func:`pymc.sample` (same defaults).
-    out_dir : path-like, default "pmctx-fit"
-        Output folder for the files.
-    **options
-        Model options; they override scalars stored in the file.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written: posterior, summary, diagnostics and the model's figures.
-
-    Examples
-    --------
-    >>> paths = fit("data.npz", out_dir="pmctx-fit")  # doctest: +SKIP
-    """
-    from pmctx.schema import load_gum
-
-    data = load_gum(data_path, options)
-    options = {**data.pop("options"), **options}
-    idata = fit_data(
-        data,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=cores,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        idata_kwargs=idata_kwargs,
-        **options,
-    )
-    return write_outputs(idata, out_dir)
-
-
 def fit_unit(data: dict, *, random_seed=None, method: str = "laplace", draws: int = 1000,
              **options):  # fmt: skip
     """One batch unit: a Laplace fit (default) or NUTS (``method="nuts"``, :func:`fit_data`);
@@ -299,3 +235,7 @@ def _spec():
 
 #: The model's entry in the registry (:mod:`pmctx.registry`).
 SPEC = _spec()
+
+#: ``fit(data_path, *, out_dir="pmctx-fit", **kwargs)``: load a data file, fit, write the
+#: files (:meth:`pmctx.registry.ModelSpec.fit_file`, what ``pmctx fit`` runs).
+fit = SPEC.fit_file

@@ -613,7 +613,7 @@ def plot_bases(Y, A=None, *, side=None, titles=None):
     return fig
 
 
-def write_outputs(idata, out_dir, prefix="ibp", *, reference=None, side=None) -> list:
+def write_outputs(idata, out_dir, prefix="ibp", *, reference=None, side=None, data=None) -> list:
     """Write the standard outputs (posterior, summary, diagnostics) and the IBP plots.
 
     ``<prefix>_posterior.nc``, ``<prefix>_summary.csv`` (label-invariant quantities),
@@ -632,6 +632,9 @@ def write_outputs(idata, out_dir, prefix="ibp", *, reference=None, side=None) ->
         A true ``Z`` to align the plotted features to (Hungarian matching).
     side : int, optional
         Image side of the bases.
+    data : dict, optional
+        The loaded data (:meth:`pmctx.registry.ModelSpec.fit_file` passes it); unused (the
+        plots read the posterior).
 
     Returns
     -------
@@ -761,66 +764,6 @@ def fit_data(
         idata_kwargs=idata_kwargs,
         **options,
     )
-
-
-def fit(
-    data_path: Path,
-    *,
-    draws: int = SAMPLE_DEFAULTS["draws"],
-    tune: int = SAMPLE_DEFAULTS["tune"],
-    chains: int = SAMPLE_DEFAULTS["chains"],
-    cores: int | None = SAMPLE_DEFAULTS["cores"],
-    random_seed=SAMPLE_DEFAULTS["random_seed"],
-    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
-    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    out_dir: Path = Path("pmctx-fit"),
-    **options,
-) -> list[Path]:
-    """Fit the model to a data file and write the same outputs as :func:`demo`.
-
-    The file's layout is declared in :mod:`pmctx.schema`: an ``.npz`` with
-    ``F`` (forces, n_trials x D, float) and/or ``X`` (binary cues, n_trials x T) and
-    optional scalars ``K_max`` and ``alpha, sigma_n, sigma_A, phi, lam, eps``; or a ``.csv``
-    with one row per trial, force columns ``F0, F1, ...`` and cue columns ``X0, X1, ...``;
-    or an ``.nc`` InferenceData whose ``observed_data`` holds ``F``/``X``.
-    ``options`` (e.g. ``K_max=20``) override the file's scalars.
-
-    Parameters
-    ----------
-    data_path : str or path-like
-        The data file (layout in :mod:`pmctx.schema` and the "Fitting your own data" guide).
-    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in :func:`pymc.sample` (same defaults).
-    out_dir : path-like, default "pmctx-fit"
-        Output folder for the files.
-    **options
-        Model options; they override scalars stored in the file.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written: posterior, summary, diagnostics and the model's figures.
-
-    Examples
-    --------
-    >>> paths = fit("trials.npz", out_dir="pmctx-fit")  # doctest: +SKIP
-    """
-    from pmctx.schema import load_ibp
-
-    data = load_ibp(data_path, options)
-    options = {**data.pop("options"), **options}
-    idata = fit_data(
-        data,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=cores,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        idata_kwargs=idata_kwargs,
-        **options,
-    )
-    return write_outputs(idata, out_dir)
 
 
 def fit_unit(data: dict, *, random_seed=None, **options):
@@ -962,3 +905,7 @@ def _spec():
 
 #: The model's entry in the registry (:mod:`pmctx.registry`).
 SPEC = _spec()
+
+#: ``fit(data_path, *, out_dir="pmctx-fit", **kwargs)``: load a data file, fit, write the
+#: files (:meth:`pmctx.registry.ModelSpec.fit_file`, what ``pmctx fit`` runs).
+fit = SPEC.fit_file

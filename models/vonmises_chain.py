@@ -606,7 +606,7 @@ def fit_data(
     )
 
 
-def write_outputs(idata, out_dir, prefix: str = "vonmises-chain", *, y=None, truth=None):
+def write_outputs(idata, out_dir, prefix: str = "vonmises-chain", *, y=None, truth=None, data=None):
     """Standard outputs (posterior, circular summary, diagnostics) and a smoothing figure:
     posterior circular mean of ``x`` with a 90% band, the observations and (if given) the
     true angles.
@@ -624,6 +624,10 @@ def write_outputs(idata, out_dir, prefix: str = "vonmises-chain", *, y=None, tru
     truth : array_like, shape (T,), optional
         True angles, drawn in the smoothing figure.
 
+    data : dict, optional
+        The loaded data (:meth:`pmctx.registry.ModelSpec.fit_file` passes it); its ``y`` is
+        drawn when ``y`` is not given.
+
     Returns
     -------
     list of pathlib.Path
@@ -639,6 +643,8 @@ def write_outputs(idata, out_dir, prefix: str = "vonmises-chain", *, y=None, tru
 
     from pmctx.io import save_figure, write_standard_outputs
 
+    if y is None and data is not None:
+        y = data.get("y")
     out_dir = Path(out_dir)
     paths = write_standard_outputs(idata, out_dir, prefix)
     x = idata.posterior["x"].values.reshape(-1, idata.posterior["x"].shape[-1])
@@ -695,66 +701,6 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None):
         check_convergence=not quick,
     )
     return write_outputs(idata, out_dir, y=y, truth=x)
-
-
-def fit(
-    data_path,
-    *,
-    draws: int = SAMPLE_DEFAULTS["draws"],
-    tune: int = SAMPLE_DEFAULTS["tune"],
-    chains: int = SAMPLE_DEFAULTS["chains"],
-    cores: int | None = SAMPLE_DEFAULTS["cores"],
-    random_seed=SAMPLE_DEFAULTS["random_seed"],
-    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
-    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    out_dir="pmctx-fit",
-    **options,
-):
-    """Smooth an angular time series from a file and write the outputs.
-
-    The file is ``.npz`` with ``y`` (angles in radians, NaN where missing), optional ``mask``
-    and ``signal`` and optional scalars ``kappa``, ``kappa_obs`` (numbers; learned when
-    absent) and ``rank``; or a one-column ``.csv`` of angles without a header.
-
-    Parameters
-    ----------
-    data_path : str or path-like
-        The data file (layout in :mod:`pmctx.schema` and the "Fitting your own data" guide).
-
-    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in :func:`pymc.sample` (same defaults).
-
-    out_dir : path-like, default "pmctx-fit"
-        Output folder for the files.
-    **options
-        Model options (``kappa``, ``kappa_obs``, ``rank``, ...); they override scalars
-        stored in the file.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written: posterior, summary, diagnostics and the smoothing figure.
-
-    Examples
-    --------
-    >>> paths = fit("angles.csv", out_dir="pmctx-fit")  # doctest: +SKIP
-    """
-    from pmctx.schema import load_vonmises_chain
-
-    data = load_vonmises_chain(data_path, options)
-    options = {**data.pop("options"), **options}
-    idata = fit_data(
-        data,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=cores,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        idata_kwargs=idata_kwargs,
-        **options,
-    )
-    return write_outputs(idata, out_dir, y=data["y"])
 
 
 def fit_unit(data: dict, *, random_seed=None, **options):
@@ -883,3 +829,7 @@ def _spec():
 
 #: The model's entry in the registry (:mod:`pmctx.registry`).
 SPEC = _spec()
+
+#: ``fit(data_path, *, out_dir="pmctx-fit", **kwargs)``: load a data file, fit, write the
+#: files (:meth:`pmctx.registry.ModelSpec.fit_file`, what ``pmctx fit`` runs).
+fit = SPEC.fit_file

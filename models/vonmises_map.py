@@ -678,7 +678,7 @@ def noisy_observations(theta, *, kappa_obs: float, missing: float, random_seed=N
 
 
 def write_outputs(
-    idata, out_dir: Path, prefix: str = "vonmises", *, theta_obs=None, truth=None
+    idata, out_dir: Path, prefix: str = "vonmises", *, theta_obs=None, truth=None, data=None
 ) -> list[Path]:
     """Standard outputs (posterior, circular summary, diagnostics) and the reconstruction
     (when ``theta_obs`` is given) and smoothness-trace figures.
@@ -695,6 +695,9 @@ def write_outputs(
         Observed orientations (NaN where missing), for the reconstruction figure.
     truth : array_like, shape (M, N), optional
         True orientations, drawn in the reconstruction figure when given.
+    data : dict, optional
+        The loaded data (:meth:`pmctx.registry.ModelSpec.fit_file` passes it); its ``theta``
+        (masked by ``mask``) is the observed map when ``theta_obs`` is not given.
 
     Returns
     -------
@@ -712,6 +715,10 @@ def write_outputs(
 
     out_dir = Path(out_dir)
     paths = write_standard_outputs(idata, out_dir, prefix)
+    if theta_obs is None and data is not None:
+        theta_obs = as_angle_array(data["theta"], "theta", low=0.0, high=np.pi, allow_nan=True)
+        if data.get("mask") is not None:
+            theta_obs = np.where(np.asarray(data["mask"]) == 1, theta_obs, np.nan)
     if theta_obs is not None:
         mean, sd = posterior_orientation(idata)
         fig = plot_reconstruction(theta_obs, mean, sd, truth=truth)
@@ -924,76 +931,6 @@ def fit_data(
     )
 
 
-def fit(
-    data_path,
-    *,
-    draws: int = SAMPLE_DEFAULTS["draws"],
-    tune: int = SAMPLE_DEFAULTS["tune"],
-    chains: int = SAMPLE_DEFAULTS["chains"],
-    cores: int | None = SAMPLE_DEFAULTS["cores"],
-    random_seed=SAMPLE_DEFAULTS["random_seed"],
-    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
-    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    out_dir: Path = Path("pmctx-fit"),
-    **options,
-) -> list[Path]:
-    """Reconstruct an orientation map from a data file and write the outputs.
-
-    The file is either ``.npz`` with ``theta`` (M x N orientations in radians within
-    ``[0, pi]``, NaN where missing), optional ``mask`` (M x N, 1 = observed) and optional
-    scalars ``kappa`` (default 5), ``kappa_obs`` (2) and ``rank`` (5); or a ``.csv`` matrix of
-    orientations without a header (empty cells or NaN for missing). ``options`` override the
-    file's. Writes ``vonmises_posterior.nc``, ``vonmises_summary.csv``,
-    ``vonmises_diagnostics.csv`` and reconstruction/trace figures into ``out_dir``.
-
-    Parameters
-    ----------
-    data_path : str or path-like
-        The data file (layout in :mod:`pmctx.schema` and the "Fitting your own data" guide).
-    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in :func:`pymc.sample` (same defaults).
-    out_dir : path-like, default "pmctx-fit"
-        Output folder for the files.
-    **options
-        Model options (``kappa``, ``kappa_obs``, ``rank``, ``sampler``, ...); they override
-        scalars stored in the file.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written: posterior, summary, diagnostics and the figures.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> np.savez(folder / "map.npz", theta=np.full((3, 3), 0.5))
-    >>> paths = fit(folder / "map.npz", rank=3, draws=10, tune=5, chains=1, progressbar=False,
-    ...             check_convergence=False, out_dir=folder / "out")  # doctest: +SKIP
-    """
-    from pmctx.schema import load_vonmises
-
-    data = load_vonmises(data_path, options)
-    options = {**data.pop("options"), **options}
-    theta, mask = data["theta"], data["mask"]
-    idata = fit_data(
-        data,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=cores,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        idata_kwargs=idata_kwargs,
-        **options,
-    )
-    theta_obs = as_angle_array(theta, "theta", low=0.0, high=np.pi, allow_nan=True)
-    if mask is not None:
-        theta_obs = np.where(np.asarray(mask) == 1, theta_obs, np.nan)
-    return write_outputs(idata, Path(out_dir), theta_obs=theta_obs)
-
-
 def fit_unit(data: dict, *, random_seed=None, **options):
     """One batch unit: :func:`fit_data` on ``theta`` (and ``mask``); ``kappa``,
     ``kappa_obs`` and ``rank`` stored with the unit's data are options.
@@ -1067,3 +1004,7 @@ def _spec():
 
 #: The model's entry in the registry (:mod:`pmctx.registry`).
 SPEC = _spec()
+
+#: ``fit(data_path, *, out_dir="pmctx-fit", **kwargs)``: load a data file, fit, write the
+#: files (:meth:`pmctx.registry.ModelSpec.fit_file`, what ``pmctx fit`` runs).
+fit = SPEC.fit_file

@@ -148,20 +148,6 @@ def _print_written(name: str, paths, seconds: float) -> None:
         )
 
 
-def _print_report(name: str, idata) -> bool:
-    """Print the fit's convergence report; whether every quantity converged."""
-    from pmctx.convergence import convergence_report
-
-    if idata is None or "posterior" not in idata.groups():
-        return True
-    report = convergence_report(idata)
-    ok = bool(report["converged"].all())
-    print(f"[{name}] convergence ({'all quantities converged' if ok else 'NOT CONVERGED'}):")
-    columns = ["kind", "r_hat", "r_hat_limit", "ess_bulk", "ess_tail", "ess_min", "converged"]
-    print(report[columns].to_string(float_format=lambda v: f"{v:.4g}"))
-    return ok
-
-
 def _run_quietly(name: str, func, *args, **kwargs):
     """Call ``func``; print pmctx warnings as plain lines instead of Python's warning format.
 
@@ -232,8 +218,8 @@ def _demo_estimate(chosen, quick: bool) -> str:
     )
 
 
-def _demo_reports(name: str, paths) -> bool:
-    """Print the convergence report (``*_diagnostics.csv``) of every fit a demo wrote;
+def _print_reports(name: str, paths) -> bool:
+    """Print the convergence report (``*_diagnostics.csv``) of every fit a command wrote;
     whether all of them converged."""
     import pandas as pd
 
@@ -273,7 +259,7 @@ def _demo(args) -> int:
             cores=args.cores,
         )
         _print_written(name, paths, time.perf_counter() - start)
-        if not _demo_reports(name, paths) or warned:
+        if not _print_reports(name, paths) or warned:
             failed.append(name)
     return _exit_status(args, not failed, ", ".join(failed))
 
@@ -343,13 +329,12 @@ def _fit(args) -> int:
     spec = get_spec(args.model)
     options = parse_options(args.options, args.config)
     _check_options(args.model, options)
-    data = spec.load(args.data, options)
-    options = {**data.pop("options", {}), **options}
     start = time.perf_counter()
-    idata, warned = _run_quietly(
+    paths, warned = _run_quietly(
         args.model,
-        spec.fit,
-        data,
+        spec.fit_file,
+        args.data,
+        out_dir=out_dir,
         draws=args.draws,
         tune=args.tune,
         chains=args.chains,
@@ -358,8 +343,7 @@ def _fit(args) -> int:
         progressbar=args.progressbar,
         **options,
     )
-    paths = spec.write_outputs(idata, out_dir)
-    converged = _print_report(args.model, idata)
+    converged = _print_reports(args.model, paths)
     _print_written(args.model, paths, time.perf_counter() - start)
     return _exit_status(args, converged and not warned, args.model)
 

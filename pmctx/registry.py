@@ -62,8 +62,9 @@ class ModelSpec:
         ...); circular ones carry ``attrs["period"]``. Convergence, summaries and the
         population view read these.
     write_outputs : callable
-        ``write_outputs(idata, out_dir, **kw) -> list[Path]``: the model's files (posterior,
-        summary, diagnostics and plots).
+        ``write_outputs(idata, out_dir, *, data=None) -> list[Path]``: the model's files
+        (posterior, summary, diagnostics and plots); ``data`` is what ``load`` read, for
+        plots of the data.
     demo : callable
         ``demo(out_dir, *, quick, random_seed, cores) -> list[Path]``.
     module : str
@@ -124,6 +125,38 @@ class ModelSpec:
     options: dict = field(default_factory=dict)
     advice: str = ""
     demo_seconds: tuple[float, float] = (0.0, 0.0)
+
+    def fit_file(self, data_path, *, out_dir="pmctx-fit", **kwargs) -> list:
+        """Load a data file, fit the model and write its files: what ``pmctx fit`` runs.
+
+        Parameters
+        ----------
+        data_path : str or path-like
+            The data file (``.npz``, ``.csv`` or ``.nc``; each model's ``load`` says the
+            layout).
+        out_dir : str or path-like, default "pmctx-fit"
+            Output folder.
+        **kwargs
+            Model options (the spec's ``options``; they override scalars stored in the file)
+            and ``pm.sample`` keywords (``draws``, ``tune``, ``chains``, ``cores``,
+            ``random_seed``, ...), passed to ``fit``.
+
+        Returns
+        -------
+        list of pathlib.Path
+            The files written: posterior, summary, diagnostics and the model's figures.
+
+        Examples
+        --------
+        >>> paths = get_spec("ibp").fit_file("trials.csv", K_max=12)  # doctest: +SKIP
+        """
+        from pathlib import Path
+
+        options = {key: kwargs.pop(key) for key in list(kwargs) if key in self.options}
+        data = self.load(data_path, options)
+        options = {**data.pop("options", {}), **options}
+        idata = self.fit(data, **kwargs, **options)
+        return self.write_outputs(idata, Path(out_dir), data=data)
 
     def unit_fit(self) -> Callable:
         """The fit of one batch unit: ``fit_unit`` when the model has one, else ``fit``.

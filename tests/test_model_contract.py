@@ -109,7 +109,7 @@ def load(path, options=None):
         return {"y": arrays["y"], "options": {}}
 
 
-def write_outputs(idata, out_dir):
+def write_outputs(idata, out_dir, *, data=None):
     return write_standard_outputs(idata, out_dir, NAME)
 
 
@@ -197,7 +197,7 @@ def test_cli_fit_demo_and_compare(toy, toy_data, tmp_path, capsys):
         assert fits[-1].exists() and (out / NAME / f"{NAME}_diagnostics.csv").exists()
     assert cli.main(["demo", NAME, "--quick", "--out", str(tmp_path / "demo")]) == 0
     assert (tmp_path / "demo" / NAME / f"{NAME}_posterior.nc").exists()
-    assert f"[{NAME}] convergence" in capsys.readouterr().out
+    assert f"[{NAME}: {NAME}_diagnostics.csv] convergence" in capsys.readouterr().out
     assert cli.main(["compare", *map(str, fits), "--names", "first", "second"]) == 0
     out = capsys.readouterr().out
     assert "first" in out and "second" in out

@@ -29,7 +29,7 @@ __all__ = ["demo", "write_outputs"]
 
 
 def write_outputs(idata, out_dir: Path, prefix: str = "gum", *, gum_model=None, truth=None,
-                  extra=None) -> list[Path]:  # fmt: skip
+                  extra=None, data=None) -> list[Path]:  # fmt: skip
     """Standard outputs (posterior, summary, diagnostics), the function plot when
     ``gum_model`` is given, and ``<prefix>_info.json`` from ``extra``.
 
@@ -47,6 +47,9 @@ def write_outputs(idata, out_dir: Path, prefix: str = "gum", *, gum_model=None, 
         True function values by name, drawn in the plot.
     extra : dict, optional
         Written as ``<prefix>_info.json``.
+    data : dict, optional
+        The loaded data (:meth:`pmctx.registry.ModelSpec.fit_file` passes it); unused (the
+        function plot needs ``gum_model``).
 
     Returns
     -------
