@@ -681,7 +681,7 @@ def fit_unit(data: dict, *, random_seed=None, **options):
     >>> idata.posterior["z"].shape
     (1, 20, 5)
     """
-    from pmctx.schema import stored_scalar
+    from pmctx.validation import stored_scalar
 
     data = dict(data)
     responses = data.pop("responses", None)

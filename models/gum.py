@@ -178,7 +178,7 @@ def fit_unit(data: dict, *, random_seed=None, method: str = "laplace", draws: in
     >>> fit_unit(unit, random_seed=0, draws=50, noise_sd=0.3).posterior["f_x"].shape[:2]
     (1, 50)
     """
-    from pmctx.schema import stored_scalar
+    from pmctx.validation import stored_scalar
 
     data = dict(data)
     formula = str(stored_scalar(options.pop("formula", None) or data.pop("formula", "")))

@@ -61,7 +61,6 @@ __all__ = [
     "demo",
     "fit",
     "fit_data",
-    "fit_unit",
     "invariants",
     "kfold_functions",
     "plot_bases",
@@ -766,37 +765,6 @@ def fit_data(
     )
 
 
-def fit_unit(data: dict, *, random_seed=None, **options):
-    """One batch unit: :func:`fit_data` on ``F`` and/or ``X``; ``K_max`` and hyperparameters
-    stored with the unit's data are options (``options`` override them).
-
-    Parameters
-    ----------
-    data : dict
-        One unit's data: ``F`` and/or ``X`` and optional scalars ``K_max``, ``alpha``, ...
-    random_seed : int, optional
-        Seed of the fit.
-    **options
-        Options of :func:`fit_data`.
-
-    Returns
-    -------
-    arviz.InferenceData
-        The unit's fit.
-
-    Examples
-    --------
-    >>> from pmctx.ibp.data import visuomotor_data
-    >>> idata = fit_unit({"X": visuomotor_data(8, random_seed=0).X, "K_max": 6}, random_seed=0,
-    ...                  draws=20, tune=10, chains=1)  # doctest: +SKIP
-    """
-    from pmctx.schema import stored_scalar
-
-    options = {k: stored_scalar(data[k]) for k in ("K_max", *HYPER_NAMES) if k in data} | options
-    unit = {k: data[k] for k in ("F", "X") if k in data}
-    return fit_data(unit, random_seed=random_seed, **options)
-
-
 class _KfoldFit:
     def __init__(self, options):
         self.options = options
@@ -873,7 +841,6 @@ def _spec():
         invariants=invariants,
         write_outputs=write_outputs,
         demo=demo,
-        fit_unit=fit_unit,
         simulate=simulate,
         sbc_quantities=sbc_quantities,
         predict=predict,

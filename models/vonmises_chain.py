@@ -46,7 +46,6 @@ __all__ = [
     "demo",
     "fit",
     "fit_data",
-    "fit_unit",
     "invariants",
     "posterior_marginals",
     "sbc_quantities",
@@ -703,40 +702,6 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None):
     return write_outputs(idata, out_dir, y=y, truth=x)
 
 
-def fit_unit(data: dict, *, random_seed=None, **options):
-    """One batch unit: :func:`fit_data` on ``y`` (and ``mask``, ``signal``); ``kappa``,
-    ``kappa_obs`` and ``rank`` stored with the unit's data are options.
-
-    Parameters
-    ----------
-    data : dict
-        One unit's data: ``y``, optional ``mask``, ``signal`` and scalars.
-    random_seed : int, optional
-        Seed of the sampler.
-    **options
-        Options of :func:`fit_data` (override the data's scalars).
-
-    Returns
-    -------
-    arviz.InferenceData
-        The unit's fit.
-
-    Examples
-    --------
-    >>> data, _ = simulate_data(np.random.default_rng(0), length=10)
-    >>> idata = fit_unit(data, random_seed=0, draws=10, tune=5, chains=1,
-    ...                  check_convergence=False, progressbar=False)
-    >>> idata.posterior["x"].shape
-    (1, 10, 10)
-    """
-    from pmctx.schema import stored_scalar
-
-    keys = ("kappa", "kappa_obs", "rank")
-    options = {k: stored_scalar(data[k]) for k in keys if k in data} | options
-    unit = {k: data[k] for k in ("y", "mask", "signal") if k in data}
-    return fit_data(unit, random_seed=random_seed, **options)
-
-
 def _middle(x) -> np.ndarray:
     return x[..., x.shape[-1] // 2]
 
@@ -812,7 +777,6 @@ def _spec():
         invariants=invariants,
         write_outputs=write_outputs,
         demo=demo,
-        fit_unit=fit_unit,
         simulate=sbc_simulate,
         sbc_quantities=sbc_quantities,
         population=("kappa", "kappa_obs"),

@@ -67,7 +67,6 @@ __all__ = [
     "demo_data",
     "fit",
     "fit_data",
-    "fit_unit",
     "invariants",
     "noisy_observations",
     "o_to_theta",
@@ -931,41 +930,6 @@ def fit_data(
     )
 
 
-def fit_unit(data: dict, *, random_seed=None, **options):
-    """One batch unit: :func:`fit_data` on ``theta`` (and ``mask``); ``kappa``,
-    ``kappa_obs`` and ``rank`` stored with the unit's data are options.
-
-    Parameters
-    ----------
-    data : dict
-        One unit's data: ``theta``, optional ``mask`` and scalars ``kappa``, ``kappa_obs``,
-        ``rank``.
-    random_seed : int, optional
-        Seed of the sampler.
-    **options
-        Options of :func:`fit_data` (override the data's scalars).
-
-    Returns
-    -------
-    arviz.InferenceData
-        The unit's fit.
-
-    Examples
-    --------
-    >>> idata = fit_unit({"theta": np.full((3, 3), 0.5), "rank": 3}, random_seed=0,
-    ...                  draws=10, tune=5, chains=1, check_convergence=False,
-    ...                  progressbar=False)
-    >>> idata.posterior["theta"].shape
-    (1, 10, 3, 3)
-    """
-    from pmctx.schema import stored_scalar
-
-    keys = ("kappa", "kappa_obs", "rank")
-    options = {k: stored_scalar(data[k]) for k in keys if k in data} | options
-    unit = {"theta": data["theta"], "mask": data.get("mask")}
-    return fit_data(unit, random_seed=random_seed, **options)
-
-
 def _spec():
     from pmctx.registry import ModelSpec
     from pmctx.schema import load_vonmises
@@ -981,7 +945,6 @@ def _spec():
         invariants=invariants,
         write_outputs=write_outputs,
         demo=demo,
-        fit_unit=fit_unit,
         simulate=simulate,
         sbc_quantities=sbc_quantities,
         predict=predict,

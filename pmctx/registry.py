@@ -71,7 +71,9 @@ class ModelSpec:
         The module that declares the model (for messages and docs).
     fit_unit : callable or None
         ``fit_unit(data: dict, *, random_seed, **options) -> InferenceData``: the fit of one
-        batch unit from its raw arrays or table columns; default: ``fit`` on ``data``.
+        batch unit from its raw arrays or table columns; default: ``fit`` on the unit's
+        arrays, with the scalars stored beside them that name an entry of ``options`` as
+        options (see :meth:`unit_fit`).
     simulate : callable or None
         ``simulate(random_seed, **options) -> (data, truth)``: a prior draw and its data, in
         the form ``fit_unit`` takes (SBC).
@@ -159,7 +161,9 @@ class ModelSpec:
         return self.write_outputs(idata, Path(out_dir), data=data)
 
     def unit_fit(self) -> Callable:
-        """The fit of one batch unit: ``fit_unit`` when the model has one, else ``fit``.
+        """The fit of one batch unit: ``fit_unit`` when the model has one, else ``fit`` on the
+        unit's data with the stored scalars named in ``options`` (e.g. a unit's ``K_max``)
+        passed as options; keyword options override them.
 
         Returns
         -------
@@ -171,7 +175,26 @@ class ModelSpec:
         >>> get_spec("gum").unit_fit().__name__
         'fit_unit'
         """
-        return self.fit_unit if self.fit_unit is not None else self.fit
+        return self.fit_unit if self.fit_unit is not None else _StoredOptionsFit(self)
+
+
+@dataclass(frozen=True)
+class _StoredOptionsFit:
+    """A model's ``fit`` on one batch unit whose stored scalars include model options."""
+
+    spec: ModelSpec
+
+    def __call__(self, data: dict, *, random_seed=None, **options):
+        from pmctx.validation import stored_scalar
+
+        names = self.spec.options
+        stored = {key: stored_scalar(value) for key, value in data.items() if key in names}
+        unit = {key: value for key, value in data.items() if key not in names}
+        return self.spec.fit(unit, random_seed=random_seed, **(stored | options))
+
+    @property
+    def __name__(self) -> str:
+        return "fit_unit"
 
 
 _REGISTRY: dict[str, ModelSpec] = {}

@@ -64,7 +64,6 @@ __all__ = [
     "load_ibp",
     "load_vonmises",
     "load_vonmises_chain",
-    "stored_scalar",
 ]
 
 
@@ -156,30 +155,6 @@ SCHEMAS = {
 
 
 # ---------------------------------------------------------------- files
-
-
-def stored_scalar(value):
-    """A scalar stored with a batch unit's data: a table column repeats it on every row, an
-    ``.npz`` stores it as a 0-d array; plain values pass through.
-
-    Parameters
-    ----------
-    value : object
-        The stored value.
-
-    Returns
-    -------
-    object
-        The scalar.
-
-    Examples
-    --------
-    >>> stored_scalar(np.array(3)), stored_scalar(np.array([0.5, 0.5])), stored_scalar("y ~ x")
-    (3, 0.5, 'y ~ x')
-    """
-    if isinstance(value, np.ndarray):
-        return value.item() if value.size == 1 or value.ndim == 0 else value.ravel()[0].item()
-    return value
 
 
 def _check_file(path, schema: DataSchema) -> Path:

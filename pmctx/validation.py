@@ -33,6 +33,7 @@ __all__ = [
     "check_positive",
     "check_probability",
     "check_same_length",
+    "stored_scalar",
 ]
 
 
@@ -586,3 +587,27 @@ def as_rng(random_seed=None) -> np.random.Generator:
         f"random_seed must be None, a non-negative int or a numpy.random.Generator, "
         f"got {type(random_seed).__name__}."
     )
+
+
+def stored_scalar(value):
+    """A scalar stored with a batch unit's data: a table column repeats it on every row, an
+    ``.npz`` stores it as a 0-d array; plain values pass through.
+
+    Parameters
+    ----------
+    value : object
+        The stored value.
+
+    Returns
+    -------
+    object
+        The scalar.
+
+    Examples
+    --------
+    >>> stored_scalar(np.array(3)), stored_scalar(np.array([0.5, 0.5])), stored_scalar("y ~ x")
+    (3, 0.5, 'y ~ x')
+    """
+    if isinstance(value, np.ndarray):
+        return value.item() if value.size == 1 or value.ndim == 0 else value.ravel()[0].item()
+    return value
