@@ -104,3 +104,21 @@ def test_map_posterior_predictive_with_learned_kappa_obs():
     )  # fmt: skip
     assert idata.posterior_predictive["z"].shape == (1, 15, 15)
     assert predict(idata, random_seed=1)["theta_pred"].shape == (1, 15, 1)
+
+
+def test_cli_batch_and_sbc_run_the_chain_smoother(tmp_path, capsys):
+    units = tmp_path / "units"
+    units.mkdir()
+    for i in range(2):
+        data, _ = get_spec("vonmises-chain").simulate(i, length=15)
+        np.savez(units / f"s{i}.npz", y=data["y"], rank=3)
+    fit_options = ["--set", "draws=100", "--set", "tune=50", "--set", "chains=2",
+                   "--set", "check_convergence=false", "--set", "progressbar=false"]  # fmt: skip
+    code = cli.main(["batch", "vonmises-chain", "--data", str(units), "--out",
+                     str(tmp_path / "fits"), "--workers", "0", *fit_options])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert (tmp_path / "fits" / "population.nc").exists()
+    sbc = ["sbc", "vonmises-chain", "--reps", "4", "--n-ranks", "9", "--workers", "0"]
+    code = cli.main([*sbc, "--out", str(tmp_path / "sbc"), "--sim", "length=12", *fit_options])
+    assert code == 0, capsys.readouterr().err
+    assert "smoothness" in capsys.readouterr().out
