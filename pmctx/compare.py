@@ -60,7 +60,7 @@ def _declared_comparisons(idata) -> dict:
 
 def _default_var_name(idata) -> str | None:
     names = list(idata.log_likelihood.data_vars)
-    if len(names) == 1:
+    if len(names) == 1:  # pmctx fits keep one variable here: what LOO should use
         return names[0]
     declared = _declared_comparisons(idata)
     usable = [var for var in declared if var in names]
@@ -175,7 +175,13 @@ def compare(
         with warnings.catch_warnings():  # replaced by our own, more specific warning
             warnings.filterwarnings("ignore", message=".*Pareto.*")
             warnings.filterwarnings("ignore", message=".*pareto.*")
-            loos[name] = az.loo(value, var_name=var, pointwise=True, scale=scale)
+            if var in value.log_likelihood:
+                loos[name] = az.loo(value, var_name=var, pointwise=True, scale=scale)
+            else:  # a conditional question: log_likelihood_parts (e.g. the IBP's F)
+                from pmctx.io import log_likelihood_view
+
+                view = log_likelihood_view(value, var)
+                loos[name] = az.loo(view, var_name=var, pointwise=True, scale=scale)
     sizes = {name: int(np.size(loo.loo_i)) for name, loo in loos.items()}
     if len(set(sizes.values())) > 1:
         raise ValueError(f"The models score different numbers of observations: {sizes}.")

@@ -28,16 +28,106 @@ import numpy as np
 import pymc as pm
 
 __all__ = [
+    "LOG_LIKELIHOOD_GROUPS",
     "add_log_likelihood",
     "load_idata",
+    "log_likelihood_view",
     "output_names",
     "plot_traces",
     "save_figure",
     "save_idata",
+    "set_log_likelihood_groups",
     "to_inference_data",
     "write_standard_outputs",
     "write_summary",
 ]
+
+
+#: Where pmctx keeps pointwise log-likelihoods. ``log_likelihood`` holds the one variable
+#: LOO/WAIC should use, so ``az.loo(idata)`` and ``az.compare`` need no argument;
+#: ``log_likelihood_parts`` holds per-unit densities of one part of the data given another
+#: (the IBP's forces given cues), for conditional questions; ``conditional_log_likelihood``
+#: holds densities given sampled per-unit latents (diagnostics only: PSIS fails on them).
+LOG_LIKELIHOOD_GROUPS = ("log_likelihood", "log_likelihood_parts", "conditional_log_likelihood")
+
+
+def set_log_likelihood_groups(idata, main, *, parts=None, conditional=None):
+    """Put pointwise log-likelihoods in their groups (:data:`LOG_LIKELIHOOD_GROUPS`), in place.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        The fit; its groups of these names are replaced.
+    main : xarray.Dataset
+        One variable: what LOO/WAIC should use.
+    parts, conditional : xarray.Dataset, optional
+        ``log_likelihood_parts`` and ``conditional_log_likelihood`` (left out when None or
+        empty).
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``idata``.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> ll = xr.Dataset({"joint": (("chain", "draw", "trial"), np.zeros((1, 2, 3)))})
+    >>> idata = az.from_dict(posterior={"mu": np.zeros((1, 2))})
+    >>> idata = set_log_likelihood_groups(idata, ll, parts=ll.rename(joint="F"))
+    >>> sorted(idata.groups()), list(idata.log_likelihood.data_vars)
+    (['log_likelihood', 'log_likelihood_parts', 'posterior'], ['joint'])
+    """
+    if len(main.data_vars) != 1:
+        raise ValueError(
+            f"The log_likelihood group must hold one variable (what LOO uses), got "
+            f"{list(main.data_vars)}; put the others in parts= or conditional=."
+        )
+    for name, group in zip(LOG_LIKELIHOOD_GROUPS, (main, parts, conditional), strict=True):
+        if name in idata.groups():
+            del idata[name]
+        if group is not None and len(group.data_vars):
+            idata.add_groups({name: group})
+    return idata
+
+
+def log_likelihood_view(idata, var_name: str):
+    """``idata`` with ``var_name``, from whichever log-likelihood group holds it, as its only
+    ``log_likelihood`` variable (for ``az.loo``/``az.waic`` on a conditional question).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit.
+    var_name : str
+        A variable of one of :data:`LOG_LIKELIHOOD_GROUPS`.
+
+    Returns
+    -------
+    arviz.InferenceData
+        Posterior and that one log-likelihood variable (shared, not copied).
+
+    Raises
+    ------
+    ValueError
+        When no log-likelihood group holds ``var_name`` (the message lists what there is).
+
+    Examples
+    --------
+    >>> idata = az.from_dict(posterior={"mu": np.zeros((1, 2))},
+    ...                      log_likelihood={"joint": np.zeros((1, 2, 3))})
+    >>> list(log_likelihood_view(idata, "joint").log_likelihood.data_vars)
+    ['joint']
+    """
+    found = {}
+    for group in LOG_LIKELIHOOD_GROUPS:
+        if group in idata.groups():
+            found[group] = list(idata[group].data_vars)
+            if var_name in idata[group]:
+                return az.InferenceData(
+                    posterior=idata.posterior, log_likelihood=idata[group][[var_name]]
+                )
+    raise ValueError(f"No log-likelihood variable {var_name!r}; the fit has {found}.")
 
 
 def _check_sample_axes(group: str, arrays: Mapping[str, np.ndarray]) -> None:

@@ -85,8 +85,9 @@ class ModelSpec:
     kfold : callable or None
         ``kfold(**options) -> (fit, log_predictive)`` for :func:`pmctx.kfold.kfold`.
     comparisons : dict
-        Pointwise log-likelihood variables (``log_likelihood`` group) -> the question
-        comparing models on it answers; the first is what :func:`pmctx.compare` uses when
+        Pointwise log-likelihood variables (in the fit's ``log_likelihood`` or
+        ``log_likelihood_parts`` group, see :data:`pmctx.io.LOG_LIKELIHOOD_GROUPS`) -> the
+        question comparing models on it answers; the first is what :func:`pmctx.compare` uses when
         the fit has several and the user names none.
     population : tuple of str
         Posterior variables a batch's population view tabulates per unit (default: every

@@ -71,10 +71,12 @@ def _features_from_idata(idata):
 
 
 def add_integrated_log_likelihood(idata, features=None):
-    """Add the per-trial integrated log-likelihood ``trial_features`` to ``log_likelihood``.
+    """Make the per-trial integrated ``trial_features`` the fit's ``log_likelihood``, in place.
 
-    The per-entry conditional ``features`` stays (its PSIS is fine for leaving out one entry,
-    not a trial); use ``var_name="trial_features"`` to compare models over trials.
+    ``trial_features`` (each trial's features with its latent cause summed out) is what
+    ``az.loo(idata)`` and :func:`pmctx.compare` then use to compare models over trials. The
+    per-entry ``features`` given the sampled causes (what ``pm.sample`` stores) moves to the
+    ``conditional_log_likelihood`` group: for diagnostics, not for LOO.
     ``features`` defaults to the ones stored in ``idata`` (``observed_data`` plus the
     ``trial_index``/``feature_index`` data of :func:`pmctx.models.crp_conditioning.build_model`).
     Returns ``idata``.
@@ -91,6 +93,13 @@ def add_integrated_log_likelihood(idata, features=None):
     arviz.InferenceData
         ``idata`` with ``log_likelihood["trial_features"]``.
     """
+    from pmctx.io import LOG_LIKELIHOOD_GROUPS, set_log_likelihood_groups
+
     F = _features_from_idata(idata) if features is None else features
-    idata.log_likelihood["trial_features"] = trial_log_likelihood(idata.posterior, F)
-    return idata
+    main = trial_log_likelihood(idata.posterior, F).to_dataset(name="trial_features")
+    group = LOG_LIKELIHOOD_GROUPS[2]
+    conditional = idata[group] if group in idata.groups() else None
+    if "log_likelihood" in idata.groups() and "trial_features" not in idata.log_likelihood:
+        conditional = idata.log_likelihood  # pm.sample's, given the causes (a rerun keeps it)
+        conditional.attrs["pmctx_note"] = "given each trial's sampled cause: not for LOO/WAIC"
+    return set_log_likelihood_groups(idata, main, conditional=conditional)

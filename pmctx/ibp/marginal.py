@@ -52,6 +52,7 @@ import numpy as np
 from numba import njit
 from scipy.special import logsumexp
 
+from pmctx.io import LOG_LIKELIHOOD_GROUPS, set_log_likelihood_groups
 from pmctx.validation import as_rng, check_int
 
 __all__ = [
@@ -370,7 +371,7 @@ def integrated_log_likelihood(
 
 
 #: Group that keeps the log-likelihood given each trial's own ``z_i`` (not for LOO).
-CONDITIONAL_GROUP = "conditional_log_likelihood"
+CONDITIONAL_GROUP = LOG_LIKELIHOOD_GROUPS[2]
 
 
 def _constant(idata, model, name):
@@ -389,10 +390,14 @@ def _constant(idata, model, name):
 def add_integrated_log_likelihood(idata, model=None, **options):
     """Replace ``idata``'s ``log_likelihood`` group by the integrated per-trial one, in place.
 
-    The log-likelihood given each trial's sampled ``z_i`` (what ``pm.sample`` stores) moves to
-    the ``conditional_log_likelihood`` group: it is *not* for LOO/WAIC (its Pareto k are
-    mostly > 0.7), only for diagnostics. Hyperparameters are read per draw from the
-    posterior when they were sampled, otherwise from ``constant_data`` or ``model``.
+    ``log_likelihood`` then holds ``joint`` (each whole trial, its feature row integrated out:
+    what ``az.loo(idata)`` uses); ``log_likelihood_parts`` holds ``F`` (forces given the
+    trial's cues: the visuo-motor question) and ``X`` (cues given forces), for
+    ``pmctx.compare(..., var_name="F")``. The log-likelihood given each trial's sampled
+    ``z_i`` (what ``pm.sample`` stores) moves to the ``conditional_log_likelihood`` group: it
+    is *not* for LOO/WAIC (its Pareto k are mostly > 0.7), only for diagnostics.
+    Hyperparameters are read per draw from the posterior when they were sampled, otherwise
+    from ``constant_data`` or ``model``.
 
     Parameters
     ----------
@@ -417,8 +422,10 @@ def add_integrated_log_likelihood(idata, model=None, **options):
     >>> data = visuomotor_data(n_trials=10, random_seed=0)
     >>> idata = sample(data.F, data.X, K_max=8, draws=5, tune=5, chains=1, sigma_n=0.3,
     ...                random_seed=0, check_convergence=False)
-    >>> sorted(idata.log_likelihood.data_vars), sorted(idata.conditional_log_likelihood)
-    (['F', 'X', 'joint'], ['F', 'X'])
+    >>> list(idata.log_likelihood.data_vars), sorted(idata.log_likelihood_parts.data_vars)
+    (['joint'], ['F', 'X'])
+    >>> sorted(idata.conditional_log_likelihood.data_vars)
+    ['F', 'X']
     """
     observed = idata.observed_data if "observed_data" in idata.groups() else {}
     F = observed["F"].values if "F" in observed else None
@@ -441,12 +448,12 @@ def add_integrated_log_likelihood(idata, model=None, **options):
         hyper[name] = value
     integrated = integrated_log_likelihood(idata.posterior, F, X, hyper=hyper, **options)
     integrated.attrs["pmctx_log_likelihood"] = "integrated over each trial's latent row z_i"
-    if "log_likelihood" in idata.groups():
-        conditional = idata.log_likelihood
+    conditional = idata[CONDITIONAL_GROUP] if CONDITIONAL_GROUP in idata.groups() else None
+    if "log_likelihood" in idata.groups() and "joint" not in idata.log_likelihood:
+        conditional = idata.log_likelihood  # pm.sample's, given z_i (a rerun keeps the first)
         conditional.attrs["pmctx_note"] = "given each trial's sampled z_i: not for LOO/WAIC"
-        if CONDITIONAL_GROUP in idata.groups():
-            del idata[CONDITIONAL_GROUP]
-        idata.add_groups({CONDITIONAL_GROUP: conditional})
-        del idata["log_likelihood"]
-    idata.add_groups({"log_likelihood": integrated})
-    return idata
+    parts = integrated[[name for name in ("F", "X") if name in integrated]]
+    parts.attrs["pmctx_log_likelihood"] = "one part of each trial given the other, z_i integrated"
+    return set_log_likelihood_groups(
+        idata, integrated[["joint"]], parts=parts, conditional=conditional
+    )

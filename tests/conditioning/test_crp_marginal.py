@@ -1,5 +1,7 @@
 """Per-trial CRP log-likelihood with the cause summed out, against a direct loop."""
 
+import warnings
+
 import arviz as az
 import numpy as np
 
@@ -42,7 +44,11 @@ def test_added_to_a_sampled_posterior():
     ll = idata.log_likelihood["trial_features"]
     assert ll.dims == ("chain", "draw", "trial") and ll.shape == (1, 20, 4)
     np.testing.assert_allclose(ll.values, trial_log_likelihood(idata.posterior, F).values)
-    assert "features" in idata.log_likelihood  # the per-entry conditional stays
+    assert list(idata.log_likelihood.data_vars) == ["trial_features"]
+    with warnings.catch_warnings():  # a 20-draw chain: ArviZ warns about its Pareto k
+        warnings.simplefilter("ignore")
+        assert np.isfinite(az.loo(idata).elpd_loo)  # no var_name needed
+    assert "features" in idata.conditional_log_likelihood  # the per-entry conditional stays
 
 
 def test_docstring_examples():

@@ -147,7 +147,8 @@ def test_add_group_reads_hyperparameters_per_draw_and_keeps_conditional():
     idata, (F, X, _Z, A, Y, pi), posterior = fake_idata()
     add_integrated_log_likelihood(idata, inactive="exact")
     assert CONDITIONAL_GROUP in idata.groups()
-    assert sorted(idata.log_likelihood.data_vars) == ["F", "X", "joint"]
+    assert sorted(idata.log_likelihood.data_vars) == ["joint"]
+    assert sorted(idata.log_likelihood_parts.data_vars) == ["F", "X"]
     for c, d in [(0, 0), (1, 2)]:
         sigma = posterior["sigma_n"][c, d]
         want, _, _ = brute_force(F, X, A, Y, pi, sigma, HYPER["lam"], HYPER["eps"])

@@ -42,7 +42,8 @@ def test_demo_writes_outputs(demo_paths):
     suffixes = {p.suffix for p in demo_paths}
     assert {".nc", ".csv", ".png"} <= suffixes
     idata = load_idata(next(p for p in demo_paths if p.name == "crp_posterior.nc"))
-    assert "features" in idata.log_likelihood
+    assert list(idata.log_likelihood.data_vars) == ["trial_features"]
+    assert "features" in idata.conditional_log_likelihood
     import pandas as pd
 
     table = pd.read_csv(next(p for p in demo_paths if p.name == "phenomena.csv"), index_col=0)
