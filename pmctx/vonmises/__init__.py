@@ -8,7 +8,6 @@
 * :mod:`~pmctx.vonmises.window` -- window symmetry moves (Metropolis flips of rectangles)
 * :mod:`~pmctx.vonmises.marginals` -- node marginals by forward-backward (seed §4.4)
 * :mod:`~pmctx.vonmises.maps` -- pinwheels, smoothness, orientation error
-* :mod:`~pmctx.vonmises.exact` -- exact references on tiny grids (for tests)
 * :mod:`~pmctx.vonmises.plots` -- orientation map plots
 """
 

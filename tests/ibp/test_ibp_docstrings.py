@@ -12,11 +12,14 @@ MODULES = [
     "pmctx.ibp.data",
     "pmctx.ibp.start",
     "pmctx.ibp.hyper",
-    "pmctx.ibp.reference",
+    "tests.oracles.ibp_reference",
     "pmctx.ibp.conditionals",
     "pmctx.ibp.hyper",
     "pmctx.steps.ibp_gibbs",
     "pmctx.models.ibp",
+    "pmctx.ibp.inputs",
+    "pmctx.ibp.outputs",
+    "pmctx.ibp.fit_checks",
 ]
 
 

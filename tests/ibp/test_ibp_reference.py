@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from pmctx.ibp.conditionals import noisy_or_loglik
-from pmctx.ibp.reference import reference_sweep, sample_ibp_prior
 from pmctx.ibp.sampler import IBPHyper, IBPState, gibbs_sweep
 from pmctx.testing import assert_geweke, geweke_test
+from tests.oracles.ibp_reference import reference_sweep, sample_ibp_prior
 
 HYPER = IBPHyper(alpha=1.2, sigma_n=0.5, sigma_a=1.0, phi=0.4, lam=0.85, eps=0.1)
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from pmctx.ibp.conditionals import noisy_or_loglik
-from pmctx.ibp.reference import enumerate_posterior
 from pmctx.ibp.sampler import IBPHyper, IBPState, gibbs_sweep
 from pmctx.testing import assert_geweke, assert_matches_exact, geweke_test, state_indices
+from tests.oracles.ibp_reference import enumerate_posterior
 
 HYPER = IBPHyper(alpha=1.5, sigma_n=0.5, sigma_a=1.0, phi=0.4, lam=0.85, eps=0.1)
 

@@ -5,10 +5,10 @@ import pytest
 from scipy import stats
 
 from pmctx.ibp.conditionals import sample_a
-from pmctx.ibp.reference import enumerate_posterior
 from pmctx.ibp.sampler import IBPHyper
 from pmctx.ibp.split_merge import force_log_marginal, split_merge_move
 from pmctx.testing import assert_matches_exact, compare_to_exact, state_indices
+from tests.oracles.ibp_reference import enumerate_posterior
 
 HYPER = IBPHyper(alpha=1.5, sigma_n=0.5, sigma_a=1.0, phi=0.4, lam=0.85, eps=0.1)
 F_TINY = np.array([[1.2], [1.0], [-0.1]])

@@ -28,7 +28,6 @@ from pmctx.vonmises.chain import (
     sample_chain,
     sample_chain_kappa,
 )
-from pmctx.vonmises.exact import bin_index
 from pmctx.vonmises.hyper import (
     KAPPA_OBS_PRIOR,
     kappa_obs_log_conditional,
@@ -38,6 +37,7 @@ from pmctx.vonmises.hyper import (
     slice_sample,
 )
 from pmctx.vonmises.potentials import log_edge_potential, natural_field
+from tests.oracles.vonmises_exact import bin_index
 
 KAPPA, RANK, POINTS = 2.0, 3, 96
 Y = np.array([0.4, np.nan, -2.5])

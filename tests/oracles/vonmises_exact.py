@@ -9,7 +9,7 @@ Geweke tests.
 Examples
 --------
 >>> import numpy as np
->>> from pmctx.vonmises.exact import binned_joint
+>>> from tests.oracles.vonmises_exact import binned_joint
 >>> probs, _ = binned_joint(np.zeros((1, 2, 2)), 1.0, 2, n_bins=2, points_per_bin=8)
 >>> probs.shape, round(float(probs.sum()), 12)
 ((2, 2), 1.0)

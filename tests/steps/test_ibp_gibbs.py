@@ -14,10 +14,10 @@ from scipy.special import betaln, logsumexp
 
 from pmctx import TruncationWarning
 from pmctx.ibp.conditionals import noisy_or_loglik
-from pmctx.ibp.reference import enumerate_posterior
 from pmctx.ibp.sampler import IBPHyper
 from pmctx.steps.ibp_gibbs import ALPHA_PRIOR, IBPAlphaGibbs, IBPGibbs
 from pmctx.testing import assert_chains_match_exact, assert_matches_exact, state_indices
+from tests.oracles.ibp_reference import enumerate_posterior
 
 HYPER = dict(alpha=1.5, sigma_n=0.5, sigma_A=1.0, phi=0.4, lam=0.85, eps=0.1)
 F_TINY = np.array([[1.2], [1.0], [-0.1]])

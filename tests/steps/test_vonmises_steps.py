@@ -18,8 +18,8 @@ from pmctx.steps.vonmises import (
     PointwiseVonMisesGibbs,
 )
 from pmctx.testing import assert_matches_exact, compare_to_exact
-from pmctx.vonmises.exact import bin_index, binned_joint
 from pmctx.vonmises.potentials import log_joint, natural_field
+from tests.oracles.vonmises_exact import bin_index, binned_joint
 
 KAPPA, RANK, KAPPA_OBS, N_BINS = 1.5, 2, 1.2, 3
 Z = np.array([[0.3, np.nan], [np.nan, 0.0]])

@@ -16,8 +16,8 @@ import pytest
 from pmctx.testing import assert_matches_exact, compare_to_exact
 from pmctx.vonmises.augmented import augmented_sweep
 from pmctx.vonmises.cluster import cluster_sweep, reflection_cluster_move, reflection_kernel
-from pmctx.vonmises.exact import bin_index, binned_joint
 from pmctx.vonmises.potentials import log_edge_potential, log_joint, natural_field, wrap_angle
+from tests.oracles.vonmises_exact import bin_index, binned_joint
 
 KAPPA, RANK = 1.5, 2
 PHASES = 2.0 * np.pi * np.arange(RANK + 1) / (RANK + 1)

@@ -12,7 +12,7 @@ MODULES = [
     "pmctx.vonmises.cluster",
     "pmctx.vonmises.marginals",
     "pmctx.vonmises.maps",
-    "pmctx.vonmises.exact",
+    "tests.oracles.vonmises_exact",
     "pmctx.vonmises.plots",
     "pmctx.steps.vonmises",
     "pmctx.models.vonmises_map",

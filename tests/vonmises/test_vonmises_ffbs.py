@@ -5,7 +5,6 @@ import pytest
 from scipy.special import logsumexp
 
 from pmctx.testing import compare_to_exact
-from pmctx.vonmises.exact import bin_index
 from pmctx.vonmises.ffbs import ffbs_sweep, horizontal_neighbour_terms, sample_chains
 from pmctx.vonmises.potentials import (
     log_edge_potential,
@@ -13,6 +12,7 @@ from pmctx.vonmises.potentials import (
     mode_vectors,
     natural_field,
 )
+from tests.oracles.vonmises_exact import bin_index
 
 KAPPA, RANK = 1.8, 3
 POINTS = 48

@@ -21,7 +21,6 @@ from pmctx.models.vonmises_map import build_model, default_steps, sample_prior
 from pmctx.steps.vonmises import KappaObsSlice
 from pmctx.testing import assert_geweke, assert_matches_exact, compare_to_exact, geweke_test
 from pmctx.vonmises.augmented import augmented_sweep
-from pmctx.vonmises.exact import rejection_prior
 from pmctx.vonmises.hyper import (
     KAPPA_OBS_PRIOR,
     kappa_obs_log_conditional,
@@ -30,6 +29,7 @@ from pmctx.vonmises.hyper import (
     slice_sample,
 )
 from pmctx.vonmises.potentials import natural_field, wrap_angle
+from tests.oracles.vonmises_exact import rejection_prior
 
 RNG = np.random.default_rng(5)
 O = RNG.uniform(-np.pi, np.pi, size=(3, 3))

@@ -14,10 +14,10 @@ import pytest
 from pmctx.testing import assert_geweke, assert_matches_exact, compare_to_exact, geweke_test
 from pmctx.vonmises.augmented import augmented_sweep
 from pmctx.vonmises.cluster import cluster_sweep
-from pmctx.vonmises.exact import bin_index, binned_joint, rejection_prior
 from pmctx.vonmises.ffbs import ffbs_sweep
 from pmctx.vonmises.pointwise import pointwise_sweep
 from pmctx.vonmises.potentials import log_sphere_normaliser, natural_field
+from tests.oracles.vonmises_exact import bin_index, binned_joint, rejection_prior
 
 KAPPA, RANK, N_BINS = 1.5, 2, 3
 Z = np.array([[0.3, -2.0], [2.5, 0.0]])

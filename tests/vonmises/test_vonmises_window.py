@@ -14,9 +14,9 @@ import pytest
 
 from pmctx.testing import assert_matches_exact, compare_to_exact
 from pmctx.vonmises.augmented import augmented_sweep
-from pmctx.vonmises.exact import bin_index, binned_joint
 from pmctx.vonmises.potentials import log_joint, natural_field, wrap_angle
 from pmctx.vonmises.window import window_kernel, window_log_ratio, window_moves, window_sweep
+from tests.oracles.vonmises_exact import bin_index, binned_joint
 
 KAPPA, RANK, MAX_SIZE = 1.5, 2, 2
 N_MODES = RANK + 1
