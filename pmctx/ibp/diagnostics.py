@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-import arviz as az
 import numba
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -22,7 +21,6 @@ from pmctx.ibp.sweep import row_caches
 
 __all__ = [
     "align_features",
-    "label_invariant_summary",
     "match_features",
     "recovery_report",
     "singleton_log_odds",
@@ -104,25 +102,6 @@ def align_features(idata, *, reference=None) -> dict:
             for k, v in others.items():
                 out[k][c, d] = v[c, d][perm]
     return out
-
-
-def label_invariant_summary(idata, **kwargs):
-    """``az.summary`` of the label-invariant quantities (``n_active``, ``loglik``).
-
-    Parameters
-    ----------
-    idata : arviz.InferenceData
-        An IBP fit.
-    **kwargs
-        Passed to :func:`arviz.summary`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The summary table.
-    """
-    names = [v for v in LABEL_INVARIANT if v in idata.posterior]
-    return az.summary(idata, var_names=names, **kwargs)
 
 
 def recovery_report(idata, Z_true, F_true_mean=None, X_true_prob=None) -> dict:

@@ -6,9 +6,10 @@ import pytest
 from pmctx.models import ibp
 from scipy import stats
 
+import pmctx
 from pmctx.ibp.conditionals import force_loglik, noisy_or_log_p, noisy_or_loglik
 from pmctx.ibp.data import visuomotor_data
-from pmctx.ibp.diagnostics import align_features, label_invariant_summary, recovery_report
+from pmctx.ibp.diagnostics import align_features, recovery_report
 
 HYPER = dict(alpha=1.3, sigma_n=0.6, sigma_A=1.1, phi=0.4, lam=0.8, eps=0.1)
 
@@ -114,7 +115,7 @@ def test_recovery_of_features_and_reconstructions(recovery):
 
 def test_label_invariant_diagnostics_and_loo(recovery):
     _, idata = recovery
-    summary = label_invariant_summary(idata)
+    summary = pmctx.summary(idata, var_names=["n_active", "loglik"])
     assert list(summary.index) == ["n_active", "loglik"]
     assert set(idata.log_likelihood.data_vars) == {"joint"}  # az.loo(idata) needs no var_name
     assert set(idata.log_likelihood_parts.data_vars) == {"F", "X"}
