@@ -136,3 +136,77 @@ def parse_report(text: str) -> dict:
         if line.startswith(REPORT_MARKER):
             return json.loads(line[len(REPORT_MARKER) :])
     raise AssertionError(f"the figure-check cell printed no report: {text[-500:]!r}")
+
+
+def execute_notebook(notebook, path, figure_dir) -> dict:
+    """Run ``notebook`` (from ``path``) with the figure-check cell appended; its report.
+
+    Parameters
+    ----------
+    notebook : nbformat.NotebookNode
+        The notebook (the check cell is appended to it).
+    path : path-like
+        Where it lives (the kernel runs in its folder).
+    figure_dir : path-like
+        Where the check cell saves the figures.
+
+    Returns
+    -------
+    dict
+        The report of :func:`check_open_figures`; an error in any cell fails an assertion.
+    """
+    import nbclient
+    import nbformat
+
+    path = Path(path)
+    notebook.cells.append(nbformat.v4.new_code_cell(kernel_check_source(figure_dir)))
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",  # jupyter_client maps it to this interpreter
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
+    errors = [
+        out
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "error"
+    ]
+    assert not errors
+    stdout = "".join(
+        out.get("text", "")
+        for out in notebook.cells[-1].get("outputs", [])
+        if out.get("output_type") == "stream" and out.get("name") == "stdout"
+    )
+    return parse_report(stdout)
+
+
+NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def check_notebook_executes(stem, monkeypatch, tmp_path):
+    """Execute ``notebooks/<stem>.ipynb`` at its quick size and check its figures.
+
+    Each notebook has its own test file (``tests/notebooks/test_<stem>.py``), so that
+    ``pytest --dist loadfile`` spreads the notebooks over the workers.
+
+    Parameters
+    ----------
+    stem : str
+        The notebook's file name without ``.ipynb``.
+    monkeypatch : pytest.MonkeyPatch
+        Sets ``PMCTX_QUICK=1`` and the Agg backend for the kernel.
+    tmp_path : pathlib.Path
+        Where the figures go.
+    """
+    import nbformat
+
+    path = NOTEBOOK_DIR / f"{stem}.ipynb"
+    monkeypatch.setenv("PMCTX_QUICK", "1")
+    monkeypatch.setenv("MPLBACKEND", "Agg")  # figures stay open for the figure check
+    report = execute_notebook(nbformat.read(path, as_version=4), path, tmp_path / "figures")
+    assert report["n_figures"] > 0, f"{path.name} made no figure"
+    assert not report["empty"], f"{path.name}: axes with no artist {report['empty']}"
+    assert len(list((tmp_path / "figures").glob("*.png"))) == report["n_figures"]

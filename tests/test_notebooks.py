@@ -1,4 +1,8 @@
-"""Execute every notebook in ``notebooks/`` at its quick size (``PMCTX_QUICK=1``).
+"""Every notebook in ``notebooks/`` executes at its quick size (``PMCTX_QUICK=1``).
+
+The runs themselves are in ``tests/notebooks/`` (one file per notebook, so that the
+``--dist loadfile`` workers share them); this file checks that each notebook has one and
+tests the figure check.
 
 Each run also checks the notebook's figures: the kernel uses the non-interactive Agg backend,
 so every figure stays open, and a cell appended to the notebook saves them all at a small size
@@ -10,55 +14,30 @@ from pathlib import Path
 import pytest
 
 from tests.figure_checks import (
+    NOTEBOOK_DIR,
     check_open_figures,
     empty_axes,
-    kernel_check_source,
-    parse_report,
+    execute_notebook,
 )
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 
 
 def test_notebooks_exist():
     assert NOTEBOOKS, "notebooks/ holds no .ipynb file"
 
 
-def _execute(notebook, path, figure_dir):
-    notebook.cells.append(nbformat.v4.new_code_cell(kernel_check_source(figure_dir)))
-    client = nbclient.NotebookClient(
-        notebook,
-        timeout=600,
-        kernel_name="python3",  # jupyter_client maps it to this interpreter
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    client.execute()
-    errors = [
-        out
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-        for out in cell.get("outputs", [])
-        if out.get("output_type") == "error"
-    ]
-    assert not errors
-    stdout = "".join(
-        out.get("text", "")
-        for out in notebook.cells[-1].get("outputs", [])
-        if out.get("output_type") == "stream" and out.get("name") == "stdout"
-    )
-    return parse_report(stdout)
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_executes(path, monkeypatch, tmp_path):
-    monkeypatch.setenv("PMCTX_QUICK", "1")
-    monkeypatch.setenv("MPLBACKEND", "Agg")  # figures stay open for the figure check
-    report = _execute(nbformat.read(path, as_version=4), path, tmp_path / "figures")
-    assert report["n_figures"] > 0, f"{path.name} made no figure"
-    assert not report["empty"], f"{path.name}: axes with no artist {report['empty']}"
-    assert len(list((tmp_path / "figures").glob("*.png"))) == report["n_figures"]
+def test_every_notebook_has_its_test_file():
+    # Each notebook runs in its own file, tests/notebooks/test_<stem>.py (one file per
+    # notebook lets `pytest --dist loadfile` spread them over the workers).
+    here = Path(__file__).resolve().parent / "notebooks"
+    for path in NOTEBOOKS:
+        test_file = here / f"test_{path.stem}.py"
+        assert test_file.is_file(), f"{path.name} has no test file {test_file}"
+        assert f'check_notebook_executes("{path.stem}"' in test_file.read_text()
 
 
 def test_empty_axes_flags_a_figure_with_nothing_drawn():
@@ -89,7 +68,7 @@ def test_figure_check_cell_fails_a_notebook_with_an_empty_figure(tmp_path, monke
             "axes[1].set_title('forgot to plot')"
         )
     ]
-    report = _execute(notebook, path, tmp_path / "figures")
+    report = execute_notebook(notebook, path, tmp_path / "figures")
     assert report == {"n_figures": 1, "empty": {"figure_1": ["axes 1 'forgot to plot'"]}}
 
 
