@@ -44,6 +44,7 @@ from pymc.initial_point import make_initial_point_fn
 from pmctx.ibp.conditionals import force_loglik, noisy_or_loglik
 from pmctx.ibp.data import visuomotor_data
 from pmctx.ibp.diagnostics import match_features
+from pmctx.steps.binary_gibbs import BinaryMatrixGibbs
 from pmctx.steps.ibp_gibbs import IBPAlphaGibbs, IBPGibbs, IBPHyperGibbs
 
 OLD_HYPER = dict(alpha=1.0, sigma_n=0.3, sigma_A=1.0, phi=0.5, lam=0.9, eps=0.05)
@@ -98,27 +99,22 @@ def _per_sweep_rows(quick):
     bgm.step(start)  # compile outside the timing
     t_a = _time_steps([bgm], start, bgm_sweeps)
     rows.append(_row("a: pm.BinaryGibbsMetropolis", size, t_a, notes=f"{bgm_sweeps} sweep(s)"))
-    try:
-        from pmctx.steps.binary_gibbs import BinaryMatrixGibbs
-    except ImportError:
-        BinaryMatrixGibbs = None
-    if BinaryMatrixGibbs is not None:
-        with model:
-            generic = [
-                BinaryMatrixGibbs([model["Z"]], independent_axis=0, rng=2),
-                BinaryMatrixGibbs([model["Y"]], independent_axis=1, rng=3),
-            ]
-        t_b = _time_steps(generic, start, 20 if quick else 200)
-        rows.append(
-            _row(
-                "b: generic BinaryMatrixGibbs",
-                size,
-                t_b,
-                baseline="a: pm.BinaryGibbsMetropolis",
-                base_times=t_a,
-                notes="Z and Y only (pi, A fixed), as (a)",
-            )
+    with model:
+        generic = [
+            BinaryMatrixGibbs([model["Z"]], independent_axis=0, rng=2),
+            BinaryMatrixGibbs([model["Y"]], independent_axis=1, rng=3),
+        ]
+    t_b = _time_steps(generic, start, 20 if quick else 200)
+    rows.append(
+        _row(
+            "b: generic BinaryMatrixGibbs",
+            size,
+            t_b,
+            baseline="a: pm.BinaryGibbsMetropolis",
+            base_times=t_a,
+            notes="Z and Y only (pi, A fixed), as (a)",
         )
+    )
     ibp_step.step(start)
     n_c = 300 if quick else 3000
     t_c = _time_steps([ibp_step], start, n_c)

@@ -80,10 +80,6 @@ def predict(idata, new_data, *, gum_model, kind: str = "mean", **kwargs):
     >>> predict(idata, {"x": np.array([0.5, 1.5])}, gum_model=g).shape
     (1, 20, 2)
     """
-    if not hasattr(gum_model, "predict"):
-        raise NotImplementedError(
-            "This pmctx has no GumModel.predict yet; it arrives with the GUM prediction work."
-        )
     return gum_model.predict(new_data, idata, kind=kind, **kwargs)
 
 
