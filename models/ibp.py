@@ -26,18 +26,23 @@ True
 
 from __future__ import annotations
 
-import warnings
-from pathlib import Path
-
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
 from pmctx.convergence import report_after_fit
-from pmctx.exceptions import PmctxWarning, TruncationWarning
-from pmctx.ibp.hyper import HYPER_PRIORS
+from pmctx.ibp.demo import run_demo
+from pmctx.ibp.fit_checks import warn_if_large, warn_if_truncated
+from pmctx.ibp.inputs import (
+    DEFAULT_HYPER,
+    UNUSED_PLACEHOLDERS,
+    data_coords,
+    hyper_variable,
+    validate_inputs,
+)
 from pmctx.ibp.marginal import add_integrated_log_likelihood
-from pmctx.ibp.start import subsample_start
+from pmctx.ibp.outputs import plot_bases, write_outputs
+from pmctx.ibp.start import subsample_initvals
 from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     add_posterior_predictive,
@@ -46,15 +51,6 @@ from pmctx.sampling import (
 )
 from pmctx.steps.ibp_gibbs import HYPER_NAMES, LEARNED_HYPER, IBPAlphaGibbs, IBPGibbs, IBPHyperGibbs
 from pmctx.steps.registration import tag_block
-from pmctx.validation import (
-    as_binary_array,
-    as_float_array,
-    check_int,
-    check_nonempty,
-    check_positive,
-    check_probability,
-    check_same_length,
-)
 
 __all__ = [
     "build_model",
@@ -70,178 +66,16 @@ __all__ = [
     "write_outputs",
 ]
 
-# Every hyperparameter is learned unless the user passes a number; the priors and why they
-# were chosen are documented in pmctx.ibp.hyper (HYPER_PRIORS).
-DEFAULT_HYPER = dict(
-    alpha="prior", sigma_n="prior", sigma_A="prior", phi="prior", lam="prior", eps="prior"
-)
-
 # start="auto" starts every chain from pmctx.ibp.start.subsample_start from this many trials
-# on: from Z = 0, N = 10,000 was stuck at 16-19 shared features (4 true) for hundreds of
-# sweeps, N = 1,000 took 250-400 sweeps to find the 4 features; N <= 150 converges from Z = 0
-# well within pm.sample's tuning (docs/guides/ibp_defaults.md).
+# on; from this many trials on, IBPGibbs runs this many birth/death proposals for small shared
+# features per sweep (pmctx.ibp.birth_death). Measurements: docs/guides/ibp_defaults.md.
 SUBSAMPLE_START_MIN_TRIALS = 500
-# From this many trials on, IBPGibbs runs this many birth/death proposals for small shared
-# features per sweep (pmctx.ibp.birth_death): at N = 1,000 they raised the ESS per CPU second
-# of n_shared 1.06-3.25x on six data sets (docs/guides/ibp_defaults.md); not measured below.
 BIRTH_DEATH_MIN_TRIALS = 500
 BIRTH_DEATH_PER_SWEEP = 5
 START_CHOICES = ("auto", "subsample", "zero")
 #: Stored draws larger than this (bytes) get a warning before sampling starts: at N=10,000 the
 #: per-draw Z, X_prob and posterior predictive of 4 x 1000 draws need about 25 GB.
 STORED_BYTES_WARN = 4 * 2**30
-
-
-def _stored_bytes(model, draws: int, chains: int, *, log_likelihood, posterior_predictive):
-    # every per-trial quantity kept per draw (8-byte values): Z, the reconstructions, the
-    # log-likelihood and the redrawn observations
-    dims = {name: int(length.eval()) for name, length in model.dim_lengths.items()}
-    per_trial = dims["feature"]
-    for name in ("F_hat", "X_prob", "F_offset"):
-        if name in model.named_vars:
-            per_trial += dims[model.named_vars_to_dims[name][1]]
-    observed = [dims[model.named_vars_to_dims[v.name][1]] for v in model.observed_RVs]
-    per_trial += len(observed) * bool(log_likelihood) + sum(observed) * bool(posterior_predictive)
-    return 8 * dims["trial"] * per_trial * draws * chains
-
-
-UNUSED_PLACEHOLDERS = {"F": dict(sigma_n=0.5, sigma_A=1.0), "X": dict(phi=0.5, lam=0.9, eps=0.05)}
-
-
-def _hyper_prior(name):
-    # Priors with exact (conjugate) or slice-sampled updates: IBPAlphaGibbs, IBPHyperGibbs.
-    if name == "alpha":
-        shape, rate = HYPER_PRIORS["alpha"]
-        return pm.Gamma(name, alpha=shape, beta=rate)
-    if name in ("sigma_n", "sigma_A"):
-        # The conjugate prior is on the variance; the standard deviation is derived from it.
-        shape, scale = HYPER_PRIORS[name + "2"]
-        var = pm.InverseGamma(name + "2", alpha=shape, beta=scale)
-        return pm.Deterministic(name, pt.sqrt(var))
-    a, b = HYPER_PRIORS[name]
-    return pm.Beta(name, a, b)
-
-
-def _hyper_variable(name, value):
-    if isinstance(value, pt.Variable):
-        # IBPGibbs reads hyperparameters by name from the current point.
-        return value if value.name == name else pm.Deterministic(name, value)
-    return _hyper_prior(name) if value == "prior" else pm.Data(name, value)
-
-
-def _chain_rngs(random_seed, chains):
-    if isinstance(random_seed, (list, tuple, np.ndarray)):
-        return [np.random.default_rng(s) for s in random_seed]
-    return np.random.default_rng(random_seed).spawn(chains)
-
-
-def subsample_initvals(model, F, X, *, chains, random_seed=None) -> list | None:
-    """Per-chain ``initvals`` from :func:`pmctx.ibp.start.subsample_start`, or None.
-
-    Every chain gets its own subsample and random stream.
-
-    Parameters
-    ----------
-    model : pm.Model
-        From :func:`build_model`.
-    F, X : ndarray or None
-        The forces and cues the model was built with.
-    chains : int
-        Number of chains (one start each).
-    random_seed : int, sequence of int, Generator or None
-        As ``pm.sample``'s; a sequence gives one seed per chain.
-
-    Returns
-    -------
-    list of dict or None
-        ``pm.sample``'s ``initvals`` (``Z, pi, A, Y`` and the learned hyperparameters, in
-        their constrained space); None when a hyperparameter is neither learned with
-        build_model's prior nor a fixed number (a user's own variable), since the start
-        could not follow it.
-
-    Examples
-    --------
-    >>> from pmctx.ibp.data import visuomotor_data
-    >>> data = visuomotor_data(30, random_seed=0)
-    >>> model = build_model(data.F, data.X, K_max=6)
-    >>> points = subsample_initvals(model, data.F, data.X, chains=2, random_seed=0)
-    >>> len(points), points[0]["Z"].shape
-    (2, (30, 6))
-    """
-    free = set(model.free_RVs)
-    learned, fixed = [], {}
-    for name in HYPER_NAMES:
-        rv_name = name + "2" if name in ("sigma_n", "sigma_A") else name
-        if rv_name in model.named_vars and model[rv_name] in free:
-            learned.append(name)
-        elif name in model.named_vars and model[name] in model.data_vars:
-            fixed[name] = float(model[name].get_value())
-        else:
-            return None
-    k_max = int(model.dim_lengths["feature"].eval())
-    n = int(model.dim_lengths["trial"].eval())
-    F = np.zeros((n, 0)) if F is None else np.asarray(F, dtype=np.float64)
-    X = np.zeros((n, 0), np.int64) if X is None else np.asarray(X, dtype=np.int64)
-    points = []
-    for rng in _chain_rngs(random_seed, chains):
-        state = subsample_start(F, X, k_max, learned=learned, fixed=fixed, rng=rng)
-        point = {"Z": state["Z"], "pi": np.clip(state["pi"], 1e-9, 1.0 - 1e-9)}
-        if F.shape[1]:
-            point["A"] = state["A"]
-        if X.shape[1]:
-            point["Y"] = state["Y"]
-        for name in learned:
-            value = state[name] ** 2 if name in ("sigma_n", "sigma_A") else state[name]
-            point[name + "2" if name in ("sigma_n", "sigma_A") else name] = value
-        points.append(point)
-    return points
-
-
-def validate_inputs(F, X, K_max, hyper):
-    """Check data and hyperparameters at the public boundary; returns cleaned copies.
-
-    Parameters
-    ----------
-    F : array_like or None
-        Forces (trial, force_dim).
-    X : array_like or None
-        Binary cues (trial, pixel).
-    K_max : int
-        Truncation level.
-    hyper : dict
-        Hyperparameters by name (numbers, or ``"prior"`` to learn one).
-
-    Returns
-    -------
-    tuple
-        ``(F, X, K_max, hyper)`` validated: float64/int64 arrays, an int, checked numbers.
-
-    Examples
-    --------
-    >>> F, X, K_max, hyper = validate_inputs(np.zeros((3, 2)), None, 4, {"alpha": 1.0})
-    >>> F.dtype, X, K_max
-    (dtype('float64'), None, 4)
-    """
-    if F is None and X is None:
-        raise ValueError("Pass forces F, visual cues X, or both; got neither.")
-    F = None if F is None else check_nonempty(as_float_array(F, "F", ndim=2), "F", unit="trial")
-    X = None if X is None else check_nonempty(as_binary_array(X, "X", ndim=2), "X", unit="trial")
-    if F is not None and X is not None:
-        check_same_length(F=F, X=X)
-    K_max = check_int(K_max, "K_max", minimum=1)
-    clean = {}
-    for name, value in hyper.items():
-        if isinstance(value, pt.Variable):  # a user's own prior or expression: used as is
-            clean[name] = value
-        elif isinstance(value, str):
-            if value != "prior":
-                raise ValueError(f"{name} must be a number or 'prior'; got {value!r}.")
-            clean[name] = value
-        elif name in ("phi", "lam", "eps"):
-            clean[name] = check_probability(value, name)
-        else:
-            clean[name] = check_positive(value, name)
-    return F, X, K_max, clean
 
 
 def build_model(
@@ -293,17 +127,13 @@ def build_model(
         defaults.update(UNUSED_PLACEHOLDERS["F"])
     if X is None:
         defaults.update(UNUSED_PLACEHOLDERS["X"])
+    raw_F, raw_X = F, X
     F, X, K_max, hyper = validate_inputs(F, X, K_max, {**defaults, **hyper})
     if F_offset is not None and F is None:
         raise ValueError("F_offset shifts the force mean; pass the forces F with it.")
-    n = F.shape[0] if F is not None else X.shape[0]
-    coords = {"trial": np.arange(n), "feature": np.arange(K_max)}
-    if F is not None:
-        coords["force_dim"] = np.arange(F.shape[1])
-    if X is not None:
-        coords["pixel"] = np.arange(X.shape[1])
+    coords = data_coords(raw_F, raw_X, K_max=K_max)
     with pm.Model(coords=coords) as model:
-        h = {name: _hyper_variable(name, value) for name, value in hyper.items()}
+        h = {name: hyper_variable(name, value) for name, value in hyper.items()}
         pi = pm.Beta("pi", alpha=h["alpha"] / K_max, beta=1.0, dims="feature")
         Z = pm.Bernoulli("Z", p=pi, dims=("trial", "feature"))
         pm.Deterministic("n_active", pt.sum(pt.max(Z, axis=0)))
@@ -404,9 +234,7 @@ def sample(
         ``SUBSAMPLE_START_MIN_TRIALS`` (500) trials on, else ``"zero"``. Only the start
         changes; the sampler is the same exact kernel (from ``BIRTH_DEATH_MIN_TRIALS``
         (500) trials on, with ``BIRTH_DEATH_PER_SWEEP`` (5) birth/death proposals for small
-        shared features per sweep, whatever the start). From ``Z = 0``, large data sets
-        (N = 10,000) are stuck for hundreds of sweeps on many partial copies of the true
-        features.
+        shared features per sweep, whatever the start). Why: :mod:`pmctx.ibp.start`.
     **hyper
         Hyperparameters, as in :func:`build_model`.
 
@@ -438,22 +266,8 @@ def sample(
         raise ValueError(f"start must be one of {START_CHOICES}; got {start!r}.")
     model = build_model(F, X, K_max=K_max, reconstructions=reconstructions, **hyper)
     n_trials = int(model.dim_lengths["trial"].eval())
-    stored = _stored_bytes(
-        model,
-        draws,
-        chains,
-        log_likelihood=log_likelihood,
-        posterior_predictive=posterior_predictive,
-    )
-    if stored > STORED_BYTES_WARN:
-        warnings.warn(
-            f"Keeping {chains} x {draws} draws of this fit needs about {stored / 2**30:.1f} GiB "
-            f"({n_trials} trials: Z, the reconstructions and the per-trial groups are stored per "
-            "draw). Pass reconstructions=False, posterior_predictive=False and "
-            "log_likelihood=False, or fewer draws, to keep it smaller.",
-            PmctxWarning,
-            stacklevel=2,
-        )
+    kept = dict(log_likelihood=log_likelihood, posterior_predictive=posterior_predictive)
+    warn_if_large(model, draws, chains, limit=STORED_BYTES_WARN, **kept)
     initvals = None
     if start == "subsample" or (start == "auto" and n_trials >= SUBSAMPLE_START_MIN_TRIALS):
         initvals = subsample_initvals(model, F, X, chains=chains, random_seed=random_seed)
@@ -478,15 +292,7 @@ def sample(
     )
     if log_likelihood:  # per-trial likelihood with z_i summed out: the one LOO needs
         add_integrated_log_likelihood(idata, model, random_seed=random_seed)
-    hit = idata.sample_stats["truncation_hit"].values
-    if hit.mean() > 0.01:
-        warnings.warn(
-            f"The truncation at K_max={model.dim_lengths['feature'].eval()} was full after "
-            f"{hit.mean():.0%} of the sweeps, so the sampler could not add the features the "
-            "posterior asked for; rerun with a larger K_max (pmctx fit: --set K_max=20).",
-            TruncationWarning,
-            stacklevel=2,
-        )
+    warn_if_truncated(idata, K_max=int(model.dim_lengths["feature"].eval()))
     if posterior_predictive:
         add_posterior_predictive(idata, model, random_seed=random_seed)
     report_after_fit(idata, SPEC, check=check_convergence)
@@ -555,124 +361,13 @@ def invariants(idata):
     return idata.posterior[names]
 
 
-# ---------------------------------------------------------------- outputs, demo and fit
-
-
-def plot_bases(Y, A=None, *, side=None, titles=None):
-    """Images of visual basis rows (and force vectors) side by side; returns the figure.
-
-    Parameters
-    ----------
-    Y : array_like
-        Visual bases (feature, pixel), drawn as square images when the pixel count is a square
-        (else as bars).
-    A : array_like, optional
-        Force vectors (feature, force_dim), drawn as arrows under the images.
-    side : int, optional
-        Image side; default: the square root of the pixel count.
-    titles : list of str, optional
-        One title per feature.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One column per feature.
-
-    Examples
-    --------
-    >>> from pmctx.ibp.data import bar_images
-    >>> fig = plot_bases(bar_images(6), A=np.eye(4, 2))
-    >>> len(fig.axes) >= 4
-    True
-    """
-    import matplotlib.pyplot as plt
-
-    Y = np.asarray(Y, dtype=float)
-    k = Y.shape[0]
-    side = side or round(float(np.sqrt(Y.shape[1])))
-    fig, axes = plt.subplots(2 if A is not None else 1, k, figsize=(2.0 * k, 4.0), squeeze=False)
-    for j in range(k):
-        ax = axes[0, j]
-        if side * side == Y.shape[1]:
-            ax.imshow(Y[j].reshape(side, side), cmap="gray_r", vmin=0, vmax=1)
-        else:
-            ax.bar(np.arange(Y.shape[1]), Y[j])
-        ax.set_title(titles[j] if titles else f"feature {j}")
-        ax.set_xticks([])
-        ax.set_yticks([])
-        if A is not None:
-            a = np.asarray(A)[j]
-            axes[1, j].quiver(0, 0, a[0], a[1] if a.size > 1 else 0, angles="xy",
-                              scale_units="xy", scale=1)  # fmt: skip
-            lim = max(2.0, float(np.abs(A).max()) * 1.2)
-            axes[1, j].set_xlim(-lim, lim)
-            axes[1, j].set_ylim(-lim, lim)
-            axes[1, j].set_aspect("equal")
-    fig.tight_layout()
-    return fig
-
-
-def write_outputs(idata, out_dir, prefix="ibp", *, reference=None, side=None, data=None) -> list:
-    """Write the standard outputs (posterior, summary, diagnostics) and the IBP plots.
-
-    ``<prefix>_posterior.nc``, ``<prefix>_summary.csv`` (label-invariant quantities),
-    ``<prefix>_diagnostics.csv`` (convergence report), ``<prefix>_trace.png``,
-    ``<prefix>_n_active.png`` and ``<prefix>_bases.png`` (aligned to ``reference`` if given).
-
-    Parameters
-    ----------
-    idata : arviz.InferenceData
-        A fit of :func:`sample`.
-    out_dir : path-like
-        Output folder.
-    prefix : str, default "ibp"
-        File name prefix.
-    reference : array_like, optional
-        A true ``Z`` to align the plotted features to (Hungarian matching).
-    side : int, optional
-        Image side of the bases.
-    data : dict, optional
-        The loaded data (:meth:`pmctx.registry.ModelSpec.fit_file` passes it); unused (the
-        plots read the posterior).
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written.
-
-    Examples
-    --------
-    >>> paths = write_outputs(idata, "pmctx-out")  # doctest: +SKIP
-    """
-    import matplotlib.pyplot as plt
-
-    from pmctx.ibp.diagnostics import LABEL_INVARIANT, align_features
-    from pmctx.io import plot_traces, save_figure, write_standard_outputs
-
-    out_dir = Path(out_dir)
-    paths = write_standard_outputs(idata, out_dir, prefix)
-    fig = plot_traces(idata, list(LABEL_INVARIANT))
-    paths.append(save_figure(fig, out_dir / f"{prefix}_trace.png"))
-    fig, ax = plt.subplots(figsize=(4, 3))
-    n_active = idata.posterior["n_active"].values.ravel()
-    ax.hist(n_active, bins=np.arange(n_active.max() + 2) - 0.5, density=True)
-    ax.set_xlabel("number of active features K+")
-    ax.set_ylabel("posterior probability")
-    paths.append(save_figure(fig, out_dir / f"{prefix}_n_active.png"))
-    aligned = align_features(idata, reference=reference)
-    if "Y" in aligned:
-        A = aligned["A"].mean(axis=(0, 1)) if "A" in aligned else None
-        fig = plot_bases(aligned["Y"].mean(axis=(0, 1)), A, side=side)
-        paths.append(save_figure(fig, out_dir / f"{prefix}_bases.png"))
-    return paths
-
-
-def demo(out_dir: Path, *, quick: bool = False, random_seed: int = 0, cores=None) -> list[Path]:
+def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> list:
     """Fit the model to synthetic 6 x 6 bar cues with 2-D forces (four true contexts).
 
     Writes ``ibp_posterior.nc`` (with ``log_likelihood``), ``ibp_summary.csv`` (label-
     invariant quantities), ``ibp_diagnostics.csv``, ``ibp_trace.png``, ``ibp_n_active.png``
-    and ``ibp_bases.png`` (posterior Y images and A vectors aligned to the true features).
+    and ``ibp_bases.png`` (posterior mean Y images and A vectors aligned to the true
+    features); see :func:`pmctx.ibp.demo.run_demo`.
 
     Parameters
     ----------
@@ -694,24 +389,7 @@ def demo(out_dir: Path, *, quick: bool = False, random_seed: int = 0, cores=None
     --------
     >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
     """
-    from pmctx.ibp.data import visuomotor_data
-
-    data = visuomotor_data(60 if quick else 100, random_seed=random_seed)
-    idata = sample(
-        data.F,
-        data.X,
-        K_max=8 if quick else 12,
-        # 100 trials and 4 x 1200 draws: the worst F_hat entry's tail ESS is the slowest
-        # quantity (about 250 per 2400 draws on seed 0, where the check asks for 400).
-        draws=150 if quick else 1200,
-        tune=150 if quick else 300,
-        chains=2 if quick else 4,
-        cores=cores,
-        random_seed=random_seed,
-        sigma_n=0.3,
-        check_convergence=not quick,
-    )
-    return write_outputs(idata, out_dir, reference=data.Z, side=data.side)
+    return run_demo(sample, out_dir, quick=quick, random_seed=random_seed, cores=cores)
 
 
 def fit_data(

@@ -351,7 +351,7 @@ def save_figure(fig, path, *, dpi: int = 110) -> Path:
 
 
 def plot_traces(idata, var_names, *, dataset=None):
-    """Trace (one line per chain) and pooled histogram of scalar quantities, one row each.
+    """Trace (one line per chain) and pooled distribution of scalar quantities, one row each.
 
     A plain Matplotlib figure: ArviZ 0.2x's ``plot_trace`` calls a Matplotlib helper that
     Matplotlib 3.11 deprecates, which would print a warning on every fit.
@@ -370,9 +370,12 @@ def plot_traces(idata, var_names, *, dataset=None):
     Returns
     -------
     matplotlib.figure.Figure
-        One row per quantity: traces (left) and the pooled histogram (right).
+        One row per quantity: traces (left) and, right, a bar chart of the posterior
+        probability of each value for an integer-valued quantity (a count such as the number
+        of features), else a density histogram.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     source = idata.posterior if dataset is None else dataset
     names = [v for v in var_names if v in source]
@@ -383,7 +386,15 @@ def plot_traces(idata, var_names, *, dataset=None):
         for chain, trace in enumerate(values):
             row[0].plot(trace, lw=0.7, label=f"chain {chain}")
         row[0].set_ylabel(name)
-        row[1].hist(values.ravel(), bins=30, density=True)
+        pooled = values.ravel()
+        if np.all(pooled == np.round(pooled)) and np.unique(pooled).size <= 50:
+            levels, counts = np.unique(pooled, return_counts=True)
+            row[1].bar(levels, counts / pooled.size, width=0.8)
+            row[1].xaxis.set_major_locator(MaxNLocator(integer=True))
+            row[1].set_ylabel("posterior probability")
+        else:
+            row[1].hist(pooled, bins=30, density=True)
+            row[1].set_ylabel("density")
         row[1].set_xlabel(name)
     axes[-1][0].set_xlabel("draw")
     axes[0][0].legend(fontsize=7)

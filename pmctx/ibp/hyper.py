@@ -36,6 +36,7 @@ import numpy as np
 from pmctx.slice import slice_sample
 
 __all__ = [
+    "HYPER_NAMES",
     "HYPER_PRIORS",
     "noisy_or_count_histogram",
     "noisy_or_loglik_from_counts",
@@ -45,6 +46,9 @@ __all__ = [
     "slice_sample_logit",
     "update_hyper",
 ]
+
+#: The hyperparameters of the IBP visuo-motor model, in the order the steps and starts use.
+HYPER_NAMES = ("alpha", "sigma_n", "sigma_A", "phi", "lam", "eps")
 
 HYPER_PRIORS = {
     "sigma_n2": (2.0, 0.1),  # InvGamma(shape, scale) of the force noise variance

@@ -18,17 +18,18 @@ features are the features of the whole data set. So :func:`subsample_start`
 Only the starting point changes: the chains that ``pm.sample`` then runs use the exact
 kernels, and each chain gets its own subsample and random stream, so the chains start apart
 and R-hat still compares independent runs. Tuning draws are discarded as usual.
+:func:`subsample_initvals` turns one such start per chain into ``pm.sample``'s ``initvals``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from pmctx.ibp.hyper import HYPER_PRIORS, update_hyper
+from pmctx.ibp.hyper import HYPER_NAMES, HYPER_PRIORS, update_hyper
 from pmctx.ibp.sampler import IBPHyper, IBPState, gibbs_sweep
 from pmctx.validation import as_rng, check_int
 
-__all__ = ["START_HYPER", "subsample_start"]
+__all__ = ["START_HYPER", "subsample_initvals", "subsample_start"]
 
 # The first sweep over all rows draws each row's shared columns jointly, up to this many
 # (2^8 configurations per row).
@@ -152,3 +153,72 @@ def subsample_start(
     run(state, F, X, extend_sweeps, hold_first=True)
     pi = 1.0 / (1.0 + np.exp(-state.pi_logit))
     return dict(Z=state.Z, A=state.A, Y=state.Y, pi=pi, **values)
+
+
+def _chain_rngs(random_seed, chains):
+    if isinstance(random_seed, (list, tuple, np.ndarray)):
+        return [np.random.default_rng(s) for s in random_seed]
+    return np.random.default_rng(random_seed).spawn(chains)
+
+
+def subsample_initvals(model, F, X, *, chains, random_seed=None) -> list | None:
+    """Per-chain ``initvals`` for ``pm.sample`` from :func:`subsample_start`, or None.
+
+    Every chain gets its own subsample and random stream.
+
+    Parameters
+    ----------
+    model : pm.Model
+        From :func:`pmctx.models.ibp.build_model`.
+    F, X : ndarray or None
+        The forces and cues the model was built with.
+    chains : int
+        Number of chains (one start each).
+    random_seed : int, sequence of int, Generator or None
+        As ``pm.sample``'s; a sequence gives one seed per chain.
+
+    Returns
+    -------
+    list of dict or None
+        ``pm.sample``'s ``initvals`` (``Z, pi, A, Y`` and the learned hyperparameters, in
+        their constrained space); None when a hyperparameter is neither learned with
+        ``build_model``'s prior nor a fixed number (a user's own variable), since the start
+        could not follow it.
+
+    Examples
+    --------
+    >>> from pmctx.ibp.data import visuomotor_data
+    >>> from pmctx.models.ibp import build_model
+    >>> data = visuomotor_data(30, random_seed=0)
+    >>> model = build_model(data.F, data.X, K_max=6)
+    >>> points = subsample_initvals(model, data.F, data.X, chains=2, random_seed=0)
+    >>> len(points), points[0]["Z"].shape
+    (2, (30, 6))
+    """
+    free = set(model.free_RVs)
+    learned, fixed = [], {}
+    for name in HYPER_NAMES:
+        rv_name = name + "2" if name in ("sigma_n", "sigma_A") else name
+        if rv_name in model.named_vars and model[rv_name] in free:
+            learned.append(name)
+        elif name in model.named_vars and model[name] in model.data_vars:
+            fixed[name] = float(model[name].get_value())
+        else:
+            return None
+    k_max = int(model.dim_lengths["feature"].eval())
+    n = int(model.dim_lengths["trial"].eval())
+    F = np.zeros((n, 0)) if F is None else np.asarray(F, dtype=np.float64)
+    X = np.zeros((n, 0), np.int64) if X is None else np.asarray(X, dtype=np.int64)
+    points = []
+    for rng in _chain_rngs(random_seed, chains):
+        state = subsample_start(F, X, k_max, learned=learned, fixed=fixed, rng=rng)
+        point = {"Z": state["Z"], "pi": np.clip(state["pi"], 1e-9, 1.0 - 1e-9)}
+        if F.shape[1]:
+            point["A"] = state["A"]
+        if X.shape[1]:
+            point["Y"] = state["Y"]
+        for name in learned:
+            value = state[name] ** 2 if name in ("sigma_n", "sigma_A") else state[name]
+            point[name + "2" if name in ("sigma_n", "sigma_A") else name] = value
+        points.append(point)
+    return points

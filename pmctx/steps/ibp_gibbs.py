@@ -19,10 +19,7 @@ from pytensor.graph.traversal import ancestors
 
 from pmctx.ibp.birth_death import birth_death_move
 from pmctx.ibp.conditionals import sample_pi_logit
-from pmctx.ibp.hyper import (
-    HYPER_PRIORS,
-    update_hyper,
-)
+from pmctx.ibp.hyper import HYPER_NAMES, HYPER_PRIORS, update_hyper
 from pmctx.ibp.sampler import MOVES, IBPHyper, IBPState, gibbs_sweep
 from pmctx.ibp.split_merge import split_merge_move
 from pmctx.steps.base import PmctxStep
@@ -36,8 +33,6 @@ __all__ = [
     "IBPGibbs",
     "IBPHyperGibbs",
 ]
-
-HYPER_NAMES = ("alpha", "sigma_n", "sigma_A", "phi", "lam", "eps")
 
 
 def _force_offset_fn(step, model):
