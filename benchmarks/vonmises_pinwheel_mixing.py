@@ -20,7 +20,7 @@ run directly (no PyMC), so ``time.process_time`` measures the sweeps alone.
 
 Usage: ``python -m benchmarks.vonmises_pinwheel_mixing tau augmented 8 400 150`` or
 ``python -m benchmarks.vonmises_pinwheel_mixing escape augmented 300 12``; samplers are the
-keys of :data:`pmctx.vonmises.SWEEPS` or ``"window"`` (:func:`pmctx.vonmises.window.window_sweep`).
+keys of :data:`pmctx.vonmises.SWEEPS`.
 """
 
 from __future__ import annotations
@@ -48,15 +48,14 @@ def demo_problem(seed: int = 0):
 
 def _sweep(name):
     from pmctx.vonmises import SWEEPS
-    from pmctx.vonmises.window import window_sweep
 
-    return window_sweep if name == "window" else SWEEPS[name]
+    return SWEEPS[name]
 
 
 def _pinwheels(o):
-    from pmctx.models.vonmises_map import _pinwheel_counts, o_to_theta
+    from pmctx.vonmises.maps import o_to_theta, pinwheel_counts
 
-    return float(_pinwheel_counts(o_to_theta(o)))
+    return float(pinwheel_counts(o_to_theta(o)))
 
 
 def run_chains(name, n_sweeps, draws, tune, chains=4, seed=0):

@@ -5,7 +5,6 @@
 * :mod:`~pmctx.vonmises.ffbs` -- column blocks by forward-filter backward-sample (seed §4.3)
 * :mod:`~pmctx.vonmises.augmented` -- auxiliary-variable sampler, all columns at once
 * :mod:`~pmctx.vonmises.cluster` -- reflection cluster move (Swendsen-Wang with a field)
-* :mod:`~pmctx.vonmises.window` -- window symmetry moves (Metropolis flips of rectangles)
 * :mod:`~pmctx.vonmises.marginals` -- node marginals by forward-backward (seed §4.4)
 * :mod:`~pmctx.vonmises.maps` -- pinwheels, smoothness, orientation error
 * :mod:`~pmctx.vonmises.plots` -- orientation map plots
