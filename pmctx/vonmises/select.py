@@ -180,6 +180,8 @@ def _logsumexp_rows(a):
     # (the same numbers: the maxima are kept out of the sum, log1p), without the array-API
     # overhead that took most of the Rao-Blackwellised density's time.
     a_max = a.max(axis=-1, keepdims=True)
+    if not np.isfinite(a_max).all():  # rows of -inf, inf or nan: scipy's own handling
+        return logsumexp(a, axis=-1)
     at_max = a == a_max
     m = at_max.sum(axis=-1, keepdims=True, dtype=np.float64)
     s = np.exp(np.where(at_max, -np.inf, a - a_max)).sum(axis=-1, keepdims=True)
