@@ -25,15 +25,15 @@ Examples
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from scipy.special import betaln, gammaln
 
+from pmctx.conditioning.demo import RENEWAL_DESIGNS, phenomena_table, run_demo
 from pmctx.conditioning.design import as_feature_matrix
+from pmctx.conditioning.exact import log_marginal_assignments
 from pmctx.conditioning.marginal import add_integrated_log_likelihood
+from pmctx.conditioning.outputs import write_outputs
 from pmctx.convergence import report_after_fit
 from pmctx.sampling import (
     SAMPLE_DEFAULTS,
@@ -46,6 +46,7 @@ from pmctx.steps.registration import tag_block
 from pmctx.validation import check_int, check_positive
 
 __all__ = [
+    "RENEWAL_DESIGNS",
     "build_model",
     "coassignment",
     "demo",
@@ -122,46 +123,6 @@ def build_model(features, *, alpha=1.0, max_causes=10, concentration=1.0) -> pm.
     return model
 
 
-def log_marginal_assignments(z, features, *, alpha, max_causes, concentration=1.0) -> float:
-    """log P(z) + log P(F | z) with weights and theta integrated out (exact, for checks).
-
-    Parameters
-    ----------
-    z : array_like of int
-        Cause of every trial.
-    features : array_like (trial, feature)
-        0/1 features, NaN where unobserved.
-    alpha : float
-        CRP concentration.
-    max_causes : int
-        Truncation.
-    concentration : float, default 1.0
-        Beta(eta, eta) prior of the feature probabilities.
-
-    Returns
-    -------
-    float
-        The log probability.
-
-    Examples
-    --------
-    >>> round(log_marginal_assignments([0, 0], [[1, 1], [1, 1]], alpha=1.0, max_causes=2), 4)
-    -3.1781
-    """
-    F, _ = as_feature_matrix(features)
-    z = np.asarray(z, dtype=np.int64)
-    K = int(max_causes)
-    a = alpha / K
-    n_k = np.bincount(z, minlength=K)
-    log_prior = gammaln(alpha) - gammaln(alpha + z.size) + np.sum(gammaln(n_k + a) - gammaln(a))
-    onehot = (z[:, None] == np.arange(K)).astype(float)
-    ones = onehot.T @ (F == 1).astype(float)
-    zeros = onehot.T @ (F == 0).astype(float)
-    eta = concentration
-    log_lik = np.sum(betaln(ones + eta, zeros + eta) - betaln(eta, eta))
-    return float(log_prior + log_lik)
-
-
 def sample_posterior(
     features,
     *,
@@ -185,12 +146,8 @@ def sample_posterior(
     (given the sampled causes) and ``trial_features`` per trial with its cause summed out
     (:mod:`pmctx.conditioning.marginal`; the one to use for LOO over trials).
     Cause labels switch between chains: diagnose label-free quantities such as
-    ``n_occupied``, co-assignment or V (see :func:`invariants`), not raw ``z``.
-    ``draws, tune, chains, cores, random_seed, progressbar, idata_kwargs`` are those of
-    ``pm.sample`` with its defaults;
-    ``check_convergence`` warns :class:`pmctx.ConvergenceWarning` on unconverged invariants;
-    ``posterior_predictive`` adds the ``posterior_predictive`` group (observed entries
-    redrawn per draw) for ``az.plot_ppc``. Predictions for a new design: :func:`predict`.
+    ``n_occupied``, co-assignment or V (see :func:`invariants`), not raw ``z``. Predictions
+    for a new design: :func:`predict`.
 
     Parameters
     ----------
@@ -206,7 +163,8 @@ def sample_posterior(
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
     posterior_predictive : bool, default True
-        Add the ``posterior_predictive`` group.
+        Add the ``posterior_predictive`` group (observed entries redrawn per draw), for
+        ``az.plot_ppc``.
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` on unconverged invariants.
 
@@ -414,130 +372,13 @@ def coassignment(idata) -> np.ndarray:
     return (z[:, :, None] == z[:, None, :]).mean(axis=0)
 
 
-RENEWAL_DESIGNS = ("renewal_aba", "renewal_abc", "renewal_aab")
-
-
-def phenomena_table(*, alpha=0.1, n_particles=500, n_seeds=5, random_seed=0, **sizes):
-    """V at the end of extinction and at test on every renewal/extinction design.
-
-    Parameters
-    ----------
-    alpha : float, default 0.1
-        CRP concentration of the particle filter.
-    n_particles : int, default 500
-        Particles per run.
-    n_seeds : int, default 5
-        Filter runs averaged per design.
-    random_seed : int, default 0
-        Seed of the first run (run ``s`` uses ``random_seed + s``).
-    **sizes
-        Phase lengths passed to :func:`pmctx.conditioning.shipped_design`
-        (``n_acquisition``, ``n_extinction``, ``n_test``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Indexed by design, averaged over ``n_seeds`` filter runs.
-
-    Examples
-    --------
-    >>> table = phenomena_table(n_particles=20, n_seeds=1, n_acquisition=2, n_extinction=2)
-    >>> table.shape[0] > 0
-    True
-    """
-    import pandas as pd
-
-    from pmctx.conditioning import particle_filter, shipped_design
-
-    rows = {}
-    for name in (*RENEWAL_DESIGNS, "renewal_aaa", "reinstatement", "partial_reinforcement"):
-        design = shipped_design(name, **sizes)
-        V = np.mean(
-            [
-                particle_filter(
-                    design, alpha=alpha, n_particles=n_particles, random_seed=random_seed + s
-                ).V
-                for s in range(n_seeds)
-            ],
-            axis=0,
-        )
-        sl = design.phase_slices()
-        rows[name] = {
-            "V_end_acquisition": V[sl["acquisition"]][-1],
-            "V_end_extinction": V[sl["extinction"]][-1],
-            "V_test": V[sl["test"]].mean(),
-        }
-    return pd.DataFrame(rows).T
-
-
-def write_outputs(
-    idata, out_dir, prefix="crp", *, design=None, results=None, data=None
-) -> list[Path]:
-    """Standard outputs (posterior, summary, diagnostics) plus the particle filter's V and
-    cause-posterior plots (``results``: name -> particle-filter result).
-
-    Parameters
-    ----------
-    idata : arviz.InferenceData
-        A fit of :func:`sample_posterior`.
-    out_dir : path-like
-        Output folder.
-    prefix : str, default "crp"
-        File name prefix.
-    design : Design, optional
-        The experiment, for the phase labels of the plots.
-    results : dict, optional
-        Name -> particle-filter result, for the V and cause-posterior plots.
-    data : dict, optional
-        The loaded data (:meth:`pmctx.registry.ModelSpec.fit_file` passes it); without
-        ``results``, the particle filter runs on its ``features`` at the fit's alpha and
-        truncation (1,000 particles) for those plots.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written.
-
-    Examples
-    --------
-    >>> paths = write_outputs(idata, "pmctx-out")  # doctest: +SKIP
-    """
-    from pmctx.conditioning.plots import plot_cause_posterior, plot_V
-    from pmctx.io import save_figure, save_idata, write_standard_outputs
-
-    out_dir = Path(out_dir)
-    paths = write_standard_outputs(idata, out_dir, prefix)
-    if not results and data is not None:
-        from pmctx.conditioning import particle_filter
-
-        post = idata.posterior
-        results = {
-            "V": particle_filter(
-                data["features"],
-                alpha=post.attrs.get("alpha", 1.0),
-                n_particles=1000,
-                max_causes=post.sizes.get("cause"),
-                random_seed=0,
-            )
-        }
-    if results:
-        first = next(iter(results.values()))
-        paths += [
-            save_idata(first.to_inference_data(), out_dir / f"{prefix}_filter.nc"),
-            save_figure(plot_V(results, design=design), out_dir / f"{prefix}_V.png"),
-            save_figure(
-                plot_cause_posterior(first, design=design), out_dir / f"{prefix}_causes.png"
-            ),
-        ]
-    return paths
-
-
-def demo(out_dir: Path, *, quick: bool = False, random_seed: int = 0, cores=None) -> list[Path]:
+def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> list:
     """Renewal: particle filter on ABA, ABC and AAB, the batch posterior of ABA, plots.
 
     Writes ``crp_V.png`` (V_t per design), ``crp_causes.png`` (ABA cause posterior),
     ``crp_filter.nc``, ``crp_posterior.nc`` (collapsed Gibbs, with ``log_likelihood``),
-    ``crp_summary.csv``, ``crp_diagnostics.csv`` and ``phenomena.csv``.
+    ``crp_summary.csv``, ``crp_diagnostics.csv`` and ``phenomena.csv``; see
+    :func:`pmctx.conditioning.demo.run_demo`.
 
     Parameters
     ----------
@@ -559,39 +400,7 @@ def demo(out_dir: Path, *, quick: bool = False, random_seed: int = 0, cores=None
     --------
     >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
     """
-    from pmctx.conditioning import particle_filter, shipped_design
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    sizes = dict(n_acquisition=10, n_extinction=10, n_test=2)
-    n_particles = 200 if quick else 1000
-    results = {
-        name.split("_")[1].upper(): particle_filter(
-            shipped_design(name, **sizes),
-            alpha=0.1,
-            n_particles=n_particles,
-            random_seed=random_seed,
-        )
-        for name in RENEWAL_DESIGNS
-    }
-    design = shipped_design("renewal_aba", **sizes)
-    idata = sample_posterior(
-        design,
-        alpha=1.0,
-        max_causes=6,
-        draws=200 if quick else 1000,
-        tune=100 if quick else 500,
-        chains=2 if quick else 4,
-        cores=cores,
-        random_seed=random_seed,
-        check_convergence=not quick,
-    )
-    paths = write_outputs(idata, out_dir, design=design, results=results)
-    table = phenomena_table(
-        n_particles=n_particles, n_seeds=2 if quick else 5, random_seed=random_seed, **sizes
-    )
-    table.to_csv(out_dir / "phenomena.csv")
-    return [*paths, out_dir / "phenomena.csv"]
+    return run_demo(sample_posterior, out_dir, quick=quick, random_seed=random_seed, cores=cores)
 
 
 def fit_data(

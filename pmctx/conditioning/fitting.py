@@ -103,6 +103,9 @@ class SubjectFit:
 
     >>> round(fit.bic, 3), fit.aic, round(fit.log_evidence_bic, 3)
     (31.983, 28.0, -15.991)
+    >>> fit  # doctest: +NORMALIZE_WHITESPACE
+    SubjectFit(variant='lcm', log_likelihood=-10, bic=31.98, n_params=4, n_observed=20,
+               params={}, 0 starts, 0 filter runs, 0.0 s)
     """
 
     variant: str
@@ -116,6 +119,16 @@ class SubjectFit:
     starts: list
     n_evals: int
     seconds: float
+
+    def __repr__(self) -> str:
+        # A short summary; the arrays (pointwise, V) and every start stay in the attributes.
+        params = ", ".join(f"{k}={_short(v)}" for k, v in self.params.items())
+        return (
+            f"SubjectFit(variant={self.variant!r}, log_likelihood={self.log_likelihood:.4g}, "
+            f"bic={self.bic:.4g}, n_params={self.n_params}, n_observed={self.n_observed}, "
+            f"params={{{params}}}, {len(self.starts)} starts, {self.n_evals} filter runs, "
+            f"{self.seconds:.1f} s)"
+        )
 
     @property
     def bic(self) -> float:
@@ -178,6 +191,13 @@ class SubjectFit:
         -15.991
         """
         return -0.5 * self.bic
+
+
+def _short(value):
+    # Numbers with 4 significant digits (no np.float64(...) wrapper), anything else as repr.
+    if isinstance(value, (bool, np.bool_)) or not np.isscalar(value):
+        return repr(value)
+    return f"{value:.4g}" if isinstance(value, (int, float, np.number)) else repr(value)
 
 
 def _to_unit(name, value, bounds):

@@ -25,6 +25,14 @@ def _phase_lines(ax, design):
         ax.text(sl.start, 1.02, name, fontsize=8, transform=ax.get_xaxis_transform())
 
 
+def _integer_ticks(ax, *, y=True):
+    # Trials and causes are whole numbers: no ticks at 2.5, 7.5.
+    from matplotlib.ticker import MaxNLocator
+
+    for axis in (ax.xaxis, ax.yaxis) if y else (ax.xaxis,):
+        axis.set_major_locator(MaxNLocator(integer=True))
+
+
 def plot_V(results, *, design=None, ax=None):
     """Plot ``V_t`` of one or several results (a dict label -> result) against trial.
 
@@ -53,6 +61,7 @@ def plot_V(results, *, design=None, ax=None):
     ax.axhline(0.5, color="0.5", ls=":", lw=0.8)
     _phase_lines(ax, design)
     ax.set(xlabel="trial", ylabel="V (predicted P(US))", ylim=(0, 1))
+    _integer_ticks(ax, y=False)
     ax.legend(fontsize=8, loc="lower left")
     return ax
 
@@ -82,5 +91,6 @@ def plot_cause_posterior(result, *, design=None, ax=None):
     im = ax.imshow(post.T, aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=1)
     _phase_lines(ax, design)
     ax.set(xlabel="trial", ylabel="cause")
+    _integer_ticks(ax)
     ax.figure.colorbar(im, ax=ax, label="P(cause | data)")
     return ax

@@ -18,6 +18,7 @@ MODULES = [
     "pmctx.conditioning.plots",
     "pmctx.steps.crp_gibbs",
     "pmctx.models.crp_conditioning",
+    "pmctx.conditioning.demo",
 ]
 
 

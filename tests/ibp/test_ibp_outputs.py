@@ -96,3 +96,14 @@ def test_plot_n_active_is_a_bar_chart_of_probabilities_on_integer_ticks():
     assert [p.get_height() for p in bars] == [0.25, 0.5, 0.25]
     ticks = ax.get_xticks()
     assert np.allclose(ticks, np.round(ticks))
+
+
+def test_moved_functions_stay_reachable_from_the_model_module():
+    from pmctx.ibp import inputs, outputs, start
+
+    assert ibp.plot_bases is outputs.plot_bases
+    assert ibp.write_outputs is outputs.write_outputs
+    assert ibp.subsample_initvals is start.subsample_initvals
+    assert ibp.validate_inputs is inputs.validate_inputs
+    assert ibp.SPEC.write_outputs is outputs.write_outputs
+    assert ibp.SPEC.demo is ibp.demo
