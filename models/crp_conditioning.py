@@ -23,6 +23,9 @@ Examples
 ['theta', 'weights', 'z']
 """
 
+# Long because the public entry points carry full numpydoc docstrings with runnable examples
+# (about 260 of its lines); demo, plots, outputs and input checks live in the family package.
+
 from __future__ import annotations
 
 import numpy as np

@@ -24,6 +24,9 @@ Examples
 True
 """
 
+# Long because the public entry points carry full numpydoc docstrings with runnable examples
+# (about 250 of its lines); demo, plots, outputs and input checks live in the family package.
+
 from __future__ import annotations
 
 import numpy as np
