@@ -232,6 +232,7 @@ def fit_subject(
     times=None,
     response_options=None,
     random_seed=None,
+    feature_prior="lcm",
 ) -> SubjectFit:
     """Maximum-likelihood fit of one subject's conditioned responses (LCM_fit's optimiser).
 
@@ -259,6 +260,10 @@ def fit_subject(
         See :class:`SubjectLikelihood`.
     random_seed : int or numpy.random.Generator, optional
         Seeds the common random numbers and the starts.
+    feature_prior : {"lcm", "beta"}, default "lcm"
+        Feature likelihood: the authors' LCM convention (what ``LCM_fit`` estimates mean;
+        default) or the normalised Beta predictive (see
+        :data:`~pmctx.conditioning.particle_filter.FEATURE_PRIORS`).
 
     Returns
     -------
@@ -294,6 +299,7 @@ def fit_subject(
         times=times,
         response_options=response_options,
         rng=gen,
+        feature_prior=feature_prior,
     )
     start_time = time.perf_counter()
 

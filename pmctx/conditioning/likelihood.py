@@ -24,8 +24,10 @@ import numpy as np
 
 from pmctx.conditioning.design import Design, Phase, as_feature_matrix
 from pmctx.conditioning.particle_filter import (
+    FEATURE_PRIORS,
     _common_checks,
     _filter_kernel,
+    absent_pseudo_count,
     common_uniforms,
     temporal_settings,
     trial_times,
@@ -145,6 +147,10 @@ class SubjectLikelihood:
     response_options : dict, optional
         E.g. ``{"n_levels": 5}`` for the ordinal model.
     rng : int or Generator
+    feature_prior : {"lcm", "beta"}, default "lcm"
+        The feature likelihood (:data:`~pmctx.conditioning.particle_filter.FEATURE_PRIORS`):
+        the authors' LCM convention by default, since the variants reproduce ``LCM_fit``;
+        the two agree when a == b.
     """
 
     def __init__(
@@ -162,6 +168,7 @@ class SubjectLikelihood:
         times=None,
         response_options=None,
         rng=None,
+        feature_prior="lcm",
     ):
         self.F, self.feature_names = as_feature_matrix(features)
         T = self.F.shape[0]
@@ -184,6 +191,8 @@ class SubjectLikelihood:
         self.max_causes = max_causes
         self.kernel = temporal_settings(temporal_kernel, timescale, 1.0)
         self.times = trial_times(features, times, T) if self.kernel[0] else np.zeros(1)
+        self.feature_prior = feature_prior
+        check_choice(feature_prior, "feature_prior", FEATURE_PRIORS)
         self.n_evals = 0
 
     def V(self, params: dict) -> np.ndarray:
@@ -210,6 +219,7 @@ class SubjectLikelihood:
             alpha,
             a,
             b,
+            absent_pseudo_count(a, b, self.feature_prior),
             stick,
             n_slots,
             self.method == "local_map",
@@ -261,6 +271,7 @@ def simulate_subject(
     timescale=1.0,
     response_options=None,
     rng=None,
+    feature_prior="lcm",
 ) -> dict:
     """Simulate one subject: V from the filter at ``params``, then responses.
 
@@ -294,6 +305,8 @@ def simulate_subject(
         Options of the response model.
     rng : int or numpy.random.Generator, optional
         Random seed or generator.
+    feature_prior : {"lcm", "beta"}, default "lcm"
+        Feature likelihood, as in :class:`SubjectLikelihood`.
 
     Returns
     -------
@@ -315,6 +328,7 @@ def simulate_subject(
         temporal_kernel=temporal_kernel,
         timescale=timescale,
         rng=gen,
+        feature_prior=feature_prior,
     )
     V = lik.V(filt)
     resp_params = {k: v for k, v in params.items() if k not in FILTER_PARAMETERS}

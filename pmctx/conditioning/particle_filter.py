@@ -6,8 +6,10 @@ causes and with a ``stickiness`` bonus for the previous trial's cause); each cau
 binary features independently with Beta(a, b) priors on their probabilities (``a = b =
 concentration`` by default), integrated out, so the predictive probability of a present
 feature is ``(N_i1k + a) / (N_ik + a + b)`` and of an absent one ``(N_i0k + b) / (N_ik + a + b)``
-(eq. 4 with a = b = 1). An optional temporal kernel makes the prior time-sensitive
-(Gershman, Blei & Niv 2010): old causes lose weight with the time since their trials.
+(eq. 4 with a = b = 1); ``feature_prior="lcm"`` scores an absent one by
+``(N_i0k + a) / (N_ik + a + b)`` instead, as the authors' LCM code does. An optional
+temporal kernel makes the prior time-sensitive (Gershman, Blei & Niv 2010): old causes lose
+weight with the time since their trials.
 
 The filter uses the optimal proposal with resampling on every trial: the ancestor of each new
 particle is drawn in proportion to its predictive probability of the trial's features and the
@@ -36,7 +38,13 @@ import xarray as xr
 from pmctx.conditioning.design import as_feature_matrix
 from pmctx.validation import as_rng, check_choice, check_int, check_positive
 
-__all__ = ["CRPFilterResult", "common_uniforms", "particle_filter"]
+__all__ = [
+    "FEATURE_PRIORS",
+    "CRPFilterResult",
+    "absent_pseudo_count",
+    "common_uniforms",
+    "particle_filter",
+]
 
 
 @numba.njit(cache=True)
@@ -70,6 +78,7 @@ def _filter_kernel(
     alpha,
     a,
     b,
+    b_absent,
     stickiness,
     n_slots,
     local_map,
@@ -143,7 +152,7 @@ def _filter_kernel(
                     f = F[t, i]
                     if f >= 0:
                         c = counts[m, k, i]
-                        prior = a if f == 1 else b
+                        prior = a if f == 1 else b_absent
                         lxk += np.log(c[f] + prior) - (np.log(c[0] + c[1] + a + b))
                 lx[k] = lxk
                 c = counts[m, k, 0]
@@ -162,7 +171,7 @@ def _filter_kernel(
                     c = counts[m, k, 0]
                     # log of the US predictive, computed from counts (not 1 - pus) so that
                     # tiny pseudo-counts keep full precision.
-                    num = c[1] + a if f_us == 1 else c[0] + b
+                    num = c[1] + a if f_us == 1 else c[0] + b_absent
                     logpost[m, k] += np.log(num) - np.log(c[0] + c[1] + a + b)
             logw[m] = _log_sum_exp(logpost[m], n_o)
 
@@ -354,6 +363,38 @@ def _common_checks(alpha, concentration, max_causes, stickiness, n_trials, a=Non
 TEMPORAL_KERNELS = ("exponential", "power")
 
 
+#: Feature likelihoods: ``"beta"``, the normalised Beta(a, b) predictive (an absent value
+#: scores ``(n0 + b) / (n + a + b)``); ``"lcm"``, the convention of the authors' LCM code
+#: (``LCM_infer.m``), which scores the observed value's count plus ``a`` for present *and*
+#: absent values, ``(n_v + a) / (n + a + b)``: unnormalised when a != b, equal to "beta"
+#: when a == b. Use "lcm" to reproduce ``LCM_fit`` estimates, which free ``a`` with b = 1.
+FEATURE_PRIORS = ("beta", "lcm")
+
+
+def absent_pseudo_count(a: float, b: float, feature_prior: str) -> float:
+    """The pseudo-count added to an absent value's count under ``feature_prior``.
+
+    Parameters
+    ----------
+    a, b : float
+        Beta pseudo-counts of presence and absence.
+    feature_prior : {"beta", "lcm"}
+        See :data:`FEATURE_PRIORS`.
+
+    Returns
+    -------
+    float
+        ``b`` for ``"beta"``, ``a`` for ``"lcm"``.
+
+    Examples
+    --------
+    >>> absent_pseudo_count(0.7, 1.0, "beta"), absent_pseudo_count(0.7, 1.0, "lcm")
+    (1.0, 0.7)
+    """
+    check_choice(feature_prior, "feature_prior", FEATURE_PRIORS)
+    return a if feature_prior == "lcm" else b
+
+
 def trial_times(features, times, n_trials) -> np.ndarray:
     """Time stamps of the trials: ``times``, else the design's, else ``0, 1, 2, ...``.
 
@@ -444,6 +485,7 @@ def particle_filter(
     times=None,
     random_seed=None,
     uniforms=None,
+    feature_prior: str = "beta",
 ) -> CRPFilterResult:
     """Run the latent-cause particle filter over a conditioning experiment.
 
@@ -484,6 +526,11 @@ def particle_filter(
     uniforms : tuple of two arrays (n_trials, n_particles), optional
         The resampling and cause-choice uniforms. Passing the same ones at different
         parameter values gives common random numbers (used by the per-subject fits).
+    feature_prior : {"beta", "lcm"}, default "beta"
+        ``"beta"``: the normalised Beta(a, b) predictive. ``"lcm"``: the authors' LCM code's
+        convention, which scores an absent value by ``(n0 + a) / (n + a + b)`` (unnormalised
+        when a != b; the same as "beta" when a == b); use it to reproduce ``LCM_fit``
+        estimates (:data:`FEATURE_PRIORS`).
 
     Returns
     -------
@@ -503,6 +550,7 @@ def particle_filter(
         alpha, concentration, max_causes, stickiness, T, a, b
     )
     check_choice(method, "method", ["particle", "local_map"])
+    b_absent = absent_pseudo_count(a, b, feature_prior)
     if method == "local_map":
         M = 1 if n_particles is None else check_int(n_particles, "n_particles", minimum=1)
         if M != 1:
@@ -531,6 +579,7 @@ def particle_filter(
         alpha,
         a,
         b,
+        b_absent,
         stickiness,
         n_slots,
         method == "local_map",
@@ -547,6 +596,7 @@ def particle_filter(
         n_particles=M,
         a=a,
         b=b,
+        feature_prior=feature_prior,
         max_causes=max_causes,
         stickiness=stickiness,
         method=method,
