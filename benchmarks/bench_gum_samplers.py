@@ -23,15 +23,16 @@ no ``initvals`` -- so the table also checks that the model's own start (the Lapl
 The ``g.sample()`` rows (``gum_auto``: first call, nutpie compile included; ``gum_auto_repeat``:
 a second call on the same ``GumModel``, compiled model reused; ``gum_hsgp``: first call with
 ``approximation="hsgp"``; ``gum_fresh``: the first ``g.sample()`` of a new Python process,
-timed in a subprocess, :func:`fresh_process_row`) run 4 x (1000 + 1000) at every size, the
-targets of issue 11 being NUTS 4 x 1000 at N=500 under 5 s and HSGP NUTS at N=10,000 under
-60 s. In one process, ``gum_auto`` also pays compiles that a later process reads from disk
+timed in a subprocess, :func:`fresh_process_row`) run 4 x (1000 + 1000) at every size (the
+targets: NUTS 4 x 1000 at N=500 under 5 s, HSGP NUTS at N=10,000 under 60 s). In one
+process, ``gum_auto`` also pays compiles that a later process reads from disk
 (:mod:`pmctx.gum.cached`); ``gum_fresh`` is what a user's new session pays.
 
 The baseline is PyMC's NUTS measured in the same run. N=10,000 uses 100 tuning + 100 draws
-per chain (N=500: PyMC's defaults, 1000 + 1000). ``PMCTX_BENCH_GUM_SIZES=10000`` runs one size;
-every finished row is also written to ``results/gum_samplers_n{N}.json``. A back end that is
-not installed
+per chain (N=500: PyMC's defaults, 1000 + 1000). ``PMCTX_BENCH_GUM_SIZES=10000`` runs one size
+and ``PMCTX_BENCH_GUM_SAMPLERS=nutpie,numpyro`` some back ends; such a narrowed run keeps the
+rows of ``results/gum_samplers.json`` it does not redo. Every finished row is written to that
+file at once, in case a long run is cut short. A back end that is not installed
 (``pip install pmctx[nutpie]`` / ``pmctx[jax]``) is reported as skipped. Set
 ``PMCTX_BENCH_JAX_PLATFORM=gpu`` to run the numpyro row on a GPU.
 """
@@ -213,8 +214,10 @@ def timed_row(g, sampler, n, *, draws, tune, laplace_s, baseline=None) -> dict:
         "sweeps_per_s": iterations / wall,
         "ess_per_s": ess / wall,
         "ess_per_cpu_s": ess / cpu,
-        "baseline": "pymc",
-        "ratio_vs_baseline": (ess / wall) / baseline["ess_per_s"] if baseline else 1.0,
+        "baseline": "pymc" if baseline or sampler == "pymc" else None,
+        "ratio_vs_baseline": (
+            (ess / wall) / baseline["ess_per_s"] if baseline else 1.0 if sampler == "pymc" else None
+        ),
         "wall_s": wall,
         "cpu_s": cpu,
         "sampling_s": sampling,
@@ -243,6 +246,9 @@ def run(quick: bool = False) -> list[dict]:
     if os.environ.get("PMCTX_BENCH_GUM_SIZES"):  # e.g. "10000" to run one size on its own
         keep = {int(v) for v in os.environ["PMCTX_BENCH_GUM_SIZES"].split(",")}
         plan = [(n, draws) for n, draws in plan if n in keep]
+    narrowed = not quick and bool(
+        os.environ.get("PMCTX_BENCH_GUM_SIZES") or os.environ.get("PMCTX_BENCH_GUM_SAMPLERS")
+    )
     rows = []
     for n, draws in plan:
         data = seed_section_3_1(n, random_seed=0)
@@ -273,18 +279,33 @@ def run(quick: bool = False) -> list[dict]:
             rows.append(row)
             print(json.dumps(row), flush=True)
             # rows so far, in case a long run is cut short (the runner writes the full table)
-            partial = RESULTS / f"gum_samplers_n{n}.json"
-            partial.write_text(json.dumps(_partial_payload(rows, n), indent=2))
-    return rows
+            (RESULTS / "gum_samplers.json").write_text(
+                json.dumps(_partial_payload(_merged(rows, narrowed), quick), indent=2)
+            )
+    return _merged(rows, narrowed)
 
 
-def _partial_payload(rows: list, n: int) -> dict:
-    """The rows of size ``n`` in the runner's format (the docs' benchmark page reads every
-    JSON in ``results/`` as one)."""
+def _merged(rows: list, narrowed: bool) -> list:
+    """``rows`` and, for a narrowed run, the rows of ``results/gum_samplers.json`` it did not
+    redo (same back end and size), ordered by size."""
+    path = RESULTS / "gum_samplers.json"
+    if not narrowed or not path.exists():
+        return list(rows)
+    redone = {(r["variant"], r["size"]) for r in rows}
+    kept = [
+        r
+        for r in json.loads(path.read_text()).get("rows", [])
+        if (r["variant"], r["size"]) not in redone
+    ]
+    return sorted(kept + rows, key=lambda r: r["size"])
+
+
+def _partial_payload(rows: list, quick: bool) -> dict:
+    """The rows so far in the runner's format."""
     return {
-        "benchmark": f"gum_samplers_n{n}",
-        "quick": False,
+        "benchmark": "gum_samplers",
+        "quick": quick,
         "partial": True,
         "machine": {"python": sys.version.split()[0], "platform": platform.platform()},
-        "rows": [r for r in rows if r["size"] == n],
+        "rows": rows,
     }
