@@ -88,7 +88,7 @@ def _log_mean_exp(x):
 
 
 @dataclass_state
-class ParticleMarginalMHState(StepMethodState):
+class _ParticleMarginalMHState(StepMethodState):
     """What a chain changes in :class:`ParticleMarginalMH` (``pm.sample`` restores it per chain)."""
 
     tune: bool
@@ -135,7 +135,7 @@ class ParticleMarginalMH(PmctxStep):
     # Its sampling_state is a chain's starting state: pm.sample sets it back before each
     # chain it runs in one process, so the same step object (its functions compiled once)
     # starts every chain afresh, with the adaptation, R and the stored runs of a new step.
-    _state_class = ParticleMarginalMHState
+    _state_class = _ParticleMarginalMHState
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (bool, []),
