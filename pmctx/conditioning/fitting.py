@@ -94,6 +94,9 @@ class SubjectFit:
     n_evals : int
         Particle-filter runs used.
     seconds : float
+    on_bound : tuple of str
+        Free parameters whose best value lies on a bound of its box (the maximum may lie
+        beyond it: widen ``bounds`` if the box is not a hard limit).
 
     Examples
     --------
@@ -119,6 +122,7 @@ class SubjectFit:
     starts: list
     n_evals: int
     seconds: float
+    on_bound: tuple = ()
 
     def __repr__(self) -> str:
         # A short summary; the arrays (pointwise, V) and every start stay in the attributes.
@@ -127,7 +131,9 @@ class SubjectFit:
             f"SubjectFit(variant={self.variant!r}, log_likelihood={self.log_likelihood:.4g}, "
             f"bic={self.bic:.4g}, n_params={self.n_params}, n_observed={self.n_observed}, "
             f"params={{{params}}}, {len(self.starts)} starts, {self.n_evals} filter runs, "
-            f"{self.seconds:.1f} s)"
+            f"{self.seconds:.1f} s"
+            + (f", on bound: {', '.join(self.on_bound)}" if self.on_bound else "")
+            + ")"
         )
 
     @property
@@ -213,6 +219,21 @@ def _from_unit(name, u, bounds):
     return lo + (hi - lo) * (u * u if name == "alpha" else u)
 
 
+#: Points per free parameter of the coarse grid that starts :func:`fit_subject`'s search,
+#: by number of free filter parameters (about 30-350 filter runs).
+GRID_POINTS = {1: 31, 2: 13, 3: 7}
+
+
+def _grid_starts(objective, d: int, n_points: int, n_starts: int):
+    """Evaluate ``objective`` (to maximise) on a grid over the unit cube, bounds included;
+    return every grid point with its value, and the ``n_starts`` best, best first."""
+    axes = [np.linspace(0.0, 1.0, n_points)] * d
+    points = np.stack([g.ravel() for g in np.meshgrid(*axes, indexing="ij")], axis=1)
+    values = np.array([objective(u) for u in points])
+    order = np.argsort(-values, kind="stable")
+    return points, values, order[:n_starts]
+
+
 def fit_subject(
     responses,
     features,
@@ -224,8 +245,9 @@ def fit_subject(
     bounds=None,
     n_particles=100,
     method="particle",
-    n_starts=5,
+    n_starts=3,
     max_evals=None,
+    grid_points=None,
     max_causes=None,
     temporal_kernel=None,
     timescale=1.0,
@@ -251,11 +273,16 @@ def fit_subject(
         LCM's default M.
     method : {"particle", "local_map"}, default "particle"
         ``"local_map"`` fits the deterministic local-MAP filter (see :class:`SubjectLikelihood`).
-    n_starts : int, default 5
-        Nelder-Mead starts: the first from the box's centre-ish default, the others uniform
-        random in the box (as ``mfit_optimize`` draws them).
+    n_starts : int, default 3
+        Nelder-Mead refinements, started from the best points of a grid over the box.
     max_evals : int, optional
-        Filter runs per start (default ``80 * n_free``).
+        Filter runs per refinement (default ``80 * n_free``).
+    grid_points : int, optional
+        Points per free parameter of that grid, bounds included (default
+        :data:`GRID_POINTS`; ``alpha`` on a square-root scale). The likelihood is piecewise
+        constant in the filter parameters under the local MAP (and noisy under particles),
+        where a local optimiser alone stops on plateaus: the fit is never worse than the
+        grid's best point, and ``on_bound`` says when the best sits on a bound.
     max_causes, temporal_kernel, timescale, times, response_options
         See :class:`SubjectLikelihood`.
     random_seed : int or numpy.random.Generator, optional
@@ -313,15 +340,19 @@ def fit_subject(
     max_evals = (
         80 * max(d, 1) if max_evals is None else check_int(max_evals, "max_evals", minimum=1)
     )
-    for s in range(n_starts if d else 0):
-        if s == 0:
-            x0 = np.array(
-                [_to_unit(p, min(max(values[p], bounds[p][0]), bounds[p][1]), bounds) for p in free]
-            )
-            x0 = np.clip(x0, 0.05, 0.95)
-        else:
-            x0 = gen.uniform(0.05, 0.95, d)
-        simplex = np.vstack([x0, x0 + 0.2 * np.where(np.eye(d) > 0, np.sign(0.5 - x0), 0)])
+    if d:
+        n_points = GRID_POINTS.get(d, 5) if grid_points is None else grid_points
+        n_points = check_int(n_points, "grid_points", minimum=2)
+        points, grid_values, best_points = _grid_starts(
+            lambda u: lik(params_of(u)), d, n_points, n_starts
+        )
+        results += [(float(grid_values[i]), points[i]) for i in best_points]
+        step = 1.0 / (n_points - 1)
+    for i in best_points if d else []:
+        x0 = points[i]
+        # A simplex one grid step wide, pointing into the box from a point on its edge.
+        direction = np.where(x0 + step <= 1.0, 1.0, -1.0)
+        simplex = np.vstack([x0, x0 + step * np.diag(direction)])
         res = optimize.minimize(
             lambda u: -lik(params_of(u)),
             x0,
@@ -332,6 +363,9 @@ def fit_subject(
         results.append((-res.fun, res.x))
     results.sort(key=lambda r: -r[0])
     best = params_of(results[0][1])
+    on_bound = tuple(
+        p for p, u in zip(free, results[0][1], strict=True) if u <= 1e-9 or u >= 1.0 - 1e-9
+    )
     V, rfit = lik.profile(best)
     starts = [{**params_of(u), "log_likelihood": ll} for ll, u in results]
     return SubjectFit(
@@ -350,6 +384,7 @@ def fit_subject(
         starts=starts,
         n_evals=lik.n_evals,
         seconds=time.perf_counter() - start_time,
+        on_bound=on_bound,
     )
 
 
