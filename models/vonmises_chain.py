@@ -12,6 +12,11 @@ normaliser ``Z_T(kappa)`` in closed form, so ``kappa`` and ``kappa_obs`` can be 
 step :class:`~pmctx.steps.vonmises_chain_collapsed.ChainCollapsedGibbs`), or, with
 ``hyper_update="conditional"``, by exact slice updates given the angles.
 
+This module declares the model and its registry entry (:data:`SPEC`); the series' checks,
+exact marginals, simulation, demo and output files live in :mod:`pmctx.vonmises`
+(:mod:`~pmctx.vonmises.inputs`, :mod:`~pmctx.vonmises.series`, :mod:`~pmctx.vonmises.demo`,
+:mod:`~pmctx.vonmises.outputs`) and are re-exported here.
+
 Examples
 --------
 >>> import numpy as np
@@ -24,6 +29,8 @@ Examples
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -34,66 +41,31 @@ from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, run_sampler
 from pmctx.steps.registration import block_tag, tag_block
 from pmctx.steps.vonmises import ChainFFBSVonMises, ChainKappaSlice, KappaObsSlice
 from pmctx.steps.vonmises_chain_collapsed import ChainCollapsedGibbs
-from pmctx.validation import as_angle_array, as_rng, check_int, check_nonempty, check_positive
-from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR, chain_marginals, sample_chain
+from pmctx.validation import check_int
+from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR
+from pmctx.vonmises.demo import chain_demo
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR
-from pmctx.vonmises.maps import circular_moments
-from pmctx.vonmises.potentials import natural_field, wrap_angle
+from pmctx.vonmises.inputs import (
+    HYPER_UPDATES,
+    check_concentration,
+    check_hyper_update,
+    check_series,
+)
+from pmctx.vonmises.outputs import write_chain_outputs as write_outputs
+from pmctx.vonmises.series import (
+    posterior_marginals,
+    sbc_quantities,
+    sbc_simulate,
+    simulate,
+    simulate_data,
+    smoothing_marginals,
+)
 
 __all__ = [
-    "build_model",
-    "default_steps",
-    "demo",
-    "fit",
-    "fit_data",
-    "invariants",
-    "posterior_marginals",
-    "sbc_quantities",
-    "sbc_simulate",
-    "simulate",
-    "simulate_data",
-    "smooth",
-    "smoothing_marginals",
-    "write_outputs",
-]
-
-
-def _concentration(value, name):
-    if isinstance(value, str):
-        if value != "prior":
-            raise ValueError(f"{name} must be a positive number or 'prior'; got {value!r}.")
-        return value
-    return check_positive(value, name)
-
-
-def _series(y, mask, signal):
-    y = as_angle_array(y, "y", low=-2 * np.pi, high=2 * np.pi, ndim=1, allow_nan=True)
-    check_nonempty(y, "y", minimum=2, unit="sample")
-    observed = ~np.isnan(y) if mask is None else np.asarray(mask).astype(bool)
-    if observed.shape != y.shape or np.isnan(y[observed]).any():
-        raise ValueError(
-            f"mask must have the shape of y {y.shape} and be 0 wherever y is NaN; got shape "
-            f"{observed.shape}. Omit mask to treat NaN samples as missing."
-        )
-    signal = np.ones(y.shape) if signal is None else np.asarray(signal, dtype=np.float64)
-    if signal.shape != y.shape or not np.all(np.isfinite(signal) & (signal > 0)):
-        raise ValueError(
-            f"signal must be a finite positive array of shape {y.shape} (relative concentration "
-            f"per sample); got shape {signal.shape}. Omit it for uniform noise."
-        )
-    return wrap_angle(np.where(observed, y, 0.0)), observed.astype(np.int64), signal
-
-
-HYPER_UPDATES = ("collapsed", "conditional")
-
-
-def _hyper_update(value):
-    if value not in HYPER_UPDATES:
-        raise ValueError(
-            f"hyper_update must be one of {HYPER_UPDATES} (how learned concentrations are "
-            f"sampled); got {value!r}. Use 'collapsed', the default, unless comparing samplers."
-        )
-    return value
+    "HYPER_UPDATES", "build_model", "default_steps", "demo", "fit", "fit_data", "invariants",
+    "posterior_marginals", "sbc_quantities", "sbc_simulate", "simulate", "simulate_data",
+    "smooth", "smoothing_marginals", "write_outputs",
+]  # fmt: skip
 
 
 def _log_i0(x):
@@ -154,11 +126,11 @@ def build_model(
     >>> sorted(rv.name for rv in model.free_RVs)
     ['kappa', 'x']
     """
-    z_filled, mask, signal = _series(y, mask, signal)
-    kappa = _concentration(kappa, "kappa")
-    kappa_obs = _concentration(kappa_obs, "kappa_obs")
+    z_filled, mask, signal = check_series(y, mask, signal)
+    kappa = check_concentration(kappa, "kappa")
+    kappa_obs = check_concentration(kappa_obs, "kappa_obs")
     rank = check_int(rank, "rank", minimum=1)
-    hyper_update = _hyper_update(hyper_update)
+    hyper_update = check_hyper_update(hyper_update)
     length = z_filled.size
     (obs,) = np.nonzero(mask)
     phases = 2.0 * np.pi * np.arange(rank + 1) / (rank + 1)
@@ -311,208 +283,6 @@ def smooth(
     return idata
 
 
-def smoothing_marginals(
-    y, *, kappa: float, kappa_obs: float, rank: int, mask=None, signal=None, n_angles: int = 128
-):
-    """Exact ``p(x_t | y)`` for fixed concentrations: ``(angles, density (T, n_angles))``.
-
-    Parameters
-    ----------
-    y : array_like, shape (T,)
-        Observed angles in radians; NaN marks a missing sample.
-    kappa : float
-        Smoothing concentration of the chain potential (> 0).
-    kappa_obs : float
-        Observation concentration (> 0).
-    rank : int
-        Rank ``R`` of the potential (>= 1).
-    mask : array_like of 0/1, shape (T,), optional
-        1 where observed (default: where ``y`` is not NaN).
-    signal : array_like, shape (T,), optional
-        Relative signal strength per sample (> 0; default 1).
-    n_angles : int, default 128
-        Number of grid angles on which the densities are evaluated.
-
-    Returns
-    -------
-    angles : numpy.ndarray, shape (n_angles,)
-        Grid of angles in ``[-pi, pi)``.
-    density : numpy.ndarray, shape (T, n_angles)
-        ``p(x_t | y)`` on the grid, per time step.
-
-    Examples
-    --------
-    >>> y = np.array([0.5, np.nan, 0.7, 0.6])
-    >>> angles, density = smoothing_marginals(y, kappa=4.0, kappa_obs=3.0, rank=3, n_angles=64)
-    >>> density.shape, bool(np.allclose(density.sum(axis=1) * (angles[1] - angles[0]), 1.0))
-    ((4, 64), True)
-    """
-    z_filled, mask, signal = _series(y, mask, signal)
-    kappa = check_positive(kappa, "kappa")
-    field = natural_field(z_filled, mask, check_positive(kappa_obs, "kappa_obs"), signal=signal)
-    angles, density, _ = chain_marginals(
-        field, kappa, check_int(rank, "rank", minimum=1), n_angles=n_angles
-    )
-    return angles, density
-
-
-def posterior_marginals(idata, y, *, rank: int, mask=None, signal=None, n_angles=128, n_draws=50):
-    """Smoothing densities averaged over posterior draws of the learned concentrations.
-
-    Rao-Blackwellised: each of ``n_draws`` evenly spaced draws of ``(kappa, kappa_obs)``
-    gives exact marginals, which are averaged. Returns ``(angles, density, mean, sd)`` with
-    the circular mean and circular sd of ``x_t`` from the posterior draws.
-
-    Parameters
-    ----------
-    idata : arviz.InferenceData
-        A fit from :func:`smooth` with learned ``kappa`` and ``kappa_obs`` (``"prior"``).
-    y : array_like, shape (T,)
-        The observed angles the model was fitted to (NaN where missing).
-    rank : int
-        Rank ``R`` of the fitted model.
-    mask, signal : array_like, optional
-        As in :func:`build_model`.
-    n_angles : int, default 128
-        Number of grid angles.
-    n_draws : int, default 50
-        Number of evenly spaced posterior draws averaged over.
-
-    Returns
-    -------
-    angles : numpy.ndarray, shape (n_angles,)
-        Grid of angles in ``[-pi, pi)``.
-    density : numpy.ndarray, shape (T, n_angles)
-        Rao-Blackwellised posterior density of ``x_t`` on the grid.
-    mean : numpy.ndarray, shape (T,)
-        Circular posterior mean of ``x_t``.
-    sd : numpy.ndarray, shape (T,)
-        Circular posterior standard deviation of ``x_t``.
-
-    Examples
-    --------
-    >>> import arviz as az
-    >>> x, y = simulate(20, kappa=4.0, kappa_obs=3.0, rank=3, random_seed=0)
-    >>> idata = az.from_dict(posterior={"x": np.tile(x, (1, 4, 1)),
-    ...                                 "kappa": np.full((1, 4), 4.0),
-    ...                                 "kappa_obs": np.full((1, 4), 3.0)})
-    >>> angles, density, mean, sd = posterior_marginals(idata, y, rank=3, n_angles=64)
-    >>> density.shape, mean.shape
-    ((20, 64), (20,))
-    """
-    post = idata.posterior
-    kappas = post["kappa"].values.ravel() if "kappa" in post else None
-    kappa_obs = post["kappa_obs"].values.ravel() if "kappa_obs" in post else None
-    if kappas is None or kappa_obs is None:
-        raise ValueError("posterior_marginals needs draws of kappa and kappa_obs (use 'prior').")
-    pick = np.linspace(0, kappas.size - 1, min(n_draws, kappas.size)).astype(int)
-    total = 0.0
-    for i in pick:
-        angles, density = smoothing_marginals(
-            y,
-            kappa=kappas[i],
-            kappa_obs=kappa_obs[i],
-            rank=rank,
-            mask=mask,
-            signal=signal,
-            n_angles=n_angles,
-        )
-        total = total + density
-    x = post["x"].values.reshape(-1, post["x"].shape[-1])
-    resultant = np.mean(np.exp(1j * x), axis=0)
-    mean = np.angle(resultant)
-    _, sd = circular_moments(x / 2.0, axis=0)
-    return angles, total / pick.size, mean, 2.0 * sd
-
-
-def simulate(
-    length: int, *, kappa: float, kappa_obs: float, rank: int, missing=0.0, random_seed=None
-):
-    """Exact draw from the chain prior and noisy observations: ``(x, y)``, NaN where missing.
-
-    Parameters
-    ----------
-    length : int
-        Number of time steps ``T`` (>= 2).
-    kappa : float
-        Smoothing concentration of the chain prior (> 0).
-    kappa_obs : float
-        Observation concentration (> 0).
-    rank : int
-        Rank ``R`` of the potential (>= 1).
-    missing : float, default 0.0
-        Probability that an observation is missing (NaN).
-    random_seed : int or numpy.random.Generator, optional
-        Random seed or generator.
-
-    Returns
-    -------
-    x : numpy.ndarray, shape (T,)
-        True angles in ``[-pi, pi)``.
-    y : numpy.ndarray, shape (T,)
-        Noisy observations in ``[-pi, pi)``, NaN where missing.
-
-    Examples
-    --------
-    >>> x, y = simulate(50, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.5, random_seed=0)
-    >>> x.shape, 0 < int(np.isnan(y).sum()) < 50
-    ((50,), True)
-    """
-    rng = as_rng(random_seed)
-    length = check_int(length, "length", minimum=2)
-    x, _ = sample_chain(np.zeros((length, 2)), check_positive(kappa, "kappa"), rank, rng)
-    y = wrap_angle(rng.vonmises(x, check_positive(kappa_obs, "kappa_obs")))
-    y[rng.random(length) < missing] = np.nan
-    return x, y
-
-
-def simulate_data(
-    random_seed=None, *, length: int = 100, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.2
-):
-    """A prior draw and its data for the registry (SBC, posterior predictive checks).
-
-    Returns ``(data, truth)``: ``data`` holds ``y`` (NaN where missing) and the options
-    ``kappa``, ``kappa_obs``, ``rank``; ``truth`` the angles ``x`` and their ``smoothness``
-    (mean cosine of successive differences).
-
-    Parameters
-    ----------
-    random_seed : int or numpy.random.Generator, optional
-        Random seed or generator.
-    length : int, default 100
-        Number of time steps.
-    kappa, kappa_obs : float, default 4.0 and 3.0
-        Smoothing and observation concentrations.
-    rank : int, default 5
-        Rank of the potential.
-    missing : float, default 0.2
-        Probability that an observation is missing.
-
-    Returns
-    -------
-    data : dict
-        ``y`` and the options ``kappa``, ``kappa_obs``, ``rank``.
-    truth : dict
-        ``x`` and ``smoothness``.
-
-    Examples
-    --------
-    >>> data, truth = simulate_data(np.random.default_rng(0), length=12)
-    >>> data["y"].shape, sorted(truth)
-    ((12,), ['smoothness', 'x'])
-    """
-    x, y = simulate(
-        length,
-        kappa=kappa,
-        kappa_obs=kappa_obs,
-        rank=rank,
-        missing=missing,
-        random_seed=random_seed,
-    )
-    data = {"y": y, "kappa": kappa, "kappa_obs": kappa_obs, "rank": rank}
-    return data, {"x": x, "smoothness": float(np.mean(np.cos(np.diff(x))))}
-
-
 def invariants(idata):
     """Circular ``x`` (period 2 pi), ``smoothness`` and the learned concentrations per draw.
 
@@ -605,66 +375,9 @@ def fit_data(
     )
 
 
-def write_outputs(idata, out_dir, prefix: str = "vonmises-chain", *, y=None, truth=None, data=None):
-    """Standard outputs (posterior, circular summary, diagnostics) and a smoothing figure:
-    posterior circular mean of ``x`` with a 90% band, the observations and (if given) the
-    true angles.
-
-    Parameters
-    ----------
-    idata : arviz.InferenceData
-        A fit from :func:`smooth`.
-    out_dir : path-like
-        Output folder (created if needed).
-    prefix : str, default "vonmises-chain"
-        File name prefix.
-    y : array_like, shape (T,), optional
-        Observed angles, drawn in the smoothing figure.
-    truth : array_like, shape (T,), optional
-        True angles, drawn in the smoothing figure.
-
-    data : dict, optional
-        The loaded data (:meth:`pmctx.registry.ModelSpec.fit_file` passes it); its ``y`` is
-        drawn when ``y`` is not given.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written.
-
-    Examples
-    --------
-    >>> paths = write_outputs(idata, "pmctx-out", y=y)  # doctest: +SKIP
-    """
-    from pathlib import Path
-
-    import matplotlib.pyplot as plt
-
-    from pmctx.io import save_figure, write_standard_outputs
-
-    if y is None and data is not None:
-        y = data.get("y")
-    out_dir = Path(out_dir)
-    paths = write_standard_outputs(idata, out_dir, prefix)
-    x = idata.posterior["x"].values.reshape(-1, idata.posterior["x"].shape[-1])
-    mean = np.angle(np.mean(np.exp(1j * x), axis=0))
-    half = np.quantile(np.abs(wrap_angle(x - mean)), 0.9, axis=0)
-    t = np.arange(x.shape[1])
-    fig, ax = plt.subplots(figsize=(8, 3))
-    ax.fill_between(t, mean - half, mean + half, alpha=0.3, label="90% band")
-    ax.plot(t, mean, lw=1, label="posterior circular mean")
-    if y is not None:
-        ax.plot(t, y, ".", ms=3, color="k", label="observed")
-    if truth is not None:
-        ax.plot(t, truth, "x", ms=3, color="C3", label="truth")
-    ax.set(xlabel="time step", ylabel="angle (rad)", ylim=(-np.pi - 1, np.pi + 1))
-    ax.legend(loc="upper right", fontsize=7)
-    paths.append(save_figure(fig, out_dir / f"{prefix}_smoothing.png"))
-    return paths
-
-
-def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None):
-    """Smooth a simulated head-direction trace with 30% missing samples (``quick``: short).
+def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> list[Path]:
+    """Smooth a simulated head-direction trace with 30% missing samples:
+    :func:`pmctx.vonmises.demo.chain_demo` with :func:`smooth`.
 
     Parameters
     ----------
@@ -686,82 +399,7 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None):
     --------
     >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
     """
-    length = 60 if quick else 300
-    x, y = simulate(length, kappa=4.0, kappa_obs=3.0, rank=5, missing=0.3, random_seed=random_seed)
-    idata = smooth(
-        y,
-        # x is drawn jointly and kappa, kappa_obs with x summed out (ChainCollapsedGibbs), yet
-        # the two concentrations trade off: at 4 x 300 draws their R-hat reached 1.015.
-        draws=100 if quick else 600,
-        tune=20 if quick else 300,
-        chains=2 if quick else SAMPLE_DEFAULTS["chains"],
-        cores=cores,
-        random_seed=random_seed,
-        check_convergence=not quick,
-    )
-    return write_outputs(idata, out_dir, y=y, truth=x)
-
-
-def _middle(x) -> np.ndarray:
-    return x[..., x.shape[-1] // 2]
-
-
-def sbc_simulate(random_seed=None, **options):
-    """:func:`simulate_data` with scalar truths for SBC: the middle angle's cosine and sine
-    (circular, so not ranked as an angle) and the smoothness.
-
-    Parameters
-    ----------
-    random_seed : int or numpy.random.Generator, optional
-        Random seed or generator.
-    **options
-        Options of :func:`simulate_data`.
-
-    Returns
-    -------
-    data : dict
-        As :func:`simulate_data` returns it.
-    truth : dict
-        ``cos_x``, ``sin_x`` and ``smoothness``.
-
-    Examples
-    --------
-    >>> data, truth = sbc_simulate(0, length=12)
-    >>> sorted(truth)
-    ['cos_x', 'sin_x', 'smoothness']
-    """
-    data, truth = simulate_data(random_seed, **options)
-    middle = _middle(truth["x"])
-    return data, {"cos_x": float(np.cos(middle)), "sin_x": float(np.sin(middle)),
-                  "smoothness": truth["smoothness"]}  # fmt: skip
-
-
-def sbc_quantities(idata) -> dict:
-    """Posterior draws (flattened over chains) of the truths :func:`sbc_simulate` ranks.
-
-    Parameters
-    ----------
-    idata : arviz.InferenceData
-        A fit with posterior ``x``.
-
-    Returns
-    -------
-    dict
-        ``cos_x``, ``sin_x`` and ``smoothness`` draws.
-
-    Examples
-    --------
-    >>> import arviz as az
-    >>> idata = az.from_dict(posterior={"x": np.zeros((2, 3, 5))})
-    >>> draws = sbc_quantities(idata)
-    >>> draws["cos_x"].shape, float(draws["smoothness"].mean())
-    ((6,), 1.0)
-    """
-    x = idata.posterior["x"].values
-    x = x.reshape(-1, x.shape[-1])
-    middle = _middle(x)
-    smoothness = np.cos(np.diff(x, axis=-1)).mean(-1)
-    return {"cos_x": np.cos(middle), "sin_x": np.sin(middle), "smoothness": smoothness}
+    return chain_demo(smooth, out_dir, quick=quick, random_seed=random_seed, cores=cores)
 
 
 def _spec():

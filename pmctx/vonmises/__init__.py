@@ -6,8 +6,14 @@
 * :mod:`~pmctx.vonmises.augmented` -- auxiliary-variable sampler, all columns at once
 * :mod:`~pmctx.vonmises.cluster` -- reflection cluster move (Swendsen-Wang with a field)
 * :mod:`~pmctx.vonmises.marginals` -- node marginals by forward-backward (seed §4.4)
-* :mod:`~pmctx.vonmises.maps` -- pinwheels, smoothness, orientation error
-* :mod:`~pmctx.vonmises.plots` -- orientation map plots
+* :mod:`~pmctx.vonmises.maps` -- pinwheels, smoothness, orientation error, doubled angles
+* :mod:`~pmctx.vonmises.plots` -- orientation map and angle series plots
+* :mod:`~pmctx.vonmises.inputs` -- checks of observed maps, series and concentrations
+* :mod:`~pmctx.vonmises.simulate` -- prior maps, noisy observations, the map's SBC simulator
+* :mod:`~pmctx.vonmises.series` -- the chain's series: exact marginals, simulation, SBC
+* :mod:`~pmctx.vonmises.predictive` -- predictive draws of the orientation map
+* :mod:`~pmctx.vonmises.outputs` -- the files a map or chain fit writes
+* :mod:`~pmctx.vonmises.demo` -- the map and chain demos (given the model's fit)
 """
 
 from pmctx.vonmises.augmented import augmented_sweep

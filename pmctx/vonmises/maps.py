@@ -21,9 +21,12 @@ import numpy as np
 __all__ = [
     "circular_moments",
     "count_pinwheels",
+    "o_to_theta",
     "orientation_error",
     "pinwheel_charges",
+    "pinwheel_counts",
     "smoothness",
+    "theta_to_o",
 ]
 
 
@@ -31,24 +34,66 @@ def _wrap(x):
     return np.mod(x + np.pi, 2.0 * np.pi) - np.pi
 
 
+def theta_to_o(theta):
+    """Doubled angle ``o = 2 theta`` wrapped into ``[-pi, pi)`` (NaN stays NaN).
+
+    Parameters
+    ----------
+    theta : array_like
+        Orientations in radians (period pi); NaN allowed.
+
+    Returns
+    -------
+    numpy.ndarray
+        Doubled angles ``2 theta`` wrapped into ``[-pi, pi)``, float64, same shape.
+
+    Examples
+    --------
+    >>> theta_to_o([0.0, np.pi / 4, np.pi / 2]).round(3).tolist()
+    [0.0, 1.571, -3.142]
+    """
+    return _wrap(2.0 * np.asarray(theta, dtype=np.float64))
+
+
+def o_to_theta(o):
+    """Orientation ``theta = o / 2`` in ``[0, pi)`` from a doubled angle ``o``.
+
+    Parameters
+    ----------
+    o : array_like
+        Doubled angles in radians (any real values; period 2 pi).
+
+    Returns
+    -------
+    numpy.ndarray
+        Orientations ``(o mod 2 pi) / 2`` in ``[0, pi)``, float64, same shape.
+
+    Examples
+    --------
+    >>> o_to_theta([-np.pi / 2, np.pi]).round(3).tolist()
+    [2.356, 1.571]
+    """
+    return np.mod(np.asarray(o, dtype=np.float64), 2.0 * np.pi) / 2.0
+
+
 def pinwheel_charges(theta) -> np.ndarray:
-    """Winding number of ``theta`` around every plaquette, shape ``(M - 1, N - 1)``.
+    """Winding number of ``theta`` around every plaquette, shape ``(..., M - 1, N - 1)``.
 
     Values are ``0``, ``+1/2`` (counter-clockwise around the cell corners
     (i, j) -> (i, j+1) -> (i+1, j+1) -> (i+1, j)) or ``-1/2``.
 
     Parameters
     ----------
-    theta : array_like (M, N)
-        Orientations.
+    theta : array_like (..., M, N)
+        Orientations: one map, or a stack of maps (e.g. posterior draws) on leading axes.
 
     Returns
     -------
-    numpy.ndarray (M - 1, N - 1)
+    numpy.ndarray (..., M - 1, N - 1)
         Charge of each plaquette.
     """
     o = 2.0 * np.asarray(theta, dtype=np.float64)
-    corners = [o[:-1, :-1], o[:-1, 1:], o[1:, 1:], o[1:, :-1]]
+    corners = [o[..., :-1, :-1], o[..., :-1, 1:], o[..., 1:, 1:], o[..., 1:, :-1]]
     total = sum(_wrap(corners[(k + 1) % 4] - corners[k]) for k in range(4))
     return np.round(total / (2.0 * np.pi)) / 2.0
 
@@ -72,22 +117,55 @@ def count_pinwheels(theta) -> tuple[int, int]:
     return int(np.sum(charges > 0)), int(np.sum(charges < 0))
 
 
-def smoothness(o) -> float:
+def pinwheel_counts(theta) -> np.ndarray:
+    """Number of pinwheels (either sign) of every map in a stack ``theta`` (..., M, N).
+
+    Parameters
+    ----------
+    theta : array_like (..., M, N)
+        Orientations, e.g. posterior draws ``(chain, draw, M, N)``.
+
+    Returns
+    -------
+    numpy.ndarray (...)
+        Pinwheels per map, float64 (a per-draw statistic for summaries and R-hat).
+
+    Examples
+    --------
+    >>> cell = np.array([[0.0, np.pi / 4], [3 * np.pi / 4, np.pi / 2]])
+    >>> pinwheel_counts(np.stack([cell, np.zeros((2, 2))])).tolist()
+    [1.0, 0.0]
+    """
+    return np.count_nonzero(pinwheel_charges(theta), axis=(-2, -1)).astype(np.float64)
+
+
+def smoothness(o):
     """Mean ``cos`` of the difference of doubled angles ``o`` over all 4-neighbour edges.
 
     Parameters
     ----------
-    o : array_like (M, N)
-        Doubled angles.
+    o : array_like (..., M, N)
+        Doubled angles: one map, or a stack of maps on leading axes.
 
     Returns
     -------
-    float
-        In ``[-1, 1]``; 1 for a constant map.
+    float or numpy.ndarray (...)
+        In ``[-1, 1]``; 1 for a constant map. A float for one map, an array over the leading
+        axes for a stack.
+
+    Examples
+    --------
+    >>> smoothness(np.zeros((3, 3))), smoothness(np.zeros((2, 3, 3))).tolist()
+    (1.0, [1.0, 1.0])
     """
     o = np.asarray(o, dtype=np.float64)
-    edges = np.concatenate([np.cos(np.diff(o, axis=0)).ravel(), np.cos(np.diff(o, axis=1)).ravel()])
-    return float(edges.mean())
+    lead = o.shape[:-2]
+    edges = np.concatenate(
+        [np.cos(np.diff(o, axis=-2)).reshape(*lead, -1),
+         np.cos(np.diff(o, axis=-1)).reshape(*lead, -1)], axis=-1
+    )  # fmt: skip
+    mean = edges.mean(axis=-1)
+    return float(mean) if not lead else mean
 
 
 def orientation_error(theta_hat, theta) -> np.ndarray:

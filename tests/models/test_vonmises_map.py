@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 from pmctx.models.vonmises_map import (
-    DEMO_KAPPAS,
     build_model,
     default_steps,
     demo_data,
     fit,
+    invariants,
     noisy_observations,
     o_to_theta,
     posterior_orientation,
@@ -16,7 +16,7 @@ from pmctx.models.vonmises_map import (
     theta_to_o,
 )
 
-from pmctx.vonmises.maps import count_pinwheels, orientation_error, smoothness
+from pmctx.vonmises.maps import count_pinwheels, orientation_error, pinwheel_charges, smoothness
 
 
 def test_theta_o_round_trip_and_pi_periodicity():
@@ -120,26 +120,6 @@ def test_fit_reads_npz_and_writes_outputs(tmp_path, truth):
         fit(bad, draws=5, tune=5, chains=1, random_seed=0, out_dir=tmp_path)
 
 
-def test_interrupted_prior_sampling_returns_finished_maps(monkeypatch):
-    import pmctx.models.vonmises_map as vm
-
-    from pmctx import PmctxWarning
-
-    calls = {"n": 0}
-    real = vm.SWEEPS["augmented"]
-
-    def interrupting(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] > 6:  # during the third map
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setitem(vm.SWEEPS, "augmented", interrupting)
-    with pytest.warns(PmctxWarning, match="Interrupted"):
-        maps = sample_prior((4, 4), kappa=1.0, rank=2, n_sweeps=3, n_maps=5, random_seed=0)
-    assert maps.shape == (2, 4, 4)
-
-
 def test_reconstruction_is_reproducible_from_its_seed():
     theta = np.random.default_rng(0).uniform(0, np.pi, size=(4, 4))
     runs = [
@@ -166,15 +146,6 @@ def test_default_steps_take_sweeps_per_draw_and_the_cluster_sampler():
         assert type(step).__name__ == "ClusterVonMisesGibbs" and step.n_sweeps == 3
         with pytest.raises(ValueError, match="n_sweeps"):
             default_steps(model, n_sweeps=0)
-
-
-def test_demo_data_takes_kappa_with_the_best_held_out_score():
-    data = demo_data(12, random_seed=3)
-    curve = data["cv"]
-    assert sorted(curve["kappa"]) == sorted(DEMO_KAPPAS)
-    assert data["kappa"] == curve.loc[curve["score"].idxmax(), "kappa"]
-    assert data["theta_obs"].shape == data["truth"].shape == (12, 12)
-    assert 0.1 < np.isnan(data["theta_obs"]).mean() < 0.4
 
 
 @pytest.mark.parametrize(
@@ -205,19 +176,30 @@ def test_plain_pm_sample_converges_on_the_quick_demo_data():
     assert report["converged"].all(), report
 
 
-@pytest.mark.parametrize(
-    ("size", "error", "match"),
-    [(1, ValueError, "size must be >= 2, got 1"), (2.5, TypeError, "size must be an integer")],
-)
-def test_demo_data_rejects_a_bad_size(size, error, match):
-    with pytest.raises(error, match=match):
-        demo_data(size)
+def test_invariants_count_pinwheels_and_smoothness_as_the_maps_module_does():
+    """invariants() uses pmctx.vonmises.maps (no second pinwheel counter): the per-draw
+    counts are count_pinwheels' two signs summed, and the count a plaquette-by-plaquette
+    winding sum gives (the re-implementation invariants used to carry)."""
+    import arviz as az
 
-
-def test_empty_maps_are_rejected_before_sampling():
-    with pytest.raises(ValueError, match=r"theta_obs must have at least 1 grid row .*\(0, 5\)"):
-        reconstruct(np.empty((0, 5)), draws=5, tune=5, chains=1)
-    with pytest.raises(ValueError, match=r"z must have at least 1 grid row .*check that some"):
-        build_model(np.empty((0, 0)))
-    with pytest.raises(TypeError, match="theta_obs must hold real numbers.*numeric values"):
-        reconstruct([["a", "b"]], draws=5, tune=5, chains=1)
+    rng = np.random.default_rng(5)
+    o = np.concatenate(
+        [rng.uniform(-np.pi, np.pi, (1, 6, 7, 8)),
+         sample_prior((7, 8), kappa=3.0, rank=3, n_sweeps=10, n_maps=6, random_seed=1)[None]]
+    )  # fmt: skip
+    theta = o_to_theta(o)
+    inv = invariants(az.from_dict(posterior={"o": o, "theta": theta}))
+    maps = theta.reshape(-1, 7, 8)
+    expected = [sum(count_pinwheels(m)) for m in maps]
+    assert inv["pinwheels"].values.ravel().tolist() == expected
+    assert len(set(expected)) > 3 and max(expected) > 10  # maps with few and many pinwheels
+    corners = [2 * theta[..., :-1, :-1], 2 * theta[..., :-1, 1:], 2 * theta[..., 1:, 1:],
+               2 * theta[..., 1:, :-1]]  # fmt: skip
+    wrap = lambda x: np.mod(x + np.pi, 2 * np.pi) - np.pi  # noqa: E731
+    winding = sum(wrap(corners[(k + 1) % 4] - corners[k]) for k in range(4)) / (2 * np.pi)
+    np.testing.assert_array_equal(pinwheel_charges(theta), np.round(winding) / 2)
+    by_hand = (np.abs(np.round(winding)) > 0).sum(axis=(-2, -1))
+    np.testing.assert_array_equal(inv["pinwheels"].values, by_hand)
+    np.testing.assert_allclose(
+        inv["smoothness"].values.ravel(), [smoothness(m) for m in o.reshape(-1, 7, 8)], rtol=1e-14
+    )

@@ -1,0 +1,146 @@
+"""The files a von Mises fit writes, and the posterior summaries they draw.
+
+:func:`write_map_outputs` (the orientation map, :mod:`pmctx.models.vonmises_map`) and
+:func:`write_chain_outputs` (the chain smoother, :mod:`pmctx.models.vonmises_chain`) write
+the standard outputs of a fit (posterior, circular summary, diagnostics,
+:func:`pmctx.io.write_standard_outputs`) and the model's figures (:mod:`pmctx.vonmises.plots`);
+:func:`posterior_orientation` is the posterior mean orientation map and its circular sd.
+
+Examples
+--------
+>>> import arviz as az
+>>> import numpy as np
+>>> idata = az.from_dict(posterior={"x": np.zeros((2, 10, 5))})
+>>> paths = write_chain_outputs(idata, "pmctx-out")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pmctx.io import save_figure, write_standard_outputs
+from pmctx.validation import as_angle_array
+from pmctx.vonmises.maps import circular_moments
+from pmctx.vonmises.plots import plot_angle_series, plot_reconstruction, plot_smoothness_trace
+
+__all__ = ["posterior_orientation", "write_chain_outputs", "write_map_outputs"]
+
+
+def posterior_orientation(idata):
+    """Posterior mean orientation and circular standard deviation, each ``(M, N)``.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit with posterior ``theta`` (chain, draw, M, N), e.g. from
+        :func:`pmctx.models.vonmises_map.reconstruct`.
+
+    Returns
+    -------
+    mean : numpy.ndarray, shape (M, N)
+        Circular posterior mean orientation in ``[0, pi)``.
+    sd : numpy.ndarray, shape (M, N)
+        Circular standard deviation of the orientation (radians).
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> idata = az.from_dict(posterior={"theta": np.full((2, 10, 2, 3), 0.5)})
+    >>> mean, sd = posterior_orientation(idata)
+    >>> mean.shape, float(mean[0, 0].round(6))
+    ((2, 3), 0.5)
+    """
+    theta = idata.posterior["theta"].values
+    return circular_moments(theta.reshape(-1, *theta.shape[2:]), axis=0)
+
+
+def write_map_outputs(
+    idata, out_dir: Path, prefix: str = "vonmises", *, theta_obs=None, truth=None, data=None
+) -> list[Path]:
+    """Standard outputs (posterior, circular summary, diagnostics) and the reconstruction
+    (when ``theta_obs`` is given) and smoothness-trace figures.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit from :func:`pmctx.models.vonmises_map.reconstruct`.
+    out_dir : path-like
+        Output folder (created if needed).
+    prefix : str, default "vonmises"
+        File name prefix.
+    theta_obs : array_like, shape (M, N), optional
+        Observed orientations (NaN where missing), for the reconstruction figure.
+    truth : array_like, shape (M, N), optional
+        True orientations, drawn in the reconstruction figure when given.
+    data : dict, optional
+        The loaded data (:meth:`pmctx.registry.ModelSpec.fit_file` passes it); its ``theta``
+        (masked by ``mask``) is the observed map when ``theta_obs`` is not given.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The standard outputs, then ``<prefix>_reconstruction.png`` (with ``theta_obs``) and
+        ``<prefix>_trace.png``.
+
+    Examples
+    --------
+    >>> theta = np.full((3, 3), 0.5)
+    >>> idata = reconstruct(theta, rank=3, draws=10, tune=5, chains=1)  # doctest: +SKIP
+    >>> paths = write_map_outputs(idata, "pmctx-out", theta_obs=theta)  # doctest: +SKIP
+    """
+    out_dir = Path(out_dir)
+    paths = write_standard_outputs(idata, out_dir, prefix)
+    if theta_obs is None and data is not None:
+        theta_obs = as_angle_array(data["theta"], "theta", low=0.0, high=np.pi, allow_nan=True)
+        if data.get("mask") is not None:
+            theta_obs = np.where(np.asarray(data["mask"]) == 1, theta_obs, np.nan)
+    if theta_obs is not None:
+        mean, sd = posterior_orientation(idata)
+        fig = plot_reconstruction(theta_obs, mean, sd, truth=truth)
+        paths.append(save_figure(fig, out_dir / f"{prefix}_reconstruction.png"))
+    fig = plot_smoothness_trace(idata.sample_stats["smoothness"].values)
+    paths.append(save_figure(fig, out_dir / f"{prefix}_trace.png"))
+    return paths
+
+
+def write_chain_outputs(
+    idata, out_dir, prefix: str = "vonmises-chain", *, y=None, truth=None, data=None
+) -> list[Path]:
+    """Standard outputs (posterior, circular summary, diagnostics) and a smoothing figure:
+    posterior circular mean of ``x`` with a 90% band, the observations and (if given) the
+    true angles (:func:`pmctx.vonmises.plots.plot_angle_series`: line and band break where
+    the angle wraps at +-pi).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit from :func:`pmctx.models.vonmises_chain.smooth`.
+    out_dir, prefix
+        As in :func:`write_map_outputs` (the prefix defaults to ``"vonmises-chain"``).
+    y : array_like, shape (T,), optional
+        Observed angles, drawn in the smoothing figure.
+    truth : array_like, shape (T,), optional
+        True angles, drawn in the smoothing figure.
+    data : dict, optional
+        The loaded data (:meth:`pmctx.registry.ModelSpec.fit_file` passes it); its ``y`` is
+        drawn when ``y`` is not given.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The standard outputs, then ``<prefix>_smoothing.png``.
+
+    Examples
+    --------
+    >>> idata = smooth(y, rank=3, draws=10, tune=5, chains=1)  # doctest: +SKIP
+    >>> paths = write_chain_outputs(idata, "pmctx-out", y=y)  # doctest: +SKIP
+    """
+    if y is None and data is not None:
+        y = data.get("y")
+    out_dir = Path(out_dir)
+    paths = write_standard_outputs(idata, out_dir, prefix)
+    fig = plot_angle_series(idata.posterior["x"].values, y=y, truth=truth)
+    paths.append(save_figure(fig, out_dir / f"{prefix}_smoothing.png"))
+    return paths
