@@ -13,7 +13,7 @@ user sets most (``draws``, ``tune``, ``chains``, ``cores``, ``random_seed``, ``p
 * ``cores=None`` (default) runs the chains in parallel on every CPU this process may use
   (:func:`usable_cores`: ``os.sched_getaffinity``, or ``PMCTX_CORES``), for pmctx's own
   steps and NUTS alike; PyMC's own default counts half the CPUs (it assumes hyper-threads),
-  which ran four chains one after another on a 2-core machine.
+  so on a 2-core machine it runs four chains one after another.
 
 Examples
 --------

@@ -21,10 +21,8 @@ fits CPU time inside the worker process. :func:`connect` starts its local cluste
   worker-killing slow test failed that way in CI). The next chunk waits at the scheduler
   instead, one round trip (milliseconds) per chunk of about a second.
 
-Measured (``python -m benchmarks.batch_worker_cpu``, 40 units, 5 paired rounds, load average
-8-11 on 2 cores): minor page faults per unit in a 1-worker cluster's worker 842 (CRP alpha)
-and 956 (GUM Laplace) with Dask's settings, 0 tuned (0 in a plain loop); CPU of the worker's
-event loop beside the engine 7.0 / 5.5 ms per unit with Dask's settings, 1.25 / 1.5 tuned.
+``python -m benchmarks.batch_worker_cpu`` measures what they save per unit (the worker's
+page faults and event-loop CPU; figures on the docs' benchmarks page).
 
 What is given up: the dashboard's profile page stays empty, a worker's memory limits are
 checked every second (a fit that fills memory faster is stopped later), and freed memory

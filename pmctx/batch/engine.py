@@ -501,9 +501,8 @@ def run_batch(
         moment it finishes, and a retried task refits only its unfinished units.
     background_writes : bool, default False
         Write each unit's files in a background thread while the next unit fits (see
-        :mod:`pmctx.batch.writer`). Off by default: on an idle 2-core machine it cost more
-        than it saved (engine CPU per unit +26.8% over a plain loop with it, +9.4% without,
-        on 40 ms CRP fits).
+        :mod:`pmctx.batch.writer`). Off by default: for short fits it costs more CPU than it
+        saves (``benchmarks/bench_batch.py``, ``benchmarks/results/batch.json``).
 
     Returns
     -------

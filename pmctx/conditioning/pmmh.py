@@ -18,7 +18,7 @@ it is Metropolis-Hastings on the extended target ``p(theta) p(u) p(y | V(theta, 
 
 Freezing ``u`` for a whole chain instead (common random numbers) targets ``p(theta | y, u)``,
 the posterior *given one realisation of the filter's noise*: its intervals are too narrow and
-centred on the wrong point (issue 13: 80% intervals covered 0.42-0.55).
+centred on the wrong point (in simulations its 80% intervals covered 42-55% of the true values).
 
 With ``method="local_map"`` the filter is deterministic, ``u`` is ignored and the step is an
 ordinary adaptive random-walk Metropolis step on an exact likelihood.

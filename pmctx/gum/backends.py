@@ -1,74 +1,19 @@
 """Which NUTS implementation runs a GUM: PyMC's, or nutpie's Rust sampler when installed.
 
-Measured on seed 002 section 3.1 at N=500 (4 chains x 1000 draws + 1000 tuning, one core,
-``benchmarks/bench_gum.py``, CPU seconds on the shared 2-core machine under load ~20, so
-+-30%):
-
-=============================================  ============  ==========  ==============
-backend                                        compile s     sampling s  leapfrog/draw
-=============================================  ============  ==========  ==============
-pm.sample, Laplace dense metric (NUMBA mode)   ~3.5          ~19         15
-nutpie, diagonal adaptation                    3.4-6.4       11.4        61
-nutpie, low-rank modified mass matrix          3.4-6.4       6.0         7.4
-=============================================  ============  ==========  ==============
-
 PyMC's NUTS spends most of its time in Python per leapfrog step; nutpie runs the whole tree
 in Rust around a Numba-compiled log density, and its low-rank mass-matrix adaptation learns
 the correlations of products of functions that the Laplace metric gives PyMC.
 
-Re-measured (issue 11, ``benchmarks/bench_gum_samplers.py``, N=500, 4 x (1000 + 1000), CPU
-seconds under load 20-26 on the shared 2-core box; plain default calls on ``g.model``
-except ``g.sample()``; gradients gather the two non-zeros of each interpolation row,
-:func:`pmctx.gum.build.sparse_basis`):
-
-=======================================  ======  ======  =========  ===================
-back end                                 CPU s   max R   min ESS    ESS/CPU s vs PyMC
-=======================================  ======  ======  =========  ===================
-``pm.sample()`` (C mode, no BLAS)        109.1   1.002   3279       1.00
-``pm.sample(compile_kwargs=NUMBA)``      52.1    1.003   2948       1.88
-``pm.sample(nuts_sampler="nutpie")``     22.3    1.003   3340       4.98
-``pm.sample(nuts_sampler="numpyro")``    26.0    1.003   3171       4.06
-``g.sample()`` (auto: nutpie, low rank)  14.8    1.008   2132       4.80
-=======================================  ======  ======  =========  ===================
-
-nutpie split (separate run, same load): compile 6.9 CPU s, sampling 10.3 CPU s, 11
-leapfrog steps per draw, so about half the cost is Numba compilation, which no choice of
-mass matrix removes; the sampling half is gradient-bound (~0.1 ms per step).
-
-Since then :meth:`GumModel.sample` gives nutpie the Laplace-whitened model
-(:mod:`pmctx.gum.whiten`) with a diagonal mass matrix, keeps the compiled model on the
-``GumModel``, and sparse bases are read by one lookup per non-zero column
-(:func:`pmctx.gum.build.sparse_product`). ``benchmarks/bench_gum_samplers.py``, 4 x (1000 +
-1000), CPU seconds, shared 2-core box under 1-minute load 10.6-11.8 (so inflated; wall
-seconds were ~5x CPU and are not shown; ``results/gum_samplers_gum_rows_loaded.json``):
-
-====================================  =====  =======  ======  =====  ============
-``g.sample()`` row                    N      CPU s    max R   ESS    ESS / CPU s
-====================================  =====  =======  ======  =====  ============
-first call (nutpie compile included)  500    18.3     1.005   2049   112
-repeat call (compiled model reused)   500    3.9      1.005   2049   531
-first call, ``approximation="hsgp"``  500    16.3     1.005   1625   100
-first call                            10000  34.9     1.005   4058   116
-repeat call                           10000  25.9     1.005   4058   156
-first call, ``approximation="hsgp"``  10000  35.4     1.004   3838   109
-====================================  =====  =======  ======  =====  ============
-
-Where a first call's time goes (N=500, separate fresh processes, load ~11, CPU s): imports
-3.7, Laplace 0.1, whitened model 0.65, nutpie compile 11.5-13.0, sampling 3.7-4.1,
-``log_likelihood`` group 1.1-1.3. Of the compile, ~81% is Numba compiling nutpie's two
-``cfunc`` s (log density and Deterministics; not cached across processes although PyTensor's
-Numba disk cache is on, a second process compiled as long) and ~15% PyTensor's
-``function`` (rewrites, Numba funcify); restricting nutpie's Deterministics
-(``var_names``) did not shorten it (10.8 against 8.6 CPU s).
-
-Since then the whitened model's two nutpie callbacks come from :mod:`pmctx.gum.cached`
+:meth:`GumModel.sample` gives nutpie the Laplace-whitened model (:mod:`pmctx.gum.whiten`)
+with a diagonal mass matrix when it applies and keeps the compiled model on the ``GumModel``
+for repeat calls. The whitened model's two nutpie callbacks come from :mod:`pmctx.gum.cached`
 (Numba code on PyTensor's disk cache, keyed by structure and shapes, not data), so only the
-first process that meets a structure and N compiles them, and the ``log_likelihood`` group
-comes from the design's NumPy likelihood (:meth:`GumModel.log_likelihood_draws`: no PyTensor
-compile, which also spared loading PyTensor's C module cache, 2.3 s). First ``g.sample()`` of
-a fresh process, N=500, 4 x (1000 + 1000), quiet box (load 1.2-1.4), warm disk cache: 4.0,
-4.5, 4.2, 4.7, 4.0 s wall over 5 processes (5.6-6.5 CPU s, of which sampling 1.9-2.4 s);
-10.7 s before; with the disk cache empty, 17.5 s (one compile per structure and N).
+first process that meets a structure and N compiles them; the ``log_likelihood`` group comes
+from the design's NumPy likelihood (:meth:`GumModel.log_likelihood_draws`), with no PyTensor
+compile; sparse bases are read by one lookup per non-zero column
+(:func:`pmctx.gum.build.sparse_product`). ``benchmarks/bench_gum_samplers.py`` times every
+back end and ``g.sample()`` (first call, repeat call, HSGP, a fresh process) at N=500 and
+N=10,000 (``benchmarks/results/gum_samplers.json``).
 
 Rule of ``backend="auto"`` (the default of :meth:`GumModel.sample`): nutpie with the low-rank
 mass matrix (the whitened model with a diagonal one when it applies) when nutpie is installed

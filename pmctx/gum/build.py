@@ -263,10 +263,10 @@ def sparse_product(theta, index: np.ndarray, weight: np.ndarray):
     """``basis @ theta`` from the non-zeros ``(index, weight)`` of :func:`sparse_basis`: one
     flat lookup of ``theta`` per non-zero column, times its weight, summed elementwise.
 
-    Against one lookup of all non-zeros followed by a reshape, a multiply and a sum over the
-    last axis, the elementwise form fuses with the likelihood and its gradient: log density +
-    gradient (PyTensor NUMBA mode, seed 002 section 3.1, CPU us per call, same process, load
-    ~11 on the shared 2-core box) 47.1 -> 33.8 at N=500 and 483.8 -> 253.9 at N=10,000.
+    Unlike one lookup of all non-zeros followed by a reshape, a multiply and a sum over the
+    last axis, the elementwise form fuses with the likelihood and its gradient, which makes
+    the log density and its gradient cheaper, the more so the larger N (figures on the docs'
+    benchmarks page).
 
     Parameters
     ----------

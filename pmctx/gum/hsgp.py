@@ -59,12 +59,10 @@ __all__ = [
 ]
 
 #: Rows from which ``approximation="auto"`` samples GP terms through HSGP when lengthscales are
-#: sampled. Log density + gradient (PyTensor NUMBA mode, seed 002 section 3.1, lengthscales
-#: sampled, CPU us per call on the shared 2-core box under load ~10, so +-50%): exact 3,324 /
-#: 6,253 / 15,567 at N=500 / 2,000 / 5,000 against HSGP 2,095 / 1,497 / 2,183 (1.6x, 4.2x,
-#: 7.1x; the exact prior's cost grows with N faster than HSGP's, cause not profiled). With
-#: *fixed* lengthscales HSGP gave no gain at N=1k-10k (the
-#: exact factor is a constant matrix), so "auto" keeps the exact prior there.
+#: sampled: the exact prior's log density and gradient cost grows with N faster than HSGP's,
+#: and from this size on HSGP is several times cheaper (figures on the docs' benchmarks page).
+#: With *fixed* lengthscales the exact factor is a constant matrix and HSGP gains nothing, so
+#: "auto" keeps the exact prior there.
 HSGP_MIN_OBS = 2000
 #: Boundary factor ``L = c * half-range`` of the non-periodic HSGP (default of hsgp_factor).
 HSGP_C = 1.5
@@ -76,8 +74,7 @@ HSGP_CS = (1.2, 1.5, 2.0, 2.5, 3.0, 4.0)
 HSGP_TOL = 1e-4
 
 #: Numeric evaluation of constant graphs (bases at fixed lengthscales): Python linker without
-#: graph rewrites, which took ~75% of a compiled evaluation (1.53 -> 0.41 CPU s for the six
-#: boundary factors of one section 3.1 function; same values to 1e-10).
+#: graph rewrites, which would cost most of a compiled evaluation (same values to 1e-10).
 _NUMERIC = Mode(linker="py", optimizer=None)
 
 
@@ -216,8 +213,7 @@ def choose_n_basis(fn, *, tol: float = HSGP_TOL) -> tuple[int, float] | None:
     far boundary), or None when it would need as many coordinates as the exact grid prior.
 
     The basis is evaluated once per ``c`` at its largest size and smaller sizes are its
-    leading columns (the search took 34 CPU s on seed 002 section 3.1 when every size was
-    compiled and evaluated on its own; now one compiled function evaluates all ``c``).
+    leading columns; one compiled function evaluates all ``c``.
 
     Parameters
     ----------

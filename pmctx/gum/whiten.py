@@ -12,13 +12,8 @@ mass matrix suffices and NUTS takes few leapfrog steps per draw. The user's vari
 ``z`` under their usual names and dims, so the ``InferenceData`` looks like one of the plain
 model; ``gum_white_z`` itself is dropped from it by :func:`pmctx.gum.backends.sample_nutpie`.
 
-Measured (seed 002 section 3.1, N=500, nutpie 4 x (1000 + 1000), diagonal mass matrix, shared
-2-core box under load ~8): 98.3k gradient evaluations (49.5k in draws, 48.8k in warm-up) and
-4.2 CPU s of sampling, max R-hat 1.007. Whole calls under load ~11, compile included
-(``benchmarks/bench_gum_samplers.py``): ``pm.sample(nuts_sampler="nutpie")`` on the plain model
-(low-rank mass matrix) 30.6 CPU s, min bulk ESS 3316 (108 per CPU s); ``g.sample()`` on the
-whitened model 18.3 CPU s, ESS 2049 (112 per CPU s), and 3.9 CPU s (531 per CPU s) on a repeat
-call that reuses the compiled model.
+``benchmarks/bench_gum_samplers.py`` times ``g.sample()`` on the whitened model against the
+plain model's back ends (``benchmarks/results/gum_samplers.json``).
 
 It applies when every free variable of the model is in the Laplace vector (no sampled
 lengthscales, dispersions or random-effect sds): :func:`whitened_model` returns None

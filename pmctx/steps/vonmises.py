@@ -209,12 +209,10 @@ class ColumnFFBSVonMises(_VonMisesMapStep):
 class AugmentedVonMisesGibbs(_VonMisesMapStep):
     """Auxiliary-variable block Gibbs: all columns, then all rows, exactly and at once.
 
-    Eight sweeps per stored draw by default (:attr:`default_n_sweeps`). On the demo data
-    (50 x 50, R = 5; ``benchmarks/bench_vonmises_step.py``, 2-core box at load 11) a stored
-    draw costs 38 ms CPU at 8 sweeps against 6.2 ms at 1 (10.3 ms before ``log_joint`` was
-    compiled), and theta's bulk ESS per CPU second is 2.8 times that of 1 sweep (worst-node
-    R-hat 1.011 against 1.117 for 4 x (500 + 500) draws). Pass ``n_sweeps=1`` for the
-    former behaviour.
+    Eight sweeps per stored draw by default (:attr:`default_n_sweeps`): on the demo map
+    theta's bulk ESS per CPU second is then about 2.8 times that of one sweep per draw
+    (``benchmarks/bench_vonmises_step.py``, ``benchmarks/results/vonmises_step.json``).
+    ``n_sweeps=1`` stores every sweep.
 
     Parameters
     ----------
