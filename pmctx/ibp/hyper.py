@@ -4,8 +4,8 @@ Default priors (``HYPER_PRIORS``) and why:
 
 * ``sigma_n^2 ~ InvGamma(2, 0.1)``: conjugate to the Gaussian forces; prior mean 0.1 (noise
   s.d. ~0.3 in the force units), mode 0.033, heavy right tail, so a few hundred force values
-  dominate it. Users rarely know their noise level; fixing it (the old default 0.5) decides
-  how many features the forces can support.
+  dominate it. Users rarely know their noise level; fixing it decides how many features the
+  forces can support.
 * ``sigma_A^2 ~ InvGamma(2, 1)``: conjugate to the Gaussian force basis; prior mean 1 (force
   features of order one), weak (two pseudo-observations).
 * ``alpha ~ Gamma(2, 1)``: conjugate given ``pi`` (:class:`IBPAlphaGibbs`); a priori about
