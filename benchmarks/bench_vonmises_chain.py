@@ -1,4 +1,4 @@
-"""Chain smoother: ESS per CPU second of the learned concentrations, old vs collapsed update.
+"""Chain smoother: ESS per CPU second of the learned concentrations, conditional vs collapsed.
 
 Problem: the chain demo's data (``pmctx.models.vonmises_chain.demo``): T = 300 samples of a
 prior draw with kappa = 4, kappa_obs = 3, rank 5, 30 % missing (T = 100 in ``--quick``).
@@ -6,11 +6,9 @@ Each variant runs 4 chains (started at kappa = kappa_obs = 1, as far from the po
 a user's start may be), ``tune`` iterations discarded, then ``draws`` iterations; one
 iteration is what one ``pm.sample`` draw does with the steps plain ``pm.sample()`` assigns:
 
-* ``conditional-main``: the steps as on main before this change: FFBS of ``x`` through the
-  multi-chain threaded kernel, then 2 slice updates of kappa given ``x``
-  (``ChainKappaSlice``) and 2 of kappa_obs given ``x`` (``KappaObsSlice``). Baseline.
-* ``conditional``: the same with the serial one-chain FFBS kernel now used by
-  :func:`pmctx.vonmises.chain.sample_chain` (same law, no thread start-up).
+* ``conditional``: FFBS of ``x`` by :func:`pmctx.vonmises.chain.sample_chain` (the serial
+  one-chain kernel), then 2 slice updates of kappa given ``x`` (``ChainKappaSlice``) and 2 of
+  kappa_obs given ``x`` (``KappaObsSlice``). Baseline.
 * ``collapsed``: :func:`pmctx.vonmises.chain_collapsed.collapsed_update`, one slice update
   of each of log kappa, log kappa_obs with ``x`` summed out, then one FFBS draw of ``x``.
 
@@ -26,23 +24,12 @@ import time
 import arviz as az
 import numpy as np
 
-from pmctx.vonmises._numba_chains import LOG_I0E_TABLE, single_term_chain_modes
 from pmctx.vonmises.chain import sample_chain, sample_chain_kappa
 from pmctx.vonmises.chain_collapsed import collapsed_update
 from pmctx.vonmises.hyper import kappa_obs_statistics, sample_kappa_obs
-from pmctx.vonmises.potentials import mode_vectors, natural_field, sample_von_mises
+from pmctx.vonmises.potentials import natural_field
 
 KAPPA, KAPPA_OBS, RANK, MISSING = 4.0, 3.0, 5, 0.3
-
-
-def _threaded_ffbs(field, kappa, rank, rng):
-    """``sample_chain`` as it was on main: the threaded multi-chain kernel for one chain."""
-    modes = mode_vectors(rank)
-    ext = np.concatenate([kappa * modes, np.zeros((1, 2))], axis=0)
-    uniforms = rng.random((1, field.shape[0]))
-    aux, _ = single_term_chain_modes(field[None], ext, uniforms, LOG_I0E_TABLE)
-    natural = field[None] + ext[aux[:, :-1]] + ext[aux[:, 1:]]
-    return sample_von_mises(natural, rng)[0]
 
 
 def _conditional(ffbs):
@@ -62,7 +49,6 @@ def _collapsed(state, z, observed, rng):
 
 
 VARIANTS = {
-    "conditional-main": _conditional(_threaded_ffbs),
     "conditional": _conditional(lambda f, k, r, rng: sample_chain(f, k, r, rng)[0]),
     "collapsed": _collapsed,
 }
@@ -114,8 +100,8 @@ def run(quick: bool = False) -> list[dict]:
                 "seconds_per_sweep": cpu / (4 * draws),
                 "sweeps_per_s": 4 * draws / cpu,
                 "ess_per_s": worst,
-                "baseline": None if variant == "conditional-main" else "conditional-main",
-                "ratio_vs_baseline": None if variant == "conditional-main" else worst / baseline,
+                "baseline": None if variant == "conditional" else "conditional",
+                "ratio_vs_baseline": None if variant == "conditional" else worst / baseline,
                 "notes": (
                     f"bulk ESS kappa {ess[0]:.0f}, kappa_obs {ess[1]:.0f}; ESS/CPU-s kappa "
                     f"{ess[0] / cpu:.1f}, kappa_obs {ess[1] / cpu:.1f}; R-hat {rhat[0]:.3f}, "

@@ -1,7 +1,7 @@
-"""Compiled column pass of the augmented sampler by power series (the default since session 13).
+"""Compiled FFBS over the vertical modes of the augmented sampler, pair terms by power series.
 
-Same law, same inputs and the same random stream as :mod:`pmctx.vonmises._numba_vector` (the
-uniforms are drawn by the caller), with less work per node:
+The uniforms are drawn by the caller, so the draws are a function of them alone (the tests
+compare them with two independent reference kernels given the same uniforms). Per node:
 
 * **no** ``i0e``, ``exp`` or square root per mode pair: a node's pair terms are
   ``I0(r) = sum_k t^k / (k!)^2`` with ``t = r^2 / 4 = |v + kappa r_a + kappa r_b|^2 / 4``,
@@ -11,7 +11,8 @@ uniforms are drawn by the caller), with less work per node:
   ``2^-56`` of the sum at the band's edge), so the recurrences unroll and the loop over pairs
   vectorises.
   Forward filtering normalises per node, so the terms need no common factor ``e^{-r_max}``;
-  nodes beyond the last band (``r > 64``) use the vector kernel's ``i0e(r) e^{r - r_max}``;
+  nodes beyond the last band (``r > 64``) use ``i0e(r) e^{r - r_max}`` (Cephes' Chebyshev
+  ``i0e`` and a polynomial ``exp``, :mod:`pmctx.vonmises._numba_vector`);
 * the ``(R + 1)(R + 2) / 2`` terms are kept packed; the forward step is one independent dot
   product per mode (read through an index table, no symmetric ``(R + 1)^2`` matrix to
   fill), so its dependency chains are short;
@@ -258,7 +259,8 @@ def _chains_parallel(node_vec, pairs, uniforms, aux, log_evidence):
 def chain_modes(node_vec, ext, uniforms, *, parallel=None):
     """Vertical modes of every chain and each chain's log evidence (power-series kernel).
 
-    Same arguments and result as :func:`pmctx.vonmises._numba_vector.chain_modes`.
+    ``aux[:, i]`` and ``aux[:, i + 1]`` are the modes above and below node ``i``; the result
+    does not depend on the number of threads.
 
     Parameters
     ----------

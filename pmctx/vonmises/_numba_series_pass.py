@@ -1,11 +1,11 @@
-"""One compiled call per column pass of the augmented sampler (the series kernel's pass).
+"""One compiled call per column pass of the augmented sampler.
 
 Cosines, edge modes (categorical draws with the polynomial ``exp`` of
 :mod:`pmctx.vonmises._numba_vector`), node vectors, FFBS over the vertical modes
 (:mod:`pmctx.vonmises._numba_series`) and each node's von Mises mean and concentration, in
 parallel blocks of rows and of chains; no NumPy temporaries between them. Only the caller's
 ``rng.vonmises`` stays serial (its stream is sequential). Same uniforms, same order, same draws
-as the NumPy assembly around the vector kernel.
+as the pass assembled in NumPy around the separate edge and chain kernels.
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def column_pass(o, field, ext, u_edge, u_chain, *, parallel=None):
     if parallel is None:
         parallel = o.size >= PARALLEL_MIN_NODES
     if parallel:
-        with numba.parallel_chunksize(1):  # blocks handed out one at a time (a shared box)
+        with numba.parallel_chunksize(1):  # blocks handed out one at a time (cores may be busy)
             _pass_parallel(o, field, ext, _pairs(ext), u_edge, u_chain, edges, mean, conc)
     else:
         _pass_serial(o, field, ext, _pairs(ext), u_edge, u_chain, edges, mean, conc)

@@ -1,10 +1,8 @@
 """Compiled kernels for ONE chain (the chain smoother), without thread start-up costs.
 
-:func:`pmctx.vonmises._numba_chains.single_term_chain_modes` runs many chains in parallel
-threads (the map samplers' columns). For the smoother's single chain, starting the thread
-pool costs far more than the work (measured on the shared 2-core box: 9.6 ms wall, 2.9 ms
-CPU per call at T=300, R=5, against 0.25 ms wall / 0.09 ms CPU serially), so these serial
-kernels call the same per-chain FFBS, :func:`pmctx.vonmises._numba_chains._one_chain`.
+The map samplers run many chains in parallel threads; for the smoother's single chain,
+starting the thread pool costs far more than the work, so these serial kernels call the
+per-chain FFBS, :func:`pmctx.vonmises._numba_chains._one_chain`, directly.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ __all__ = ["forward_log_evidence", "single_chain_modes"]
 
 @numba.njit(cache=True)
 def single_chain_modes(node_vec, ext, uniforms, table):
-    """Serial :func:`~pmctx.vonmises._numba_chains.single_term_chain_modes` for one chain.
+    """Vertical modes and log evidence of one chain by FFBS (serial).
 
     ``node_vec`` ``(M, 2)``, ``uniforms`` ``(M,)``; returns ``(aux (M + 1,), log_evidence)``.
     """

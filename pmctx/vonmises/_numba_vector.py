@@ -1,7 +1,6 @@
-"""Vectorised compiled kernels of the augmented sampler (the default since session 12).
+"""Vectorised compiled helpers of the orientation-map samplers: ``i0e``, ``exp``, edge modes.
 
-Same law, same inputs and the same random stream as :mod:`pmctx.vonmises._numba_chains`
-(the uniforms are drawn by the caller), arranged so that LLVM vectorises the hot loops:
+Written so that LLVM vectorises the loops that call them:
 
 * ``I0(r) e^{-r}`` by Cephes' Chebyshev series (the ones SciPy's ``i0e`` evaluates, read
   from NumPy's ``i0``): ``[0, 8]`` in ``x = r / 2 - 2`` and ``(8, inf)`` in ``x = 32 / r - 2``
@@ -11,14 +10,11 @@ Same law, same inputs and the same random stream as :mod:`pmctx.vonmises._numba_
   degree-13 Taylor polynomial of ``e^f`` (truncation below ``1e-17``) and ``2^k`` from a
   table (exact powers of two down to the subnormals, then 0), so no libm call is left in a
   vector loop;
-* no logarithm per mode pair: ``log 2 pi I0(r)`` is increasing in ``r``, so each node's
-  largest pair term is the one with the largest ``r``; entries are
-  ``i0e(r) exp(r - r_max)`` and ``r_max`` goes into the log scale;
-* the ``(R + 1)(R + 2) / 2`` distinct mode pairs of a node in one flat loop over
-  precomputed pair vectors.
+* :func:`edge_modes`: every edge's mode by inverse CDF from caller-drawn uniforms;
+* :func:`log_joint_compiled`: the map's unnormalised log density.
 
 Maps with fewer than :data:`PARALLEL_MIN_NODES` nodes run in one thread (starting numba's
-thread pool cost more than the work on small maps); larger maps run chains in parallel. The
+thread pool costs more than the work on small maps); larger maps run rows in parallel. The
 result does not depend on the number of threads.
 """
 
@@ -33,7 +29,6 @@ from pmctx.vonmises._numba_chains import inverse_cdf_pick
 
 __all__ = [
     "PARALLEL_MIN_NODES",
-    "chain_modes",
     "edge_modes",
     "exp_nonpositive",
     "i0e_cheb",
@@ -41,7 +36,6 @@ __all__ = [
 ]
 
 PARALLEL_MIN_NODES = 2**15
-_LOG_2PI = math.log(2.0 * math.pi)
 _LOG2E = 1.0 / math.log(2.0)
 _LN2_HI = 6.93147180369123816490e-01  # ln 2 split so that k * _LN2_HI is exact
 _LN2_LO = 1.90821492927058770002e-10
@@ -113,154 +107,6 @@ def exp_nonpositive(d):
     for j in range(1, _N_EXP):
         p = p * f + _EXP_COEF[j]
     return p * _POW2_NEG[int(-k)]
-
-
-@numba.njit(cache=True, inline="always", fastmath=True)
-def _pair_row(vx, vy, pair_x, pair_y, rad, val):
-    """Fill ``val`` with ``i0e(r) exp(r - r_max)`` of every pair; returns ``r_max``.
-
-    When all of a node's pairs lie below ``r = 8`` only the near series is evaluated; the
-    loops stay branch-free either way.
-    """
-    n = pair_x.shape[0]
-    r_max = 0.0
-    for p in range(n):
-        x = vx + pair_x[p]
-        y = vy + pair_y[p]
-        r = math.sqrt(x * x + y * y)
-        rad[p] = r
-        r_max = max(r_max, r)
-    if r_max <= 8.0:
-        for p in range(n):
-            r = rad[p]
-            val[p] = _chbevl_low(0.5 * r - 2.0) * exp_nonpositive(r - r_max)
-    else:  # (a loop of the far series alone did not vectorise: slower than both)
-        for p in range(n):
-            r = rad[p]
-            val[p] = i0e_cheb(r) * exp_nonpositive(r - r_max)
-    return r_max
-
-
-@numba.njit(cache=True, fastmath=True)
-def _one_chain(node_vec, pairs, uniforms, aux, mats, forward, rad, val, weights):
-    """FFBS over the modes of one chain (linear space, as the table kernel); log evidence.
-
-    ``pairs``: mode indices and vectors of the distinct pairs, then the single-mode vectors
-    (see :func:`_pairs`).
-    """
-    pair_a, pair_b, pair_x, pair_y, ext_x, ext_y = pairs
-    length = node_vec.shape[0]
-    n_modes = ext_x.shape[0]
-    null = n_modes
-    if length == 1:
-        r = math.sqrt(node_vec[0, 0] ** 2 + node_vec[0, 1] ** 2)
-        return _LOG_2PI + math.log(i0e_cheb(r)) + r
-    # First node: only the mode below varies (none above).
-    r_max = _pair_row(node_vec[0, 0], node_vec[0, 1], ext_x, ext_y, rad, val)
-    total = 0.0
-    for b in range(n_modes):
-        total += val[b]
-    for b in range(n_modes):
-        forward[0, b] = val[b] / total
-    log_scale = r_max + math.log(total) + _LOG_2PI
-    for i in range(1, length - 1):
-        r_max = _pair_row(node_vec[i, 0], node_vec[i, 1], pair_x, pair_y, rad, val)
-        for p in range(pair_a.shape[0]):
-            mats[i, pair_a[p], pair_b[p]] = val[p]
-            mats[i, pair_b[p], pair_a[p]] = val[p]
-        for b in range(n_modes):
-            weights[b] = 0.0
-        for a in range(n_modes):
-            f = forward[i - 1, a]
-            for b in range(n_modes):
-                weights[b] += f * mats[i, a, b]
-        total = 0.0
-        for b in range(n_modes):
-            total += weights[b]
-        for b in range(n_modes):
-            forward[i, b] = weights[b] / total
-        log_scale += r_max + math.log(total) + _LOG_2PI
-    last = length - 1
-    r_max = _pair_row(node_vec[last, 0], node_vec[last, 1], ext_x, ext_y, rad, val)
-    total = 0.0
-    for a in range(n_modes):
-        weights[a] = forward[last - 1, a] * val[a]
-        total += weights[a]
-    log_evidence = log_scale + r_max + math.log(total) + _LOG_2PI
-    aux[last + 1] = null
-    aux[0] = null
-    below = null
-    for i in range(last, 0, -1):  # draw u_{i-1}, the mode above node i
-        if i < last:
-            total = 0.0
-            for a in range(n_modes):
-                weights[a] = forward[i - 1, a] * mats[i, a, below]
-                total += weights[a]
-        pick = inverse_cdf_pick(weights, n_modes, uniforms[i] * total)
-        aux[i] = pick
-        below = pick
-    return log_evidence
-
-
-@numba.njit(cache=True)
-def _chains_serial(node_vec, pairs, uniforms, aux, log_evidence):
-    n_chains, length, _ = node_vec.shape
-    n_modes, n_pairs = pairs[4].shape[0], pairs[0].shape[0]
-    mats = np.empty((length, n_modes, n_modes))
-    forward = np.empty((max(length - 1, 1), n_modes))
-    rad, val, weights = np.empty(n_pairs), np.empty(n_pairs), np.empty(n_modes)
-    for chain in range(n_chains):
-        log_evidence[chain] = _one_chain(
-            node_vec[chain], pairs, uniforms[chain], aux[chain], mats, forward, rad, val, weights
-        )
-
-
-@numba.njit(cache=True, parallel=True)
-def _chains_parallel(node_vec, pairs, uniforms, aux, log_evidence):
-    n_chains, length, _ = node_vec.shape
-    n_modes, n_pairs = pairs[4].shape[0], pairs[0].shape[0]
-    for chain in numba.prange(n_chains):
-        mats = np.empty((length, n_modes, n_modes))
-        forward = np.empty((max(length - 1, 1), n_modes))
-        rad, val, weights = np.empty(n_pairs), np.empty(n_pairs), np.empty(n_modes)
-        log_evidence[chain] = _one_chain(
-            node_vec[chain], pairs, uniforms[chain], aux[chain], mats, forward, rad, val, weights
-        )
-
-
-def _pairs(ext):
-    n_modes = ext.shape[0] - 1
-    a, b = np.triu_indices(n_modes)
-    vectors = ext[a] + ext[b]
-    return (
-        a.astype(np.int64),
-        b.astype(np.int64),
-        np.ascontiguousarray(vectors[:, 0]),
-        np.ascontiguousarray(vectors[:, 1]),
-        np.ascontiguousarray(ext[:n_modes, 0]),
-        np.ascontiguousarray(ext[:n_modes, 1]),
-    )
-
-
-def chain_modes(node_vec, ext, uniforms, *, parallel=None):
-    """Vertical modes of every chain and each chain's log evidence (vectorised kernel).
-
-    Same arguments and result as :func:`pmctx.vonmises._numba_chains.single_term_chain_modes`
-    without the table: ``node_vec`` ``(B, M, 2)``, ``ext`` ``(K + 1, 2)`` (``kappa r_k`` and a
-    zero row), ``uniforms`` ``(B, M)``. ``parallel=None`` uses threads from
-    :data:`PARALLEL_MIN_NODES` nodes on.
-    """
-    node_vec = np.ascontiguousarray(node_vec, dtype=np.float64)
-    n_chains, length, _ = node_vec.shape
-    n_modes = ext.shape[0] - 1
-    aux = np.full((n_chains, length + 1), n_modes, dtype=np.int64)
-    log_evidence = np.empty(n_chains)
-    if parallel is None:
-        parallel = n_chains * length >= PARALLEL_MIN_NODES
-    kernel = _chains_parallel if parallel else _chains_serial
-    ext = np.ascontiguousarray(ext, dtype=np.float64)
-    kernel(node_vec, _pairs(ext), uniforms, aux, log_evidence)
-    return aux, log_evidence
 
 
 @numba.njit(cache=True, inline="always", fastmath=True)

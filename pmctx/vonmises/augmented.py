@@ -20,12 +20,11 @@ together. Here the horizontal modes are sampled, not summed: each step is an exa
 update of the joint over ``(O, modes)``, whose ``O``-marginal is the map posterior, so both
 samplers have the same stationary distribution (tested by exact enumeration).
 
-Compiled kernels (:data:`KERNELS`): ``"series"`` (the default: pair terms ``I0`` by their
-power series, no ``exp``/``i0e`` per pair, :mod:`pmctx.vonmises._numba_series`, and one
-compiled call per pass, :mod:`pmctx.vonmises._numba_series_pass`), ``"vector"``
-(:mod:`pmctx.vonmises._numba_vector`: vectorised ``i0e``/``exp``) and ``"table"`` (the
-earliest, :mod:`pmctx.vonmises._numba_chains`). Series and vector use threads from 2**15 nodes
-on; the same uniforms give the same draws (tested to 1e-12).
+Each pass is one compiled call (:mod:`pmctx.vonmises._numba_series_pass`) whose pair terms
+``I0`` are evaluated by their power series, with no ``exp``/``i0e`` per pair
+(:mod:`pmctx.vonmises._numba_series`); maps of 2**15 nodes or more run in threads. The
+tests check its draws, to 1e-12, against two independent reference kernels given the same
+random stream.
 
 Examples
 --------
@@ -40,30 +39,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from pmctx.vonmises import _numba_chains, _numba_series, _numba_series_pass, _numba_vector
+from pmctx.vonmises import _numba_series, _numba_series_pass, _numba_vector
 from pmctx.vonmises.potentials import mode_vectors, sample_von_mises, wrap_angle
 
-__all__ = ["KERNELS", "augmented_sweep", "sample_edge_modes", "sample_single_term_chains"]
-
-#: Compiled kernels: ``"series"`` (:mod:`pmctx.vonmises._numba_series`, the default),
-#: ``"vector"`` (:mod:`pmctx.vonmises._numba_vector`) and ``"table"``
-#: (:mod:`pmctx.vonmises._numba_chains`). Same law, same random stream; kept side by side for
-#: the scale benchmark and the equality tests.
-KERNELS = ("series", "vector", "table")
+__all__ = ["augmented_sweep", "sample_edge_modes", "sample_single_term_chains"]
 
 
-def _check_kernel(kernel):
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}.")
-
-
-def _edge_kernel(cos_a, sin_a, cos_b, sin_b, kappa_modes, uniforms, kernel):
-    if kernel in ("series", "vector"):
-        return _numba_vector.edge_modes(cos_a, sin_a, cos_b, sin_b, kappa_modes, uniforms)
-    return _numba_chains.edge_modes(cos_a, sin_a, cos_b, sin_b, kappa_modes, uniforms)
-
-
-def sample_edge_modes(o_a, o_b, kappa: float, modes, rng, *, kernel="series") -> np.ndarray:
+def sample_edge_modes(o_a, o_b, kappa: float, modes, rng) -> np.ndarray:
     """Draw the mode of each edge ``(o_a, o_b)``: ``P(k) ∝ exp(kappa r_k · (o_a + o_b))``.
 
     ``o_a`` and ``o_b`` are 2-D arrays of the edges' endpoint angles (compiled kernel).
@@ -79,28 +61,25 @@ def sample_edge_modes(o_a, o_b, kappa: float, modes, rng, *, kernel="series") ->
 
     rng : numpy.random.Generator
         Random generator.
-    kernel : {"series", "vector", "table"}, default "series"
-        Compiled kernel (:data:`KERNELS`).
 
     Returns
     -------
     numpy.ndarray of int
         Mode index of each edge, shape of ``o_a``.
     """
-    _check_kernel(kernel)
     o_a = np.asarray(o_a, dtype=np.float64)
     o_b = np.asarray(o_b, dtype=np.float64)
     shape = o_a.shape
     width = shape[-1] if o_a.ndim >= 2 else max(o_a.size, 1)
     o_a, o_b = o_a.reshape(-1, width), o_b.reshape(-1, width)
     uniforms = rng.random(o_a.shape)
-    picks = _edge_kernel(
-        np.cos(o_a), np.sin(o_a), np.cos(o_b), np.sin(o_b), kappa * modes, uniforms, kernel
+    picks = _numba_vector.edge_modes(
+        np.cos(o_a), np.sin(o_a), np.cos(o_b), np.sin(o_b), kappa * modes, uniforms
     )
     return picks.reshape(shape)
 
 
-def sample_single_term_chains(node_vec, kappa: float, modes, rng, *, kernel="series"):
+def sample_single_term_chains(node_vec, kappa: float, modes, rng):
     """FFBS draw of chains whose node factors are single terms ``exp(v · o)`` (compiled).
 
     Same law as :func:`pmctx.vonmises.ffbs.sample_chains` with one component per node;
@@ -117,8 +96,6 @@ def sample_single_term_chains(node_vec, kappa: float, modes, rng, *, kernel="ser
 
     rng : numpy.random.Generator
         Random generator.
-    kernel : {"series", "vector", "table"}, default "series"
-        Compiled kernel (:data:`KERNELS`).
 
     Returns
     -------
@@ -127,48 +104,24 @@ def sample_single_term_chains(node_vec, kappa: float, modes, rng, *, kernel="ser
     log_evidence : numpy.ndarray (B,)
         Log normaliser of each chain's unnormalised density.
     """
-    _check_kernel(kernel)
     ext = np.concatenate([kappa * modes, np.zeros((1, 2))], axis=0)
     uniforms = rng.random(node_vec.shape[:2])
-    if kernel == "series":
-        aux, log_evidence = _numba_series.chain_modes(node_vec, ext, uniforms)
-    elif kernel == "vector":
-        aux, log_evidence = _numba_vector.chain_modes(node_vec, ext, uniforms)
-    else:
-        table = _numba_chains.LOG_I0E_TABLE
-        aux, log_evidence = _numba_chains.single_term_chain_modes(node_vec, ext, uniforms, table)
+    aux, log_evidence = _numba_series.chain_modes(node_vec, ext, uniforms)
     natural = node_vec + ext[aux[:, :-1]] + ext[aux[:, 1:]]
     return sample_von_mises(natural, rng), log_evidence
 
 
-def _column_pass(o, field, kappa: float, modes, rng, kernel):
-    """Sample horizontal modes, then all columns of ``o`` as independent chains."""
+def _column_pass(o, field, kappa: float, modes, rng):
+    """Sample horizontal modes, then all columns of ``o`` as independent chains (one call)."""
     n_cols = o.shape[1]
-    if kernel == "series":  # one compiled call; the same uniforms in the same order
-        u_edge = rng.random((o.shape[0], n_cols - 1)) if n_cols > 1 else None
-        ext = np.concatenate([kappa * modes, np.zeros((1, 2))], axis=0)
-        u_chain = rng.random((n_cols, o.shape[0]))
-        mean, concentration = _numba_series_pass.column_pass(o, field, ext, u_edge, u_chain)
-        return wrap_angle(rng.vonmises(mean, concentration)).T
-    node_vec = np.array(field, dtype=np.float64)
-    if n_cols > 1:
-        cos_o, sin_o = np.cos(o), np.sin(o)  # once per node, not once per edge end
-        uniforms = rng.random((o.shape[0], n_cols - 1))
-        edge = _edge_kernel(
-            cos_o[:, :-1], sin_o[:, :-1], cos_o[:, 1:], sin_o[:, 1:], kappa * modes, uniforms,
-            kernel,
-        )  # fmt: skip
-        pull = kappa * modes[edge]  # (M, N-1, 2)
-        node_vec[:, 1:] += pull
-        node_vec[:, :-1] += pull
-    chains = np.ascontiguousarray(node_vec.transpose(1, 0, 2))
-    angles, _ = sample_single_term_chains(chains, kappa, modes, rng, kernel=kernel)
-    return angles.T
+    u_edge = rng.random((o.shape[0], n_cols - 1)) if n_cols > 1 else None
+    ext = np.concatenate([kappa * modes, np.zeros((1, 2))], axis=0)
+    u_chain = rng.random((n_cols, o.shape[0]))
+    mean, concentration = _numba_series_pass.column_pass(o, field, ext, u_edge, u_chain)
+    return wrap_angle(rng.vonmises(mean, concentration)).T
 
 
-def augmented_sweep(
-    o, field, kappa: float, rank: int, rng, *, direction: str = "both", kernel: str = "series"
-):
+def augmented_sweep(o, field, kappa: float, rank: int, rng, *, direction: str = "both"):
     """One sweep of the auxiliary-variable block sampler.
 
     Parameters
@@ -186,8 +139,6 @@ def augmented_sweep(
         ``"columns"``: explicit horizontal modes, columns as chains (every node updated once);
         ``"rows"``: the transpose; ``"both"``: a column pass then a row pass (every node
         updated twice). Alternating directions mixes better than either alone.
-    kernel : {"series", "vector", "table"}, default "series"
-        Compiled kernel (:data:`KERNELS`); both give the same draws from the same ``rng``.
 
     Returns
     -------
@@ -195,12 +146,11 @@ def augmented_sweep(
     """
     if direction not in ("both", "columns", "rows"):
         raise ValueError(f"direction must be 'both', 'columns' or 'rows', got {direction!r}.")
-    _check_kernel(kernel)
     modes = mode_vectors(rank)
     o = np.asarray(o, dtype=np.float64)
     if direction in ("both", "columns"):
-        o = _column_pass(o, field, kappa, modes, rng, kernel)
+        o = _column_pass(o, field, kappa, modes, rng)
     if direction in ("both", "rows"):
         field_t = np.asarray(field).transpose(1, 0, 2)
-        o = _column_pass(o.T, field_t, kappa, modes, rng, kernel).T
+        o = _column_pass(o.T, field_t, kappa, modes, rng).T
     return np.ascontiguousarray(o)

@@ -8,4 +8,6 @@ may not import.
   enumeration of a tiny posterior;
 * :mod:`tests.oracles.vonmises_exact` -- exact bin probabilities of tiny orientation maps and
   exact prior draws.
+* :mod:`tests.oracles.vonmises_kernels` -- two independent compiled kernels of the
+  augmented orientation-map sweep, which the default kernel must match draw for draw.
 """

