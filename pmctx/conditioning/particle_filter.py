@@ -91,7 +91,15 @@ def _filter_kernel(
 ):
     T, D = F.shape
     M = u_resample.shape[1]
-    counts = np.zeros((M, n_slots, D, 2))
+    # Counts are whole numbers below T + 1: every log the likelihood needs is a table lookup.
+    log_present = np.empty(T + 1)
+    log_absent = np.empty(T + 1)
+    log_total = np.empty(T + 1)
+    for n in range(T + 1):
+        log_present[n] = np.log(n + a)
+        log_absent[n] = np.log(n + b_absent)
+        log_total[n] = np.log(n + a + b)
+    counts = np.zeros((M, n_slots, D, 2), np.int32)
     n_k = np.zeros((M, n_slots))
     n_used = np.zeros(M, np.int64)
     prev = np.full(M, -1, np.int64)
@@ -152,8 +160,8 @@ def _filter_kernel(
                     f = F[t, i]
                     if f >= 0:
                         c = counts[m, k, i]
-                        prior = a if f == 1 else b_absent
-                        lxk += np.log(c[f] + prior) - (np.log(c[0] + c[1] + a + b))
+                        seen = log_present[c[1]] if f == 1 else log_absent[c[0]]
+                        lxk += seen - log_total[c[0] + c[1]]
                 lx[k] = lxk
                 c = counts[m, k, 0]
                 pus[k] = (c[1] + a) / (c[0] + c[1] + a + b)
@@ -171,8 +179,8 @@ def _filter_kernel(
                     c = counts[m, k, 0]
                     # log of the US predictive, computed from counts (not 1 - pus) so that
                     # tiny pseudo-counts keep full precision.
-                    num = c[1] + a if f_us == 1 else c[0] + b_absent
-                    logpost[m, k] += np.log(num) - np.log(c[0] + c[1] + a + b)
+                    seen = log_present[c[1]] if f_us == 1 else log_absent[c[0]]
+                    logpost[m, k] += seen - log_total[c[0] + c[1]]
             logw[m] = _log_sum_exp(logpost[m], n_o)
 
         V[t] = v_m.mean()
@@ -219,7 +227,7 @@ def _filter_kernel(
                 hist_b[j, :t] = hist[anc, :t]
                 hist_b[j, t] = k_new
             if nu < n_slots:
-                counts_b[j, nu] = 0.0
+                counts_b[j, nu] = 0
                 n_k_b[j, nu] = 0.0
             # Store the genealogy instead of copying every history: O(M) per trial.
             ancestor[t, j] = anc
@@ -228,10 +236,10 @@ def _filter_kernel(
             for i in range(D):
                 f = F[t, i]
                 if f >= 0:
-                    counts_b[j, k_new, i, f] += 1.0
+                    counts_b[j, k_new, i, f] += 1
             n_used_b[j] = nu + 1 if k_new == nu else nu
             if n_used_b[j] < n_slots:  # keep the next fresh slot empty
-                counts_b[j, n_used_b[j]] = 0.0
+                counts_b[j, n_used_b[j]] = 0
                 n_k_b[j, n_used_b[j]] = 0.0
             prev_b[j] = k_new
             n_causes[t, j] = n_used_b[j]
