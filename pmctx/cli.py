@@ -354,14 +354,7 @@ EXTERNAL_SUBCOMMANDS = ["pmctx.compare", "pmctx.batch.cli"]  # compare; batch an
 
 def _external_registrars():
     for module_name in EXTERNAL_SUBCOMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as err:
-            if err.name == module_name:
-                continue
-            raise
-        if hasattr(module, "add_parser"):
-            yield module.add_parser
+        yield importlib.import_module(module_name).add_parser
 
 
 def _help_model(argv) -> str | None:

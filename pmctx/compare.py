@@ -7,8 +7,10 @@ never returned or printed without that warning when PSIS is unreliable. The fall
 exact refit: :func:`pmctx.kfold.kfold` or :func:`pmctx.kfold.reloo`.
 
 Latent-variable models must store a log-likelihood with the per-unit latent integrated out
-(the IBP does since issue 16: variables ``joint``, ``F``, ``X``); the one given each trial's
-sampled latent makes PSIS fail.
+(pmctx's models do: the IBP's ``joint``, the CRP's ``trial_features``); the one given each
+trial's sampled latent (kept in ``conditional_log_likelihood``) makes PSIS fail. A model's
+spec declares which variable answers which question (``ModelSpec.comparisons``); the
+default is the one in ``log_likelihood``, others are read from ``log_likelihood_parts``.
 
 ``pmctx compare A.nc B.nc ...`` is the command-line version (see :func:`add_parser`).
 
