@@ -423,7 +423,7 @@ def fit_data(
     Parameters
     ----------
     data : dict
-        Validated data as :mod:`pmctx.schema` loads it, ``{"features": ...}``.
+        ``{"features": ...}``, as :func:`pmctx.conditioning.inputs.load_crp` loads it.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
     **options
@@ -513,10 +513,10 @@ def fit_unit(data: dict, *, random_seed=None, **options):
 
 
 def _spec():
+    from pmctx.conditioning.inputs import load_crp
     from pmctx.conditioning.simulate import invariants as sbc_quantities
     from pmctx.conditioning.simulate import simulate
     from pmctx.registry import ModelSpec
-    from pmctx.schema import load_crp
 
     return ModelSpec(
         name="crp",

@@ -102,7 +102,7 @@ def fit_data(
     Parameters
     ----------
     data : dict
-        Validated data as :mod:`pmctx.schema` loads it, ``{"columns": ..., "options": ...}``.
+        ``{"columns": ..., "options": ...}``, as :func:`pmctx.gum.inputs.load_gum` loads it.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
     formula : str, optional
@@ -199,10 +199,10 @@ def fit_unit(data: dict, *, random_seed=None, method: str = "laplace", draws: in
 
 
 def _spec():
+    from pmctx.gum.inputs import load_gum
     from pmctx.gum.simulate import invariants as sbc_quantities
     from pmctx.gum.simulate import simulate
     from pmctx.registry import ModelSpec
-    from pmctx.schema import load_gum
 
     return ModelSpec(
         name="gum",

@@ -412,7 +412,7 @@ def fit_data(
     Parameters
     ----------
     data : dict
-        Validated data as :mod:`pmctx.schema` loads it, ``{"F": ..., "X": ...}``.
+        Validated data as :func:`pmctx.ibp.inputs.load_ibp` loads it, ``{"F": ..., "X": ...}``.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
     **options
@@ -507,10 +507,10 @@ def kfold_functions(*, var_name: str = "joint", marginal_options=None, **sample_
 
 
 def _spec():
+    from pmctx.ibp.inputs import load_ibp
     from pmctx.ibp.simulate import invariants as sbc_quantities
     from pmctx.ibp.simulate import simulate
     from pmctx.registry import ModelSpec
-    from pmctx.schema import load_ibp
 
     return ModelSpec(
         name="ibp",

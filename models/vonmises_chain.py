@@ -339,7 +339,7 @@ def fit_data(
     ----------
     data : dict
         ``"y"`` (angles in radians, NaN where missing) and optionally ``"mask"`` and
-        ``"signal"``, as loaded by :func:`pmctx.schema.load_vonmises_chain`.
+        ``"signal"``, as loaded by :func:`pmctx.vonmises.inputs.load_vonmises_chain`.
 
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
@@ -404,7 +404,7 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> l
 
 def _spec():
     from pmctx.registry import ModelSpec
-    from pmctx.schema import load_vonmises_chain
+    from pmctx.vonmises.inputs import load_vonmises_chain
 
     return ModelSpec(
         name="vonmises-chain",

@@ -427,7 +427,7 @@ def fit_data(
     ----------
     data : dict
         ``"theta"`` (M x N orientations in ``[0, pi]``, NaN where missing) and optionally
-        ``"mask"`` (M x N, 1 = observed), as loaded by :func:`pmctx.schema.load_vonmises`.
+        ``"mask"`` (M x N, 1 = observed), as loaded by :func:`pmctx.vonmises.inputs.load_vonmises`.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
     **options
@@ -462,7 +462,7 @@ def fit_data(
 
 def _spec():
     from pmctx.registry import ModelSpec
-    from pmctx.schema import load_vonmises
+    from pmctx.vonmises.inputs import load_vonmises
     from pmctx.vonmises.simulate import invariants as sbc_quantities
     from pmctx.vonmises.simulate import simulate
 

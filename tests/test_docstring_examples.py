@@ -18,8 +18,12 @@ MODULES = [
     "pmctx.exceptions",
     "pmctx.summarize",
     "pmctx.cli",
-    "pmctx.schema",
+    "pmctx.datafiles",
+    "pmctx.ibp.inputs",
     "pmctx.ibp.predict",
+    "pmctx.conditioning.inputs",
+    "pmctx.vonmises.inputs",
+    "pmctx.gum.inputs",
 ]
 
 

@@ -37,7 +37,7 @@ def test_quick_demo_is_quiet(tmp_path, module):
         ctx.__exit__(None, None, None)
     assert all(p.exists() for p in paths)
     if module is vonmises_map:  # the demo's inputs refit by `pmctx fit vonmises --data`
-        from pmctx.schema import load_vonmises
+        from pmctx.vonmises.inputs import load_vonmises
 
         loaded = load_vonmises(tmp_path / "vonmises_data.npz")
         assert loaded["theta"].shape == (24, 24)

@@ -1,5 +1,6 @@
 """What the IBP visuo-motor model is built from: checked data, its coords, its hyperparameters.
 
+:func:`load_ibp` reads a data file (``pmctx fit ibp``; layouts in :mod:`pmctx.datafiles`);
 :func:`validate_inputs` checks forces, cues and hyperparameters at the public boundary;
 :func:`data_coords` names the model's dims (a DataFrame's column names become the coords of
 ``force_dim`` and ``pixel``); :func:`hyper_variable` declares one hyperparameter inside a
@@ -13,14 +14,42 @@ Examples
 >>> F = pd.DataFrame({"fx": [0.1, -0.2], "fy": [0.3, 0.0]})
 >>> [str(c) for c in data_coords(F, None, K_max=3)["force_dim"]]
 ['fx', 'fy']
+
+A CSV names its force columns ``F0, F1, ...`` and its cue columns ``X0, X1, ...``:
+
+>>> import tempfile, pathlib
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
+>>> _ = path.write_text("F0,F1,X0\\n0.1,0.2,1\\n0.3,0.1,0\\n")
+>>> data = load_ibp(path)
+>>> data["F"].shape, data["X"].tolist()
+((2, 2), [[1], [0]])
+>>> _ = path.write_text("F0,feedback\\n0.1,0.2\\n0.3,0.1\\n")
+>>> try:
+...     load_ibp(path)
+... except ValueError as err:
+...     print(str(err)[:50])
+d.csv has unknown column(s) ['feedback']; ibp expe
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
+from pmctx.datafiles import (
+    DataSchema,
+    check_array_dtype,
+    check_file,
+    check_keys,
+    check_rows,
+    numeric_column,
+    read_nc_observed,
+    read_npz_arrays,
+    read_table,
+)
 from pmctx.ibp.hyper import HYPER_PRIORS
 from pmctx.validation import (
     as_binary_array,
@@ -34,9 +63,12 @@ from pmctx.validation import (
 
 __all__ = [
     "DEFAULT_HYPER",
+    "IBP_HYPER",
+    "SCHEMA",
     "UNUSED_PLACEHOLDERS",
     "data_coords",
     "hyper_variable",
+    "load_ibp",
     "validate_inputs",
 ]
 
@@ -178,3 +210,98 @@ def hyper_variable(name: str, value):
     if isinstance(value, pt.Variable):
         return value if value.name == name else pm.Deterministic(name, value)
     return _hyper_prior(name) if value == "prior" else pm.Data(name, value)
+
+
+# ---------------------------------------------------------------- data files
+
+#: The option scalars an IBP ``.npz`` may hold.
+IBP_HYPER = ("K_max", "alpha", "sigma_n", "sigma_A", "phi", "lam", "eps")
+
+#: What ``pmctx fit ibp`` reads (:class:`pmctx.datafiles.DataSchema`).
+SCHEMA = DataSchema(
+    "ibp",
+    (".npz", ".csv", ".nc"),
+    {"F": "trials x D forces", "X": "trials x T binary cues"},
+    ("F", "X"),
+    IBP_HYPER,
+    "force columns F0, F1, ... and cue columns X0, X1, ...",
+)
+
+_IBP_COLUMN = re.compile(r"^([FX])(\d+)$")
+
+
+def load_ibp(path, options=None) -> dict:
+    """Forces ``F`` and/or cues ``X`` (layouts in :mod:`pmctx.datafiles`).
+
+    Parameters
+    ----------
+    path : str or path-like
+        An ``.npz`` with ``F``/``X`` (and optional scalars), a ``.csv`` with columns
+        ``F0, F1, ...`` and ``X0, X1, ...``, or an ``.nc`` InferenceData whose ``observed_data``
+        holds them.
+    options : dict, optional
+        Not read (the IBP's options all come from the caller or the file's scalars); every
+        loader takes it so that ``SPEC.load(path, options)`` is one call.
+
+    Returns
+    -------
+    dict
+        ``{"F": array or None, "X": array or None, "options": dict}``, validated; the options
+        are the scalars stored in an ``.npz``.
+
+    Raises
+    ------
+    ValueError
+        When the file departs from :data:`SCHEMA` (unknown, missing or unnumbered columns, too
+        few trials, non-binary cues, ...); the message names what arrived and the fix.
+    """
+    schema = SCHEMA
+    path = check_file(path, schema)
+    file_options = {}
+    if path.suffix in (".npz", ".nc"):
+        if path.suffix == ".npz":
+            arrays, file_options = read_npz_arrays(path, schema, ("F", "X"))
+        else:
+            arrays = read_nc_observed(path)
+            check_keys(arrays, ("F", "X"), path.name, schema)
+        if not arrays:
+            raise ValueError(f"{path.name} holds no 'F' or 'X'; {schema.expected()}.")
+        F, X = arrays.get("F"), arrays.get("X")
+        for key, value in (("F", F), ("X", X)):
+            if value is not None:
+                check_array_dtype(value, key, path.name)
+    else:
+        frame = read_table(path, schema)
+        groups = {"F": [], "X": []}
+        unknown = []
+        for column in frame.columns:
+            match = _IBP_COLUMN.match(column)
+            if match:
+                groups[match.group(1)].append((int(match.group(2)), column))
+            else:
+                unknown.append(column)
+        if unknown:
+            raise ValueError(
+                f"{path.name} has unknown column(s) {unknown}; ibp expects {schema.columns} "
+                "Rename or drop them."
+            )
+        for letter, cols in groups.items():
+            numbers = sorted(n for n, _ in cols)
+            if numbers and numbers != list(range(len(numbers))):
+                raise ValueError(
+                    f"{path.name}: {letter} columns must be numbered {letter}0..{letter}"
+                    f"{len(numbers) - 1} without gaps, got {[c for _, c in sorted(cols)]}."
+                )
+        F, X = (
+            np.column_stack([numeric_column(frame, c, path.name) for _, c in sorted(cols)])
+            if cols
+            else None
+            for cols in (groups["F"], groups["X"])
+        )
+    n = (F if F is not None else X).shape[0] if np.ndim(F if F is not None else X) else 0
+    check_rows(n, path.name, "trials")
+    F = None if F is None else as_float_array(F, f"{path.name}: F", ndim=2)
+    X = None if X is None else as_binary_array(X, f"{path.name}: X", ndim=2)
+    if F is not None and X is not None and F.shape[0] != X.shape[0]:
+        raise ValueError(f"{path.name}: F has {F.shape[0]} trials but X has {X.shape[0]}.")
+    return {"F": F, "X": X, "options": file_options}

@@ -1,5 +1,7 @@
-"""Checks of the von Mises models' inputs: observed maps and series, concentrations.
+"""The von Mises models' inputs: data files, observed maps and series, concentrations.
 
+:func:`load_vonmises` and :func:`load_vonmises_chain` read the two models' data files
+(``pmctx fit``; layouts in :mod:`pmctx.datafiles`);
 :func:`check_map_observations` (the orientation map, :mod:`pmctx.models.vonmises_map`) and
 :func:`check_series` (the chain smoother, :mod:`pmctx.models.vonmises_chain`) turn observed
 angles with NaN (or a mask) for missing values into the filled arrays and 0/1 masks the
@@ -16,8 +18,17 @@ Examples
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 import numpy as np
 
+from pmctx.datafiles import (
+    DataSchema,
+    check_array_dtype,
+    check_file,
+    read_npz_arrays,
+)
 from pmctx.validation import (
     as_angle_array,
     as_binary_array,
@@ -28,8 +39,8 @@ from pmctx.validation import (
 from pmctx.vonmises.potentials import wrap_angle
 
 __all__ = [
-    "HYPER_UPDATES", "check_concentration", "check_hyper_update", "check_map_observations",
-    "check_series",
+    "CHAIN_SCHEMA", "HYPER_UPDATES", "MAP_SCHEMA", "check_concentration", "check_hyper_update",
+    "check_map_observations", "check_series", "load_vonmises", "load_vonmises_chain",
 ]  # fmt: skip
 
 #: How the chain smoother samples learned concentrations (``hyper_update``).
@@ -180,3 +191,182 @@ def check_hyper_update(value: str) -> str:
             f"sampled); got {value!r}. Use 'collapsed', the default, unless comparing samplers."
         )
     return value
+
+
+# ---------------------------------------------------------------- data files
+
+#: What ``pmctx fit vonmises`` reads (:class:`pmctx.datafiles.DataSchema`).
+MAP_SCHEMA = DataSchema(
+    "vonmises",
+    (".npz", ".csv"),
+    {"theta": "rows x cols orientations in [0, pi], NaN missing", "mask": "1 = observed"},
+    ("theta",),
+    ("kappa", "kappa_obs", "rank"),
+    "a plain matrix of orientations in [0, pi] without a header, empty cells missing",
+)
+
+#: What ``pmctx fit vonmises-chain`` reads (:class:`pmctx.datafiles.DataSchema`).
+CHAIN_SCHEMA = DataSchema(
+    "vonmises-chain",
+    (".npz", ".csv"),
+    {"y": "angles in radians, NaN missing", "mask": "1 = observed", "signal": "> 0"},
+    ("y",),
+    ("kappa", "kappa_obs", "rank"),
+    "one column of angles in radians without a header, empty cells missing",
+)
+
+
+def _read_matrix(path: Path) -> np.ndarray:
+    rows = []
+    with path.open(newline="") as handle:
+        try:
+            for line_no, row in enumerate(csv.reader(handle), start=1):
+                if not row:  # blank line
+                    continue
+                try:
+                    rows.append([float(c) if c.strip() not in ("", "nan", "NaN") else np.nan
+                                 for c in row])  # fmt: skip
+                except ValueError:
+                    what = "a header row" if line_no == 1 else "text"
+                    raise ValueError(
+                        f"{path.name} line {line_no} holds {what} ({row[:4]}); vonmises "
+                        "expects a plain matrix of orientations in [0, pi] without a header. "
+                        "Remove it."
+                    ) from None
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{path.name} is not a text CSV file ({err}).") from err
+    lengths = sorted({len(r) for r in rows})
+    if len(lengths) > 1:
+        raise ValueError(
+            f"{path.name} has rows of different lengths {lengths}; every row of the map "
+            "needs the same number of columns (empty cells for missing nodes)."
+        )
+    return np.array(rows, dtype=float) if rows else np.zeros((0, 0))
+
+
+def load_vonmises(path, options=None) -> dict:
+    """An orientation map (layouts in :mod:`pmctx.datafiles`).
+
+    Parameters
+    ----------
+    path : str or path-like
+        An ``.npz`` with ``theta`` (and optional ``mask`` and scalars), or a ``.csv`` holding the
+        matrix of orientations without a header (empty cells missing).
+    options : dict, optional
+        Not read; the caller merges its ``kappa``, ``kappa_obs``, ``rank`` (and sampler
+        options) over the scalars the file stores.
+
+    Returns
+    -------
+    dict
+        ``{"theta": array (rows, cols), "mask": array or None, "options": dict}``; the options
+        are the scalars stored in an ``.npz``.
+
+    Raises
+    ------
+    ValueError
+        When the file departs from :data:`MAP_SCHEMA` (a header row, ragged rows, angles
+        outside [0, pi], fewer than 2 x 2 nodes, nothing observed); the message says how to fix
+        it.
+    """
+    schema = MAP_SCHEMA
+    path = check_file(path, schema)
+    file_options, mask = {}, None
+    if path.suffix == ".npz":
+        arrays, file_options = read_npz_arrays(path, schema, ("theta", "mask"))
+        if "theta" not in arrays:
+            raise ValueError(f"{path.name} has no 'theta' array; {schema.expected()}.")
+        theta = arrays["theta"]
+        check_array_dtype(theta, "theta", path.name)
+        if "mask" in arrays:
+            mask = as_binary_array(arrays["mask"], f"{path.name}: mask", ndim=2)
+    else:
+        theta = _read_matrix(path)
+    theta = as_angle_array(
+        theta, f"{path.name}: theta", low=0.0, high=np.pi, ndim=2, allow_nan=True
+    )
+    if theta.shape[0] < 2 or theta.shape[1] < 2:
+        raise ValueError(
+            f"{path.name}: the map has shape {theta.shape}; vonmises needs at least 2 x 2 "
+            "nodes (rows x columns of orientations)."
+        )
+    observed = ~np.isnan(theta) if mask is None else (mask == 1) & ~np.isnan(theta)
+    if not observed.any():
+        raise ValueError(
+            f"{path.name}: every node is missing; the posterior would be the prior. Pass "
+            "at least one observed orientation."
+        )
+    return {"theta": theta, "mask": mask, "options": file_options}
+
+
+def _read_series(path: Path) -> np.ndarray:
+    """One angle per line; an empty line (or ``nan``) is a missing sample, kept in place."""
+    values = []
+    try:
+        lines = path.read_text().splitlines()
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path.name} is not a text CSV file ({err}).") from err
+    for line_no, line in enumerate(lines, start=1):
+        cells = line.split(",")
+        if len(cells) != 1:
+            raise ValueError(
+                f"{path.name} line {line_no} has {len(cells)} columns; vonmises-chain expects "
+                "one column of angles in radians (one time step per line, empty = missing)."
+            )
+        cell = cells[0].strip()
+        try:
+            values.append(np.nan if cell.lower() in ("", "nan") else float(cell))
+        except ValueError:
+            what = "a header row" if line_no == 1 else "text"
+            raise ValueError(
+                f"{path.name} line {line_no} holds {what} ({cell[:20]!r}); vonmises-chain "
+                "expects one angle in radians per line without a header. Remove it."
+            ) from None
+    return np.array(values, dtype=float)
+
+
+def load_vonmises_chain(path, options=None) -> dict:
+    """An angular time series for the chain smoother.
+
+    Parameters
+    ----------
+    path : str or path-like
+        An ``.npz`` with ``y`` (angles in radians; optional ``mask``, ``signal`` and scalars),
+        or a one-column ``.csv`` without a header where an empty line is a missing sample.
+    options : dict, optional
+        The caller's model options; accepted by every loader for one signature and merged by
+        the caller over the returned file options.
+
+    Returns
+    -------
+    dict
+        ``{"y": array (T,), "mask": array or None, "signal": array or None, "options": dict}``.
+
+    Raises
+    ------
+    ValueError
+        When the file departs from :data:`CHAIN_SCHEMA` (more than one column, a header row,
+        fewer than 2 samples, nothing observed); the message says how to fix it.
+    """
+    schema = CHAIN_SCHEMA
+    path = check_file(path, schema)
+    file_options, extra = {}, {"mask": None, "signal": None}
+    if path.suffix == ".npz":
+        arrays, file_options = read_npz_arrays(path, schema, ("y", "mask", "signal"))
+        if "y" not in arrays:
+            raise ValueError(f"{path.name} has no 'y' array; {schema.expected()}.")
+        y = arrays["y"]
+        check_array_dtype(y, "y", path.name)
+        if "mask" in arrays:
+            extra["mask"] = as_binary_array(arrays["mask"], f"{path.name}: mask", ndim=1)
+        if "signal" in arrays:
+            extra["signal"] = np.asarray(arrays["signal"], dtype=np.float64)
+    else:
+        y = _read_series(path)
+    y = as_angle_array(y, f"{path.name}: y", low=-2 * np.pi, high=2 * np.pi, ndim=1, allow_nan=True)
+    if y.size < 2 or np.all(np.isnan(y)):
+        raise ValueError(
+            f"{path.name}: the series has {y.size} samples, {int(np.sum(~np.isnan(y)))} observed;"
+            " vonmises-chain needs at least 2 samples and one observed angle."
+        )
+    return {"y": y, **extra, "options": file_options}

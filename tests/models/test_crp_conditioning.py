@@ -3,8 +3,8 @@ import pytest
 from pmctx.models import crp_conditioning as crp
 
 from pmctx.conditioning import shipped_design
+from pmctx.conditioning.inputs import load_crp
 from pmctx.io import load_idata
-from pmctx.schema import load_crp
 
 
 def test_build_model_declares_dims_and_skips_missing_entries():
