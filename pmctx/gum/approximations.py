@@ -192,4 +192,5 @@ def advi(
             del idata[group]
     if log_likelihood:
         add_log_likelihood(idata, self.model)
+    idata.posterior.attrs["inference"] = method
     return idata

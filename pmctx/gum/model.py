@@ -60,6 +60,8 @@ class GumModel:
     >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
     >>> type(g).__name__, g.function_names
     ('GumModel', ['f_x'])
+    >>> g
+    GumModel(y ~ f_x, family='poisson', n_obs=30, n_free=30)
     """
 
     def __init__(
@@ -77,6 +79,18 @@ class GumModel:
         self._hsgp_search: dict = {}  # basis-size searches, by function and hyperparameters
         self._white = None  # (model, laplace result, whitened model)
         self._nutpie: dict = {}  # compiled nutpie models: kind -> (model, laplace, compiled)
+
+    def __repr__(self) -> str:
+        def factor(terms):
+            names = " + ".join(term.name for term in terms)
+            return f"({names})" if len(terms) > 1 else names
+
+        structure = " + ".join(" * ".join(factor(f) for f in block) for block in self.blocks)
+        d = self.design
+        return (
+            f"GumModel({d.response} ~ {structure}, family={d.family!r}, n_obs={len(d.y)}, "
+            f"n_free={d.n_free})"
+        )
 
     # ------------------------------------------------------------ structure
     @property

@@ -21,7 +21,43 @@ import numpy as np
 if TYPE_CHECKING:
     from pmctx.gum.model import GumModel
 
-__all__ = ["plot_functions"]
+__all__ = ["INFERENCE_LABELS", "inference_label", "plot_functions"]
+
+
+#: Figure labels of the GUM's inference routes (``posterior.attrs["inference"]``).
+INFERENCE_LABELS = {
+    "laplace": "Laplace approximation",
+    "advi": "mean-field ADVI",
+    "fullrank_advi": "full-rank ADVI",
+}
+
+
+def inference_label(idata) -> str:
+    """How a GUM fit was made, in words: Laplace, ADVI or NUTS (empty when unknown).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A GUM fit.
+
+    Returns
+    -------
+    str
+        Such as ``"Laplace approximation"`` or ``"NUTS"``.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> idata = az.from_dict(posterior={"f_x": np.zeros((1, 2, 3))})
+    >>> idata.posterior.attrs["inference"] = "laplace"
+    >>> inference_label(idata)
+    'Laplace approximation'
+    """
+    method = idata.posterior.attrs.get("inference")
+    if method in INFERENCE_LABELS:
+        return INFERENCE_LABELS[method]
+    stats = idata.sample_stats if "sample_stats" in idata.groups() else {}
+    return "NUTS" if "diverging" in stats or "tree_depth" in stats or "depth" in stats else ""
 
 
 def plot_functions(gum_model: GumModel, idata, *, truth: dict | None = None, title: str = ""):
@@ -59,7 +95,10 @@ def plot_functions(gum_model: GumModel, idata, *, truth: dict | None = None, tit
     import matplotlib.pyplot as plt
 
     names = gum_model.function_names
-    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.4), squeeze=False)
+    method = inference_label(idata)
+    if method:
+        fig.suptitle(f"Posterior functions, {method}", fontsize=10)
     for ax, name in zip(axes[0], names):
         summary = gum_model.function_summary(idata, name)
         x = np.arange(len(summary)) if summary["x"].dtype == object else summary["x"]

@@ -186,3 +186,25 @@ def test_empty_data_is_rejected_with_the_response_named():
     frame["g"] = ["a", "b", "a"]
     with pytest.raises(ValueError, match=r"data\['y'\] must have at least 1 observation"):
         gum("y|g ~ x1", frame.iloc[:0], family="poisson")
+
+
+def test_repr_shows_the_structure_family_and_size():
+    rng = np.random.default_rng(0)
+    data = {"x": rng.uniform(0, 2, 30), "z": rng.uniform(0, 2, 30)}
+    data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+    g = gum("y ~ (f(x) + f(z)) * z", data, family="poisson")
+    assert (
+        repr(g)
+        == f"GumModel(y ~ (f_x + f_z) * b_z, family='poisson', n_obs=30, n_free={g.design.n_free})"
+    )
+
+
+def test_function_plot_says_how_the_fit_was_made():
+    from pmctx.gum.plots import plot_functions
+
+    rng = np.random.default_rng(1)
+    data = {"x": rng.uniform(0, 2, 40)}
+    data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+    g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+    fig = plot_functions(g, g.laplace(draws=50, random_seed=0))
+    assert fig._suptitle.get_text() == "Posterior functions, Laplace approximation"
