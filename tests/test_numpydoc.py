@@ -48,6 +48,8 @@ VALIDATED = [
     "pmctx.conditioning.demo",
     "pmctx.conditioning.design",
     "pmctx.conditioning.exact",
+    "pmctx.conditioning.filter_result",
+    "pmctx.conditioning.filter_settings",
     "pmctx.conditioning.fitting",
     "pmctx.conditioning.inputs",
     "pmctx.conditioning.likelihood",

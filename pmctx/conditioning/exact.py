@@ -20,9 +20,9 @@ import numpy as np
 from scipy.special import betaln, gammaln, logsumexp
 
 from pmctx.conditioning.design import as_feature_matrix
-from pmctx.conditioning.particle_filter import (
+from pmctx.conditioning.filter_result import CRPFilterResult
+from pmctx.conditioning.filter_settings import (
     TEMPORAL_KERNELS,
-    CRPFilterResult,
     _common_checks,
     temporal_settings,
     trial_times,
@@ -95,7 +95,7 @@ def log_joint_partitions(
     """log P(c) + log P(F | c) for each partition row of ``parts`` (F coded with -1 missing).
 
     ``a``, ``b``: Beta pseudo-counts (``b`` defaults to ``a``); ``kernel`` the temporal prior
-    as returned by :func:`~pmctx.conditioning.particle_filter.temporal_settings`, with trial
+    as returned by :func:`~pmctx.conditioning.filter_settings.temporal_settings`, with trial
     ``times``.
 
     Parameters

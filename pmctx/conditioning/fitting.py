@@ -290,7 +290,7 @@ def fit_subject(
     feature_prior : {"lcm", "beta"}, default "lcm"
         Feature likelihood: the authors' LCM convention (what ``LCM_fit`` estimates mean;
         default) or the normalised Beta predictive (see
-        :data:`~pmctx.conditioning.particle_filter.FEATURE_PRIORS`).
+        :data:`~pmctx.conditioning.filter_settings.FEATURE_PRIORS`).
 
     Returns
     -------

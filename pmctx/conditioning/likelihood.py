@@ -23,15 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from pmctx.conditioning.design import Design, Phase, as_feature_matrix
-from pmctx.conditioning.particle_filter import (
+from pmctx.conditioning.filter_settings import (
     FEATURE_PRIORS,
     _common_checks,
-    _filter_kernel,
     absent_pseudo_count,
-    common_uniforms,
     temporal_settings,
     trial_times,
 )
+from pmctx.conditioning.particle_filter import _filter_kernel, common_uniforms
 from pmctx.conditioning.response import get_response_model
 from pmctx.validation import as_float_array, as_rng, check_choice, check_int
 
@@ -148,7 +147,7 @@ class SubjectLikelihood:
         E.g. ``{"n_levels": 5}`` for the ordinal model.
     rng : int or Generator
     feature_prior : {"lcm", "beta"}, default "lcm"
-        The feature likelihood (:data:`~pmctx.conditioning.particle_filter.FEATURE_PRIORS`):
+        The feature likelihood (:data:`~pmctx.conditioning.filter_settings.FEATURE_PRIORS`):
         the authors' LCM convention by default, since the variants reproduce ``LCM_fit``;
         the two agree when a == b.
     """

@@ -29,14 +29,19 @@ Examples
 
 from __future__ import annotations
 
-import dataclasses
-
 import numba
 import numpy as np
-import xarray as xr
 
 from pmctx.conditioning.design import as_feature_matrix
-from pmctx.validation import as_rng, check_choice, check_int, check_positive
+from pmctx.conditioning.filter_result import CRPFilterResult
+from pmctx.conditioning.filter_settings import (
+    FEATURE_PRIORS,
+    _common_checks,
+    absent_pseudo_count,
+    temporal_settings,
+    trial_times,
+)
+from pmctx.validation import as_rng, check_choice, check_int
 
 __all__ = [
     "FEATURE_PRIORS",
@@ -257,225 +262,6 @@ def _filter_kernel(
     return V, V_weighted, log_pred, post, n_causes, assign
 
 
-@dataclasses.dataclass(frozen=True)
-class CRPFilterResult:
-    """What :func:`particle_filter` (or :func:`~pmctx.conditioning.exact_filter`) returns.
-
-    Attributes
-    ----------
-    V : ndarray (trial,)
-        Predicted US probability before each trial, the US treated as missing (eq. 6).
-    cause_posterior : ndarray (trial, cause)
-        Filtering posterior P(c_t = k | F_1:t), causes labelled by order of first use.
-    n_causes : ndarray (trial, particle)
-        Causes in use in each particle after each trial.
-    log_predictive : ndarray (trial,)
-        log P(F_t | F_1:t-1); its sum is the log marginal likelihood estimate.
-    assignments : ndarray (particle, trial)
-        Cause of every trial in each final particle.
-    feature_names : list of str
-    settings : dict
-    V_weighted : ndarray (trial,)
-        The full Bayesian predictive P(US_t | F_1:t-1, other features of trial t), which also
-        weights each particle by how well it predicts the trial's CSs and context. Eq. 6 (and
-        ``V``) averages particles without that weight; the two differ when a trial's cues are
-        surprising under some histories.
-    """
-
-    V: np.ndarray
-    cause_posterior: np.ndarray
-    n_causes: np.ndarray
-    log_predictive: np.ndarray
-    assignments: np.ndarray
-    feature_names: list
-    settings: dict
-    V_weighted: np.ndarray | None = None
-
-    @property
-    def log_marginal_likelihood(self) -> float:
-        """Log marginal likelihood of all features, the sum of ``log_predictive``.
-
-        Returns
-        -------
-        float
-            ``log p(F_1, ..., F_T)`` as estimated by the filter.
-        """
-        return float(self.log_predictive.sum())
-
-    @property
-    def mean_n_causes(self) -> np.ndarray:
-        """Mean number of causes in use after each trial."""
-        return self.n_causes.mean(axis=1)
-
-    def to_dataset(self) -> xr.Dataset:
-        """The result as an ``xarray.Dataset`` with ``trial``, ``cause`` and ``particle`` dims.
-
-        Returns
-        -------
-        xarray.Dataset
-            ``V``, ``V_weighted``, ``cause_posterior``, ``n_causes``, ``log_predictive`` and
-            ``assignments``; the settings and the log marginal likelihood as attributes.
-        """
-        T, K = self.cause_posterior.shape
-        return xr.Dataset(
-            {
-                "V": ("trial", self.V),
-                "V_weighted": ("trial", self.V_weighted),
-                "cause_posterior": (("trial", "cause"), self.cause_posterior),
-                "n_causes": (("trial", "particle"), self.n_causes),
-                "log_predictive": ("trial", self.log_predictive),
-                "assignments": (("particle", "trial"), self.assignments),
-            },
-            coords={"trial": np.arange(T), "cause": np.arange(K)},
-            attrs={
-                **{k: str(v) for k, v in self.settings.items()},
-                "log_marginal_likelihood": self.log_marginal_likelihood,
-            },
-        )
-
-    def to_inference_data(self):
-        """``InferenceData``: particles as draws of one chain, filter summaries as a group.
-
-        Returns
-        -------
-        arviz.InferenceData
-            Posterior ``n_causes`` and ``assignment`` (chain 0, one draw per particle) and a
-            ``filtering`` group with ``V``, ``cause_posterior`` and ``log_predictive``.
-        """
-        from pmctx.io import to_inference_data
-
-        idata = to_inference_data(
-            {"n_causes": self.n_causes.T[None], "assignment": self.assignments[None]},
-            dims={"n_causes": ["trial"], "assignment": ["trial"]},
-            attrs={"inference": "crp_particle_filter"},
-        )
-        filt = self.to_dataset()[["V", "cause_posterior", "log_predictive"]]
-        idata.add_groups({"filtering": filt})
-        return idata
-
-
-def _common_checks(alpha, concentration, max_causes, stickiness, n_trials, a=None, b=None):
-    """Validate the shared settings; returns (alpha, a, b, n_slots, stickiness)."""
-    alpha = check_positive(alpha, "alpha", allow_zero=True)
-    eta = check_positive(concentration, "concentration")
-    a = eta if a is None else check_positive(a, "a")
-    b = eta if b is None else check_positive(b, "b")
-    if max_causes is None:
-        n_slots = n_trials
-    else:
-        n_slots = min(check_int(max_causes, "max_causes", minimum=1), n_trials)
-    stickiness = check_positive(stickiness, "stickiness", allow_zero=True)
-    return alpha, a, b, n_slots, stickiness
-
-
-TEMPORAL_KERNELS = ("exponential", "power")
-
-
-#: Feature likelihoods: ``"beta"``, the normalised Beta(a, b) predictive (an absent value
-#: scores ``(n0 + b) / (n + a + b)``); ``"lcm"``, the convention of the authors' LCM code
-#: (``LCM_infer.m``), which scores the observed value's count plus ``a`` for present *and*
-#: absent values, ``(n_v + a) / (n + a + b)``: unnormalised when a != b, equal to "beta"
-#: when a == b. Use "lcm" to reproduce ``LCM_fit`` estimates, which free ``a`` with b = 1.
-FEATURE_PRIORS = ("beta", "lcm")
-
-
-def absent_pseudo_count(a: float, b: float, feature_prior: str) -> float:
-    """The pseudo-count added to an absent value's count under ``feature_prior``.
-
-    Parameters
-    ----------
-    a, b : float
-        Beta pseudo-counts of presence and absence.
-    feature_prior : {"beta", "lcm"}
-        See :data:`FEATURE_PRIORS`.
-
-    Returns
-    -------
-    float
-        ``b`` for ``"beta"``, ``a`` for ``"lcm"``.
-
-    Examples
-    --------
-    >>> absent_pseudo_count(0.7, 1.0, "beta"), absent_pseudo_count(0.7, 1.0, "lcm")
-    (1.0, 0.7)
-    """
-    check_choice(feature_prior, "feature_prior", FEATURE_PRIORS)
-    return a if feature_prior == "lcm" else b
-
-
-def trial_times(features, times, n_trials) -> np.ndarray:
-    """Time stamps of the trials: ``times``, else the design's, else ``0, 1, 2, ...``.
-
-    Parameters
-    ----------
-    features : Design or array_like
-        The trials; a Design supplies its own time stamps.
-    times : array_like (trial,) or None
-        Explicit time stamps (non-decreasing).
-    n_trials : int
-        Number of trials.
-
-    Returns
-    -------
-    numpy.ndarray (trial,)
-        Float time stamps.
-
-    Examples
-    --------
-    >>> trial_times(np.zeros((3, 2)), None, 3)
-    array([0., 1., 2.])
-    """
-    from pmctx.conditioning.design import Design
-    from pmctx.validation import as_float_array
-
-    if times is None:
-        if isinstance(features, Design):
-            return features.trial_times()
-        return np.arange(n_trials, dtype=float)
-    times = as_float_array(times, "times", ndim=1)
-    if times.shape[0] != n_trials:
-        raise ValueError(
-            f"times must have one time stamp per trial ({n_trials}), got {times.shape[0]}."
-        )
-    if (np.diff(times) < 0).any():
-        raise ValueError(
-            "times must be non-decreasing (trial time stamps in order), got a decrease at "
-            f"trial {int(np.argmax(np.diff(times) < 0)) + 1}."
-        )
-    return times
-
-
-def temporal_settings(temporal_kernel, timescale, decay):
-    """Validate the temporal prior; returns (kernel code, timescale, decay) for the kernel.
-
-    Parameters
-    ----------
-    temporal_kernel : {None, "power", "exponential"}
-        The temporal prior; None is the exchangeable CRP.
-    timescale : float
-        Kernel timescale (> 0; ``inf`` is the CRP limit).
-    decay : float
-        Kernel decay (>= 0).
-
-    Returns
-    -------
-    tuple
-        ``(kernel code, timescale, decay)``; code 0 is the CRP.
-
-    Examples
-    --------
-    >>> temporal_settings(None, 1.0, 1.0)
-    (0, 1.0, 0.0)
-    """
-    if temporal_kernel is None:
-        return 0, 1.0, 0.0
-    check_choice(temporal_kernel, "temporal_kernel", TEMPORAL_KERNELS)
-    if timescale != np.inf:  # an infinite timescale is the CRP limit
-        timescale = check_positive(timescale, "timescale")
-    decay = check_positive(decay, "decay", allow_zero=True)
-    return TEMPORAL_KERNELS.index(temporal_kernel) + 1, timescale, decay
-
-
 def particle_filter(
     features,
     *,
@@ -538,7 +324,7 @@ def particle_filter(
         ``"beta"``: the normalised Beta(a, b) predictive. ``"lcm"``: the authors' LCM code's
         convention, which scores an absent value by ``(n0 + a) / (n + a + b)`` (unnormalised
         when a != b; the same as "beta" when a == b); use it to reproduce ``LCM_fit``
-        estimates (:data:`FEATURE_PRIORS`).
+        estimates (:data:`~pmctx.conditioning.filter_settings.FEATURE_PRIORS`).
 
     Returns
     -------

@@ -7,6 +7,8 @@ from pmctx.testing import assert_docstring_examples
 MODULES = [
     "pmctx.conditioning.design",
     "pmctx.conditioning.particle_filter",
+    "pmctx.conditioning.filter_result",
+    "pmctx.conditioning.filter_settings",
     "pmctx.conditioning.exact",
     "pmctx.conditioning.behaviour",
     "pmctx.conditioning.response",
