@@ -22,6 +22,9 @@ Examples
 ['kappa', 'kappa_obs', 'mrf']
 """
 
+# Long because build_model, reconstruct and fit_data carry full numpydoc docstrings with
+# runnable examples (about 210 lines); demo, maps, inputs and outputs live in pmctx.vonmises.
+
 from __future__ import annotations
 
 from pathlib import Path

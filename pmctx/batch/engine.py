@@ -30,6 +30,9 @@ Examples
 ['ok', 'ok']
 """
 
+# Long because it holds one unit's whole path (fit, atomic NetCDF and JSON writes, resume
+# records) and the batch loop with its summary table; about 220 of its lines are docstrings.
+
 from __future__ import annotations
 
 import csv

@@ -23,6 +23,9 @@ array([[ 1.,  1.,  1.,  0.],
        [nan,  1.,  1.,  0.]])
 """
 
+# Long because it holds Phase, Design and the builders of every shipped experiment with
+# their feature-matrix checks; about 200 of its lines are docstrings.
+
 from __future__ import annotations
 
 import dataclasses

@@ -27,6 +27,9 @@ Examples
 (1.99, 8)
 """
 
+# Long because it holds the three response models (linear-Gaussian, binary choice, ordinal
+# rating), each with its fit and likelihood; about 300 of its lines are docstrings.
+
 from __future__ import annotations
 
 import dataclasses

@@ -21,6 +21,9 @@ Examples
 [[['f_x1'], ['f_x2']], [['f_x3']], [['b_x4']]]
 """
 
+# Long because it defines every term of the formula language (sums, products, GP, linear,
+# categorical, fixed) and their normalisation to blocks; about 250 lines are docstrings.
+
 from __future__ import annotations
 
 from collections.abc import Callable
