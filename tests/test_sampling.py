@@ -20,19 +20,14 @@ from pmctx.sampling import (
 ENTRY_POINTS = {
     "ibp.sample": ibp.sample,
     "ibp.fit_data": ibp.fit_data,
-    "ibp.fit": ibp.fit,
     "crp.sample_posterior": crp_conditioning.sample_posterior,
     "crp.fit_data": crp_conditioning.fit_data,
-    "crp.fit": crp_conditioning.fit,
     "vonmises.reconstruct": vonmises_map.reconstruct,
     "vonmises.fit_data": vonmises_map.fit_data,
-    "vonmises.fit": vonmises_map.fit,
     "vonmises-chain.smooth": vonmises_chain.smooth,
     "vonmises-chain.fit_data": vonmises_chain.fit_data,
-    "vonmises-chain.fit": vonmises_chain.fit,
     "gum.GumModel.sample": GumModel.sample,
     "gum.fit_data": gum.fit_data,
-    "gum.fit": gum.fit,
 }
 
 
@@ -57,6 +52,13 @@ def test_every_sample_and_fit_has_pm_sample_keywords_and_defaults():
         for label, f in ENTRY_POINTS.items()
     }
     assert len({tuple(o) for o in orders.values()}) == 1, orders
+
+
+@pytest.mark.parametrize("module", [crp_conditioning, gum, ibp, vonmises_chain, vonmises_map])
+def test_each_models_fit_of_a_file_is_its_specs_fit_file(module):
+    """fit(path, **kwargs) forwards the sampler keywords to fit_data (checked above)."""
+    assert module.fit.__self__ is module.SPEC and module.fit.__func__.__name__ == "fit_file"
+    assert module.SPEC.fit is module.fit_data
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ RESULTS = DOCS.parent / "benchmarks" / "results"
 
 
 def write_tables(app=None) -> Path:
-    parts = []
+    parts, titles = [], set()
     for path in sorted(RESULTS.glob("*.json")):
         payload = json.loads(path.read_text())
         size = "quick sizes" if payload.get("quick") else "full sizes"
@@ -21,8 +21,10 @@ def write_tables(app=None) -> Path:
             machine = {"platform": str(machine)}
         elapsed = payload.get("elapsed_s")
         took = f"; {elapsed:.0f} s in all" if isinstance(elapsed, int | float) else ""
-        # The file name is the section title: several files may hold runs of one benchmark.
-        title = path.stem
+        # The benchmark's name, made unique by its file when two files hold runs of one.
+        title = str(payload.get("benchmark", payload.get("study", path.stem)))
+        title = f"{title} ({path.name})" if title in titles else title
+        titles.add(title)
         rows = payload.get("rows")
         if not isinstance(rows, list):  # a study's own layout (e.g. per data set): no table
             parts.append(
