@@ -42,6 +42,7 @@ from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     add_posterior_predictive,
     check_sample_kwargs,
+    fit_with_sampler,
     run_sampler,
 )
 from pmctx.steps.crp_gibbs import CRPCollapsedGibbs
@@ -406,18 +407,8 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> l
     return run_demo(sample_posterior, out_dir, quick=quick, random_seed=random_seed, cores=cores)
 
 
-def fit_data(
-    data: dict,
-    *,
-    draws: int = SAMPLE_DEFAULTS["draws"],
-    tune: int = SAMPLE_DEFAULTS["tune"],
-    chains: int = SAMPLE_DEFAULTS["chains"],
-    cores: int | None = SAMPLE_DEFAULTS["cores"],
-    random_seed=SAMPLE_DEFAULTS["random_seed"],
-    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
-    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    **options,
-):
+@fit_with_sampler
+def fit_data(data: dict, sampler: dict, **options):
     """:func:`sample_posterior` on ``{"features": ...}`` (options: alpha, max_causes, ...).
 
     Parameters
@@ -445,13 +436,7 @@ def fit_data(
     """
     return sample_posterior(
         data["features"],
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=cores,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        idata_kwargs=idata_kwargs,
+        **sampler,
         **options,
     )
 

@@ -21,7 +21,7 @@ from pmctx.gum.demo import demo, write_outputs
 from pmctx.gum.outputs import CONVERGENCE_ADVICE, invariants
 from pmctx.gum.plots import plot_functions
 from pmctx.gum.synthetic import section_3_1_formula, seed_section_3_1
-from pmctx.sampling import SAMPLE_DEFAULTS
+from pmctx.sampling import fit_with_sampler
 
 __all__ = [
     "GP",
@@ -83,20 +83,8 @@ def predict(idata, new_data, *, gum_model, kind: str = "mean", **kwargs):
     return gum_model.predict(new_data, idata, kind=kind, **kwargs)
 
 
-def fit_data(
-    data: dict,
-    *,
-    draws: int = SAMPLE_DEFAULTS["draws"],
-    tune: int = SAMPLE_DEFAULTS["tune"],
-    chains: int = SAMPLE_DEFAULTS["chains"],
-    cores: int | None = SAMPLE_DEFAULTS["cores"],
-    random_seed=SAMPLE_DEFAULTS["random_seed"],
-    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
-    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    formula: str | None = None,
-    family: str = "gaussian",
-    **options,
-):
+@fit_with_sampler
+def fit_data(data: dict, sampler: dict, formula: str | None = None, family="gaussian", **options):
     """Declare ``gum(formula, data["columns"], family=family, **options)`` and run NUTS.
 
     Parameters
@@ -129,15 +117,7 @@ def fit_data(
             "--set formula='y ~ f(x)'."
         )
     g = gum(formula, data["columns"], family=family, **options)
-    return g.sample(
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=cores,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        idata_kwargs=idata_kwargs,
-    )
+    return g.sample(**sampler)
 
 
 def fit_unit(data: dict, *, random_seed=None, method: str = "laplace", draws: int = 1000,

@@ -50,6 +50,7 @@ from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     add_posterior_predictive,
     check_sample_kwargs,
+    fit_with_sampler,
     run_sampler,
 )
 from pmctx.steps.ibp_gibbs import HYPER_NAMES, LEARNED_HYPER, IBPAlphaGibbs, IBPGibbs, IBPHyperGibbs
@@ -395,18 +396,8 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> l
     return run_demo(sample, out_dir, quick=quick, random_seed=random_seed, cores=cores)
 
 
-def fit_data(
-    data: dict,
-    *,
-    draws: int = SAMPLE_DEFAULTS["draws"],
-    tune: int = SAMPLE_DEFAULTS["tune"],
-    chains: int = SAMPLE_DEFAULTS["chains"],
-    cores: int | None = SAMPLE_DEFAULTS["cores"],
-    random_seed=SAMPLE_DEFAULTS["random_seed"],
-    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
-    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    **options,
-):
+@fit_with_sampler
+def fit_data(data: dict, sampler: dict, **options):
     """:func:`sample` on a data dict ``{"F": ..., "X": ...}`` (either may be absent).
 
     Parameters
@@ -435,13 +426,7 @@ def fit_data(
     return sample(
         data.get("F"),
         data.get("X"),
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=cores,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        idata_kwargs=idata_kwargs,
+        **sampler,
         **options,
     )
 

@@ -37,7 +37,7 @@ import pytensor.tensor as pt
 from pymc.distributions import transforms
 
 from pmctx.convergence import report_after_fit
-from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, run_sampler
+from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, fit_with_sampler, run_sampler
 from pmctx.steps.registration import block_tag, tag_block
 from pmctx.steps.vonmises import ChainFFBSVonMises, ChainKappaSlice, KappaObsSlice
 from pmctx.steps.vonmises_chain_collapsed import ChainCollapsedGibbs
@@ -321,18 +321,8 @@ def invariants(idata):
     return out
 
 
-def fit_data(
-    data: dict,
-    *,
-    draws: int = SAMPLE_DEFAULTS["draws"],
-    tune: int = SAMPLE_DEFAULTS["tune"],
-    chains: int = SAMPLE_DEFAULTS["chains"],
-    cores: int | None = SAMPLE_DEFAULTS["cores"],
-    random_seed=SAMPLE_DEFAULTS["random_seed"],
-    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
-    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    **options,
-):
+@fit_with_sampler
+def fit_data(data: dict, sampler: dict, **options):
     """:func:`smooth` on ``{"y": ..., "mask": ..., "signal": ...}`` (mask, signal optional).
 
     Parameters
@@ -364,13 +354,7 @@ def fit_data(
         data["y"],
         mask=data.get("mask"),
         signal=data.get("signal"),
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=cores,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        idata_kwargs=idata_kwargs,
+        **sampler,
         **options,
     )
 

@@ -35,7 +35,7 @@ import pytensor.tensor as pt
 from pymc.distributions import transforms
 
 from pmctx.convergence import report_after_fit
-from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, run_sampler
+from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, fit_with_sampler, run_sampler
 from pmctx.steps.registration import tag_block
 from pmctx.steps.vonmises import (
     AugmentedVonMisesGibbs,
@@ -412,18 +412,8 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> l
     return map_demo(reconstruct, out_dir, quick=quick, random_seed=random_seed, cores=cores)
 
 
-def fit_data(
-    data: dict,
-    *,
-    draws: int = SAMPLE_DEFAULTS["draws"],
-    tune: int = SAMPLE_DEFAULTS["tune"],
-    chains: int = SAMPLE_DEFAULTS["chains"],
-    cores: int | None = SAMPLE_DEFAULTS["cores"],
-    random_seed=SAMPLE_DEFAULTS["random_seed"],
-    progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
-    idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
-    **options,
-):
+@fit_with_sampler
+def fit_data(data: dict, sampler: dict, **options):
     """:func:`reconstruct` on ``{"theta": ..., "mask": ...}`` (mask optional).
 
     Parameters
@@ -452,13 +442,7 @@ def fit_data(
     return reconstruct(
         data["theta"],
         mask=data.get("mask"),
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=cores,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        idata_kwargs=idata_kwargs,
+        **sampler,
         **options,
     )
 

@@ -30,6 +30,8 @@ Examples
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import warnings
 from typing import Any
@@ -44,6 +46,7 @@ __all__ = [
     "SAMPLE_KWARGS",
     "add_posterior_predictive",
     "check_sample_kwargs",
+    "fit_with_sampler",
     "pytensor_has_blas",
     "run_sampler",
     "usable_cores",
@@ -62,6 +65,53 @@ SAMPLE_DEFAULTS: dict[str, Any] = {
 
 #: Their names, in the order every ``sample``/``fit`` signature lists them.
 SAMPLE_KWARGS = tuple(SAMPLE_DEFAULTS)
+
+
+def fit_with_sampler(fit):
+    """Give a model's ``fit(data, sampler, **options)`` the public signature
+    ``fit(data, *, draws, tune, chains, cores, random_seed, progressbar, idata_kwargs,
+    **options)``, with :data:`SAMPLE_DEFAULTS`: the keywords are declared once, here.
+
+    Parameters
+    ----------
+    fit : callable
+        ``fit(data, sampler: dict, [named options, ]**options)``; ``sampler`` holds the seven
+        keywords; named options after it become keyword-only.
+
+    Returns
+    -------
+    callable
+        The public fit (``inspect.signature`` shows the keywords and their defaults).
+
+    Examples
+    --------
+    >>> @fit_with_sampler
+    ... def fit(data, sampler, **options):
+    ...     return sampler["draws"], options
+    >>> fit({}, draws=10, alpha=1.0)
+    (10, {'alpha': 1.0})
+    >>> str(inspect.signature(fit)).split(", ")[:3]
+    ['(data', '*', 'draws=1000']
+    """
+
+    @functools.wraps(fit)
+    def public(data, **kwargs):
+        sampler = {name: kwargs.pop(name, default) for name, default in SAMPLE_DEFAULTS.items()}
+        return fit(data, sampler, **kwargs)
+
+    params = list(inspect.signature(fit).parameters.values())
+    keywords = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+        for name, default in SAMPLE_DEFAULTS.items()
+    ]
+    named = [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        for p in params[2:]
+        if p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
+    options = [p for p in params if p.kind is inspect.Parameter.VAR_KEYWORD]
+    public.__signature__ = inspect.Signature([params[0], *keywords, *named, *options])
+    return public
 
 
 def usable_cores() -> int:
