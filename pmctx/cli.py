@@ -15,12 +15,12 @@ nothing is written to ``--out`` then.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import time
 import warnings
 from pathlib import Path
 
+from pmctx.options import parse_options
 from pmctx.registry import model_names
 
 __all__ = ["main", "parse_options"]
@@ -30,63 +30,6 @@ USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, Per
 
 
 # ---------------------------------------------------------------- options
-
-
-def _parse_value(text: str):
-    """A TOML value (``20``, ``0.3``, ``"prior"``, ``true``), or the bare text as a string."""
-    import tomllib
-
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
-def parse_options(pairs, config=None) -> dict:
-    """Model options from ``--config FILE.toml`` then ``--set key=value`` (later wins).
-
-    Parameters
-    ----------
-    pairs : list of str or None
-        The ``--set`` values, each ``key=value``; values are parsed as TOML (``20``, ``0.3``,
-        ``"prior"``, ``true``), else kept as text.
-    config : str or path-like, optional
-        A TOML file of options, read first.
-
-    Returns
-    -------
-    dict
-        Option name -> value.
-
-    Raises
-    ------
-    FileNotFoundError
-        When ``config`` does not exist.
-    ValueError
-        When ``config`` is not valid TOML or a pair has no ``=``.
-
-    Examples
-    --------
-    >>> parse_options(["K_max=20", "sigma_n=prior", "alpha=0.5"])
-    {'K_max': 20, 'sigma_n': 'prior', 'alpha': 0.5}
-    """
-    import tomllib
-
-    options = {}
-    if config is not None:
-        config = Path(config)
-        if not config.is_file():
-            raise FileNotFoundError(f"--config {config} does not exist.")
-        try:
-            options.update(tomllib.loads(config.read_text()))
-        except tomllib.TOMLDecodeError as err:
-            raise ValueError(f"--config {config} is not valid TOML: {err}.") from err
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--set takes key=value (e.g. --set K_max=20), got {pair!r}.")
-        options[key.strip()] = _parse_value(value.strip())
-    return options
 
 
 def _check_options(name: str, options: dict) -> None:
@@ -348,13 +291,12 @@ def _fit(args) -> int:
     return _exit_status(args, converged and not warned, args.model)
 
 
-#: Modules whose ``add_parser(subparsers)`` adds further subcommands, in help order.
-EXTERNAL_SUBCOMMANDS = ["pmctx.compare", "pmctx.batch.cli"]  # compare; batch and sbc
-
-
 def _external_registrars():
-    for module_name in EXTERNAL_SUBCOMMANDS:
-        yield importlib.import_module(module_name).add_parser
+    """The ``add_parser(subparsers)`` of the subcommands other modules define, in help order."""
+    from pmctx.batch.cli import add_parser as add_batch_and_sbc
+    from pmctx.compare import add_parser as add_compare
+
+    return [add_compare, add_batch_and_sbc]
 
 
 def _help_model(argv) -> str | None:

@@ -4,7 +4,7 @@
 [--set key=value ...]`` fits every unit and writes ``units/<unit>.nc``, ``summary.csv`` and
 ``population.nc``. ``pmctx sbc MODEL [--reps N]`` runs simulation-based calibration and writes
 the ranks, the uniformity tests and rank histograms. ``--set`` and ``--sim`` values are
-parsed as by ``pmctx fit`` (:func:`pmctx.cli.parse_options`: TOML values, bare text as a
+parsed as by ``pmctx fit`` (:func:`pmctx.options.parse_options`: TOML values, bare text as a
 string).
 
 Examples
@@ -24,7 +24,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pmctx.cli import parse_options  # one --set parser for fit, batch and sbc
+from pmctx.options import parse_options  # one --set parser for fit, batch and sbc
 from pmctx.registry import model_names
 
 __all__ = ["add_parser", "run"]

@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from pmctx.batch.engine import _read_record, _unit_paths, _write_json
+from pmctx.batch.records import _read_record, _unit_paths, _write_json
 from pmctx.batch.units import UnitSource, unit_seed
 from pmctx.batch.writer import run_units
 
@@ -248,7 +248,7 @@ def run_distributed(fit_unit, todo, out_dir, *, random_seed, kwargs, client=None
     dict
         One record per unit, in order of completion.
     """
-    from pmctx.batch.engine import connect
+    from pmctx.batch.cluster import connect
 
     own = client is None
     if own:

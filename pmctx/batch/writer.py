@@ -36,7 +36,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from pmctx.batch.engine import UNIT_GROUPS, _fit_phase, _write_phase
+from pmctx.batch.records import UNIT_GROUPS, _fit_phase, _write_phase
 from pmctx.batch.units import UnitSource
 
 __all__ = ["run_units"]

@@ -8,6 +8,7 @@ MODULES = [
     "pmctx.batch.units",
     "pmctx.batch.cluster",
     "pmctx.batch.engine",
+    "pmctx.batch.records",
     "pmctx.batch.scheduling",
     "pmctx.batch.writer",
     "pmctx.batch.adapters",

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pmctx.batch import engine, run_batch
+from pmctx.batch import records, run_batch
 from pmctx.batch.engine import UNIT_GROUPS, write_idata
 from pmctx.batch.toy import normal_mean_fit
 from pmctx.io import load_idata
@@ -56,7 +56,7 @@ def test_write_idata_round_trip(make, netcdf4, tmp_path, monkeypatch):
     if netcdf4:
         pytest.importorskip("netCDF4")
     else:  # the fallback when the netCDF4 library is not installed
-        monkeypatch.setattr(engine, "_netcdf4_module", lambda: None)
+        monkeypatch.setattr(records, "_netcdf4_module", lambda: None)
     idata = make()
     write_idata(idata, tmp_path / "all.nc", groups=None)
     _assert_same(idata, load_idata(tmp_path / "all.nc"), idata.groups())
