@@ -8,6 +8,12 @@ The notebook test executes the notebooks under the non-interactive Agg backend, 
 open; a cell appended to each notebook then saves every open figure at a small size and runs
 :func:`empty_axes` on it (the function's source is sent to the kernel, so the kernel needs no
 import from ``tests``).
+
+The same test fails when a cell prints a ``ConvergenceWarning`` unless the cell's metadata
+tags it ``expect-convergence-warning`` (a tutorial may show a warning once, on purpose, with
+the fix the warning names in the next cell); :func:`check_committed_outputs` checks, without
+executing anything, that the notebooks were committed with their outputs (``make notebooks``
+re-executes them at full settings).
 """
 
 from __future__ import annotations
@@ -206,7 +212,109 @@ def check_notebook_executes(stem, monkeypatch, tmp_path):
     path = NOTEBOOK_DIR / f"{stem}.ipynb"
     monkeypatch.setenv("PMCTX_QUICK", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")  # figures stay open for the figure check
-    report = execute_notebook(nbformat.read(path, as_version=4), path, tmp_path / "figures")
+    notebook = nbformat.read(path, as_version=4)
+    report = execute_notebook(notebook, path, tmp_path / "figures")
     assert report["n_figures"] > 0, f"{path.name} made no figure"
     assert not report["empty"], f"{path.name}: axes with no artist {report['empty']}"
     assert len(list((tmp_path / "figures").glob("*.png"))) == report["n_figures"]
+    stray = [(index, line) for index, tagged, line in convergence_warnings(notebook) if not tagged]
+    assert not stray, (
+        f"{path.name} printed {WARNING_NAME} outside cells tagged {EXPECT_TAG!r} "
+        f"(cell index, line): {stray}"
+    )
+
+
+EXPECT_TAG = "expect-convergence-warning"
+WARNING_NAME = "ConvergenceWarning"
+
+
+def output_text(output) -> str:
+    """All the text one cell output carries.
+
+    Parameters
+    ----------
+    output : dict
+        A code cell's output (stream, display data, execute result or error).
+
+    Returns
+    -------
+    str
+        Its stream text, its ``text/plain`` data and its traceback, joined by newlines.
+    """
+    parts = [output.get("text", ""), output.get("data", {}).get("text/plain", "")]
+    parts.extend(output.get("traceback", []))
+    return "\n".join(part if isinstance(part, str) else "".join(part) for part in parts)
+
+
+def convergence_warnings(notebook) -> list[tuple[int, bool, str]]:
+    """The ``ConvergenceWarning`` lines in a notebook's outputs.
+
+    Parameters
+    ----------
+    notebook : nbformat.NotebookNode
+        An executed notebook.
+
+    Returns
+    -------
+    list of tuple
+        ``(cell index, tagged, line)`` for each output line naming the warning; ``tagged`` says
+        whether the cell's metadata tags hold ``expect-convergence-warning``.
+
+    Examples
+    --------
+    >>> import nbformat
+    >>> cell = nbformat.v4.new_code_cell("fit()")
+    >>> cell.outputs = [
+    ...     nbformat.v4.new_output("stream", name="stderr", text="ConvergenceWarning: R-hat 1.09")
+    ... ]
+    >>> convergence_warnings(nbformat.v4.new_notebook(cells=[cell]))
+    [(0, False, 'ConvergenceWarning: R-hat 1.09')]
+    >>> cell.metadata["tags"] = [EXPECT_TAG]
+    >>> convergence_warnings(nbformat.v4.new_notebook(cells=[cell]))
+    [(0, True, 'ConvergenceWarning: R-hat 1.09')]
+    """
+    found = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        tagged = EXPECT_TAG in cell.get("metadata", {}).get("tags", [])
+        for output in cell.get("outputs", []):
+            for line in output_text(output).splitlines():
+                if WARNING_NAME in line:
+                    found.append((index, tagged, line.strip()))
+    return found
+
+
+def check_committed_outputs(path) -> None:
+    """Fail unless the notebook at ``path`` was committed executed, with its outputs.
+
+    Every non-empty code cell must have an execution count, the counts must run 1, 2, ... in
+    cell order (one top-to-bottom run, as ``make notebooks`` makes), no output may be an error,
+    and the notebook must embed at least one figure (``image/png``). Nothing is executed.
+
+    Parameters
+    ----------
+    path : path-like
+        The ``.ipynb`` file.
+    """
+    import nbformat
+
+    path = Path(path)
+    notebook = nbformat.read(path, as_version=4)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code" and cell.source.strip()]
+    assert code, f"{path.name} has no code cell"
+    counts = [cell.get("execution_count") for cell in code]
+    missing = [index for index, count in enumerate(counts) if count is None]
+    assert not missing, (
+        f"{path.name}: code cells {missing} (of {len(code)}) were not executed; "
+        "commit the notebook with its outputs (make notebooks)"
+    )
+    assert counts == list(range(1, len(code) + 1)), (
+        f"{path.name}: execution counts {counts} are not one top-to-bottom run (make notebooks)"
+    )
+    outputs = [out for cell in code for out in cell.get("outputs", [])]
+    assert outputs, f"{path.name}: no code cell has an output (make notebooks)"
+    errors = [out.get("ename") for out in outputs if out.get("output_type") == "error"]
+    assert not errors, f"{path.name}: committed with errors {errors}"
+    figures = [out for out in outputs if "image/png" in out.get("data", {})]
+    assert figures, f"{path.name}: no embedded figure (make notebooks)"
