@@ -9,6 +9,7 @@ MODULES = [
     "pmctx.validation",
     "pmctx.testing",
     "pmctx.io",
+    "pmctx.numerics",
     "pmctx.options",
     "pmctx.progress",
     "pmctx.steps.base",

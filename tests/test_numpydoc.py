@@ -132,6 +132,7 @@ VALIDATED = [
     "pmctx.models.vonmises_chain",
     "pmctx.models.vonmises_map",
     "pmctx.models.vonmises_select",
+    "pmctx.numerics",
     "pmctx.options",
     "pmctx.progress",
     "pmctx.registry",

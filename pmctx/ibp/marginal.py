@@ -50,9 +50,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from scipy.special import logsumexp
 
 from pmctx.io import LOG_LIKELIHOOD_GROUPS, set_log_likelihood_groups
+from pmctx.numerics import logsumexp_rows
 from pmctx.validation import as_rng, check_int
 
 __all__ = [
@@ -183,26 +183,12 @@ def _sample_nonzero(log_pi, log1m_pi, n, rng):
     return out
 
 
-def _logsumexp_rows(a):
-    # scipy.special.logsumexp(a, axis=-1), step for step (the same numbers: the maxima are kept
-    # out of the sum, log1p), without the array-API overhead that took most of _combine's
-    # time (as pmctx.vonmises.select's twin; the layers keep ibp and vonmises apart).
-    a_max = a.max(axis=-1, keepdims=True)
-    if not np.isfinite(a_max).all():  # rows of -inf, inf or nan: scipy's own handling
-        return logsumexp(a, axis=-1)
-    at_max = a == a_max
-    m = at_max.sum(axis=-1, keepdims=True, dtype=np.float64)
-    s = np.exp(np.where(at_max, -np.inf, a - a_max)).sum(axis=-1, keepdims=True)
-    s = np.where(s == 0, s, s / m)
-    return (np.log1p(s) + np.log(m) + a_max)[..., 0]
-
-
 def _combine(log_f, log_x, log_w, has_f, has_x):
     """``joint``, ``F`` and ``X`` from per-configuration terms and log weights (N x C)."""
-    joint = _logsumexp_rows(log_w + log_f + log_x)
+    joint = logsumexp_rows(log_w + log_f + log_x)
     out = {"joint": joint}
-    marg_f = _logsumexp_rows(log_w + log_f) if has_f else None
-    marg_x = _logsumexp_rows(log_w + log_x) if has_x else None
+    marg_f = logsumexp_rows(log_w + log_f) if has_f else None
+    marg_x = logsumexp_rows(log_w + log_x) if has_x else None
     if has_f:
         out["F"] = joint - marg_x if has_x else joint
     if has_x:

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 
+from pmctx.numerics import logsumexp_rows
 from pmctx.validation import as_rng
 from pmctx.vonmises.augmented import augmented_sweep
 from pmctx.vonmises.hyper import kappa_obs_statistics, log_i0, sample_kappa_obs
@@ -169,24 +170,10 @@ def heldout_log_predictive_rb(z, rows, cols, map_draws, kappa, rank, kappa_obs_d
         numer_terms = np.take_along_axis(
             log_circle_normaliser(np.linalg.norm(joint, axis=-1)), which, axis=1
         )
-        numer = _logsumexp_rows(log_w + numer_terms)
-        denom = _logsumexp_rows(log_w + denom_terms)
+        numer = logsumexp_rows(log_w + numer_terms)
+        denom = logsumexp_rows(log_w + denom_terms)
         out[s] = numer - denom - log_circle_normaliser(conc)
     return logsumexp(out, axis=0) - np.log(len(map_draws))
-
-
-def _logsumexp_rows(a):
-    # scipy.special.logsumexp(a, axis=-1) for real rows with a finite maximum, step for step
-    # (the same numbers: the maxima are kept out of the sum, log1p), without the array-API
-    # overhead that took most of the Rao-Blackwellised density's time.
-    a_max = a.max(axis=-1, keepdims=True)
-    if not np.isfinite(a_max).all():  # rows of -inf, inf or nan: scipy's own handling
-        return logsumexp(a, axis=-1)
-    at_max = a == a_max
-    m = at_max.sum(axis=-1, keepdims=True, dtype=np.float64)
-    s = np.exp(np.where(at_max, -np.inf, a - a_max)).sum(axis=-1, keepdims=True)
-    s = np.where(s == 0, s, s / m)
-    return (np.log1p(s) + np.log(m) + a_max)[..., 0]
 
 
 def _node_log_weights(o, rows, cols, kappa, modes):
