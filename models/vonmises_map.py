@@ -478,7 +478,7 @@ def _spec():
         "(pmctx.vonmises.select.cross_validate, or pmctx.models.vonmises_select.reconstruct_cv)"
         ", or run longer (e.g. draws=4000, or n_sweeps=32 kernel sweeps per draw; the default "
         "is 8) and compare the chains' pinwheel counts",
-        demo_seconds=(66, 6),
+        demo_seconds=(58, 6),
     )
 
 
