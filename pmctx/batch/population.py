@@ -148,6 +148,11 @@ def per_unit_table(ds: xr.Dataset, names=None, *, hdi_prob: float = 0.94) -> pd.
     return pd.DataFrame(columns, index=pd.Index(ds["unit"].values, name="unit"))
 
 
+def _is_function(name: str, var) -> bool:
+    """A GUM function on its grid: ``f_*`` with (chain, draw, grid) dims, not a ``*_z``."""
+    return name.startswith("f_") and not name.endswith("_z") and var.ndim == 3
+
+
 def pooled_functions(out_dir, *, grid_size: int = 50) -> xr.Dataset:
     """GUM functions averaged over units, each unit weighted by its posterior precision.
 
@@ -179,9 +184,11 @@ def pooled_functions(out_dir, *, grid_size: int = 50) -> xr.Dataset:
     per_function: dict[str, list] = {}
     for row in records.itertuples():
         post = load_idata(row.path).posterior
-        for name, var in post.data_vars.items():
-            if not name.startswith("f_") or name.endswith("_z") or var.ndim != 3:
-                continue
+        functions = [n for n, v in post.data_vars.items() if _is_function(n, v)]
+        if not functions and not per_function:  # a model without functions: one file tells
+            break
+        for name in functions:
+            var = post[name]
             x = var[var.dims[2]].values
             draws = var.values.reshape(-1, var.shape[2])
             per_function.setdefault(name, []).append((x, draws.mean(0), draws.var(0)))
