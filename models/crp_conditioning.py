@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+import xarray as xr
 
 from pmctx.conditioning.demo import RENEWAL_DESIGNS, phenomena_table, run_demo
 from pmctx.conditioning.design import as_feature_matrix
@@ -223,8 +224,8 @@ def sample_posterior(
     return idata
 
 
-def predict(idata=None, design=None, *, alpha=None, n_particles=1000, slope=8.0, bias=0.0,
-            random_seed=None):  # fmt: skip
+def predict(idata, new_data, *, random_seed=None, alpha=None, n_particles=1000, slope=8.0,
+            bias=0.0) -> xr.Dataset:  # fmt: skip
     """V and response probabilities for a new design.
 
     Runs the particle filter (the animal's online inference) on ``design`` with the fit's
@@ -235,18 +236,19 @@ def predict(idata=None, design=None, *, alpha=None, n_particles=1000, slope=8.0,
 
     Parameters
     ----------
-    idata : arviz.InferenceData, optional
-        A fit whose ``posterior.attrs["alpha"]`` gives the concentration.
-    design : Design or array_like
-        The new experiment.
+    idata : arviz.InferenceData or None
+        A fit whose ``posterior.attrs["alpha"]`` gives the concentration (None with
+        ``alpha=``).
+    new_data : Design or array_like
+        The new experiment (a Design, DataArray or trials x features array).
+    random_seed : int or numpy.random.Generator, optional
+        Seed of the filter.
     alpha : float, optional
         The concentration, instead of the fit's.
     n_particles : int, default 1000
         Particles of the filter.
     slope, bias : float, default 8.0, 0.0
         The logistic response link.
-    random_seed : int, optional
-        Seed of the filter.
 
     Returns
     -------
@@ -257,22 +259,22 @@ def predict(idata=None, design=None, *, alpha=None, n_particles=1000, slope=8.0,
     --------
     >>> from pmctx.conditioning import shipped_design
     >>> design = shipped_design("renewal_aba", n_acquisition=2, n_extinction=2)
-    >>> pred = predict(design=design, alpha=1.0, n_particles=50, random_seed=0)
+    >>> pred = predict(None, design, alpha=1.0, n_particles=50, random_seed=0)
     >>> sorted(pred.data_vars)
     ['V', 'response_prob']
     """
-    import xarray as xr
-
     from pmctx.conditioning import particle_filter
 
-    if design is None:
+    if new_data is None:
         raise ValueError("Pass the new design (a Design, DataArray or trials x features array).")
     if alpha is None:
         if idata is None or "alpha" not in idata.posterior.attrs:
             raise ValueError("Pass alpha=, or a fit from sample_posterior (it stores alpha).")
         alpha = idata.posterior.attrs["alpha"]
     alpha = check_positive(alpha, "alpha")
-    result = particle_filter(design, alpha=alpha, n_particles=n_particles, random_seed=random_seed)
+    result = particle_filter(
+        new_data, alpha=alpha, n_particles=n_particles, random_seed=random_seed
+    )
     V = np.asarray(result.V, dtype=float)
     prob = 1.0 / (1.0 + np.exp(-(slope * (V - 0.5) + bias)))
     return xr.Dataset({"V": ("trial", V), "response_prob": ("trial", prob)})
@@ -313,8 +315,6 @@ def invariants(idata):
     >>> sorted(inv.data_vars), inv["n_occupied"].values.tolist()
     (['V', 'coassigned', 'n_occupied'], [[2.0, 2.0]])
     """
-    import xarray as xr
-
     post = idata.posterior
     z = post["z"].values.astype(np.int64)
     n = z.shape[-1]

@@ -16,6 +16,8 @@ Examples
 
 from __future__ import annotations
 
+import xarray as xr
+
 from pmctx.gum import GP, Categorical, Fixed, GumModel, Linear, gum
 from pmctx.gum.demo import demo, write_outputs
 from pmctx.gum.outputs import CONVERGENCE_ADVICE, invariants
@@ -43,7 +45,9 @@ __all__ = [
 ]
 
 
-def predict(idata, new_data, *, gum_model, kind: str = "mean", **kwargs):
+def predict(
+    idata, new_data, *, random_seed=None, gum_model, kind: str = "mean", **kwargs
+) -> xr.Dataset:
     """Predictor ``rho``, mean or response draws at new inputs, from ``GumModel.predict``.
 
     The GP conditional at new x (seed 002 eq. 14) lives in :mod:`pmctx.gum`; this is the
@@ -55,6 +59,8 @@ def predict(idata, new_data, *, gum_model, kind: str = "mean", **kwargs):
         A fit of ``gum_model``.
     new_data : dict or pandas.DataFrame
         The new inputs, with the columns the formula names.
+    random_seed : int or numpy.random.Generator, optional
+        Seed of the GP-conditional and response draws (default 0, as ``GumModel.predict``).
     gum_model : GumModel
         The fitted model.
     kind : str, default "mean"
@@ -65,8 +71,9 @@ def predict(idata, new_data, *, gum_model, kind: str = "mean", **kwargs):
 
     Returns
     -------
-    xarray.DataArray or xarray.Dataset
-        Draws of the prediction at the new inputs, as ``GumModel.predict`` returns them.
+    xarray.Dataset
+        One variable (named ``kind``, or the response's name) with draws ``(chain, draw,
+        obs)`` at the new inputs.
 
     Examples
     --------
@@ -77,10 +84,11 @@ def predict(idata, new_data, *, gum_model, kind: str = "mean", **kwargs):
     >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
     >>> idata = g.laplace(draws=20)
 
-    >>> predict(idata, {"x": np.array([0.5, 1.5])}, gum_model=g).shape
+    >>> predict(idata, {"x": np.array([0.5, 1.5])}, gum_model=g)["mean"].shape
     (1, 20, 2)
     """
-    return gum_model.predict(new_data, idata, kind=kind, **kwargs)
+    seed = 0 if random_seed is None else random_seed
+    return gum_model.predict(new_data, idata, kind=kind, random_seed=seed, **kwargs).to_dataset()
 
 
 @fit_with_sampler

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+import xarray as xr
 
 from pmctx.convergence import report_after_fit
 from pmctx.ibp.demo import run_demo
@@ -303,26 +304,29 @@ def sample(
     return idata
 
 
-def predict(idata, *, X=None, F=None, max_draws: int = 500):
-    """Forces of new trials from their cues ``X`` and/or cues from forces ``F``.
+def predict(idata, new_data, *, random_seed=None, max_draws: int = 500) -> xr.Dataset:
+    """Forces of new trials from their cues and/or cues of new trials from their forces.
 
-    See :func:`pmctx.ibp.predict.predict` (exact enumeration of each new trial's features).
+    Exact enumeration of each new trial's features per posterior draw
+    (:func:`pmctx.ibp.predict.predict`).
 
     Parameters
     ----------
     idata : arviz.InferenceData
         A fit of :func:`sample`.
-    X : array_like, optional
-        Cues of new trials (trial, pixel), to predict their forces.
-    F : array_like, optional
-        Forces of new trials (trial, force_dim), to predict their cues.
+    new_data : mapping or xarray.Dataset
+        ``{"X": cues (trial, pixel)}`` to predict the trials' forces, ``{"F": forces (trial,
+        force_dim)}`` to predict their cue probabilities, or both.
+    random_seed : int or numpy.random.Generator, optional
+        Unused: the prediction is exact given the draws (accepted so every model's
+        ``predict`` takes the same arguments).
     max_draws : int, default 500
         Posterior draws used (thinned evenly).
 
     Returns
     -------
     xarray.Dataset
-        Predictions per new trial (see :func:`pmctx.ibp.predict.predict`).
+        ``F`` (chain, draw, trial, force_dim) and/or ``X_prob`` (chain, draw, trial, pixel).
 
     Examples
     --------
@@ -330,10 +334,18 @@ def predict(idata, *, X=None, F=None, max_draws: int = 500):
     >>> data = visuomotor_data(n_trials=12, random_seed=0)
     >>> idata = sample(data.F[:10], data.X[:10], K_max=6, draws=20, tune=10, chains=1,
     ...                check_convergence=False, progressbar=False)  # doctest: +SKIP
-    >>> predict(idata, X=data.X[10:])["F"].dims  # doctest: +SKIP
+    >>> predict(idata, {"X": data.X[10:]})["F"].dims  # doctest: +SKIP
     """
     from pmctx.ibp.predict import predict as _predict
 
+    if not hasattr(new_data, "keys") or not {"X", "F"} & set(new_data.keys()):
+        raise TypeError(
+            "predict expected new_data as a mapping with 'X' (cues) and/or 'F' (forces), got "
+            f"{type(new_data).__name__}. Pass e.g. {{'X': X_new}} to predict the forces of "
+            "new trials from their cues."
+        )
+    X = new_data["X"] if "X" in new_data.keys() else None
+    F = new_data["F"] if "F" in new_data.keys() else None
     return _predict(idata, X=X, F=F, max_draws=max_draws)
 
 

@@ -52,6 +52,7 @@ from pmctx.vonmises.inputs import (
     check_series,
 )
 from pmctx.vonmises.outputs import write_chain_outputs as write_outputs
+from pmctx.vonmises.predictive import predict_series as predict
 from pmctx.vonmises.series import (
     posterior_marginals,
     sbc_quantities,
@@ -63,7 +64,7 @@ from pmctx.vonmises.series import (
 
 __all__ = [
     "HYPER_UPDATES", "build_model", "default_steps", "demo", "fit", "fit_data", "invariants",
-    "posterior_marginals", "sbc_quantities", "sbc_simulate", "simulate", "simulate_data",
+    "posterior_marginals", "predict", "sbc_quantities", "sbc_simulate", "simulate", "simulate_data",
     "smooth", "smoothing_marginals", "write_outputs",
 ]  # fmt: skip
 
@@ -239,8 +240,6 @@ def smooth(
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` when ``x`` (circular), ``smoothness`` or a
         learned concentration has not converged.
-    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in :func:`pymc.sample` (same defaults).
 
     Returns
     -------
@@ -401,6 +400,7 @@ def _spec():
         demo=demo,
         simulate=sbc_simulate,
         sbc_quantities=sbc_quantities,
+        predict=predict,
         population=("kappa", "kappa_obs"),
         options={
             "kappa": "smoothing concentration (number or 'prior', default 'prior')",

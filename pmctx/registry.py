@@ -82,9 +82,16 @@ class ModelSpec:
         ``sbc_quantities(idata) -> dict`` of posterior draws (flat arrays) of the quantities
         named in ``simulate``'s ``truth`` (SBC ranks truth among them).
     predict : callable or None
-        ``predict(idata, new_data, **kw)``: predictions for new inputs.
+        ``predict(idata, new_data, *, random_seed=None, **options) -> xarray.Dataset``:
+        predictions for new inputs (per-draw variables over ``chain``, ``draw`` and the new
+        inputs' dimension); every model's takes these arguments.
     kfold : callable or None
         ``kfold(**options) -> (fit, log_predictive)`` for :func:`pmctx.kfold.kfold`.
+    refit : callable or None
+        ``refit(idata, *, var_name) -> dict or None``: how :func:`pmctx.compare` refits this
+        fit exactly where PSIS fails, a dict with ``fit``, ``log_predictive``, ``data`` and
+        ``method`` (the fields of :class:`pmctx.refit.Refitter`), or ``None`` when the fit
+        does not hold the data to refit on.
     comparisons : dict
         Pointwise log-likelihood variables (in the fit's ``log_likelihood`` or
         ``log_likelihood_parts`` group, see :data:`pmctx.io.LOG_LIKELIHOOD_GROUPS`) -> the
@@ -124,6 +131,7 @@ class ModelSpec:
     sbc_quantities: Callable | None = None
     predict: Callable | None = None
     kfold: Callable | None = None
+    refit: Callable | None = None
     comparisons: dict = field(default_factory=dict)
     population: tuple[str, ...] = ()
     options: dict = field(default_factory=dict)

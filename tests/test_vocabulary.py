@@ -122,3 +122,30 @@ def test_registered_fits_share_the_sampler_keywords_and_defaults(model):
 
 def test_every_model_is_checked():
     assert {"crp", "gum", "ibp", "vonmises", "vonmises-chain"} <= set(model_names())
+
+
+#: Models whose spec must offer a prediction for new inputs.
+PREDICTING = ("crp", "gum", "ibp", "vonmises", "vonmises-chain")
+
+
+@pytest.mark.parametrize("model", model_names())
+def test_every_predict_takes_the_same_arguments_and_returns_a_dataset(model):
+    spec = next(s for s in list_specs() if s.name == model)
+    if spec.predict is None:
+        assert model not in PREDICTING, f"{model} has no predict"
+        return
+    params = list(inspect.signature(spec.predict).parameters.values())
+    assert [p.name for p in params[:2]] == ["idata", "new_data"], (model, params[:2])
+    assert all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params[:2]), model
+    seed = inspect.signature(spec.predict).parameters.get("random_seed")
+    assert seed is not None and seed.kind is inspect.Parameter.KEYWORD_ONLY, model
+    assert seed.default is None, f"{model}: random_seed defaults to {seed.default!r}"
+    returns = str(inspect.signature(spec.predict).return_annotation)
+    assert returns.endswith("Dataset"), f"{model}: predict is annotated {returns!r}"
+
+
+def test_ibp_predict_explains_what_new_data_holds():
+    from pmctx.models.ibp import predict
+
+    with pytest.raises(TypeError, match="mapping with 'X' \\(cues\\) and/or 'F'"):
+        predict(None, [[0, 1]])

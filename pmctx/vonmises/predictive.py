@@ -4,6 +4,8 @@ Given posterior draws of the doubled angles ``o``, a new observation at a node i
 ``z ~ VonMises(o, kappa_obs)`` (``kappa_obs`` per draw when learned): :func:`predict` gives
 orientations at missing nodes (or chosen sites), :func:`add_posterior_predictive` the
 posterior predictive group of the observed nodes (for ``az.plot_ppc``).
+:func:`predict_series` is the same for the angular time series of
+:mod:`pmctx.models.vonmises_chain` (``y ~ VonMises(x, kappa_obs * signal)``, full period).
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ import xarray as xr
 from pmctx.validation import as_binary_array, as_rng
 from pmctx.vonmises.maps import o_to_theta
 
-__all__ = ["add_posterior_predictive", "predict"]
+__all__ = ["add_posterior_predictive", "predict", "predict_series"]
 
 
-def predict(idata, *, sites=None, random_seed=None):
-    """Predictive observed orientations at missing nodes (or at ``sites``).
+def predict(idata, new_data=None, *, random_seed=None) -> xr.Dataset:
+    """Predictive observed orientations at missing nodes (or at the nodes ``new_data`` marks).
 
     For every posterior draw a new observation ``z ~ VonMises(o, kappa_obs)`` is drawn on the
     doubled angle and halved, so the result is an orientation in ``[0, pi)``.
@@ -27,8 +29,8 @@ def predict(idata, *, sites=None, random_seed=None):
     ----------
     idata : arviz.InferenceData
         From :func:`pmctx.models.vonmises_map.reconstruct`.
-    sites : array_like of bool (M, N), optional
-        Nodes to predict (default: the unobserved ones, ``obs_mask == 0``).
+    new_data : array_like of bool (M, N), optional
+        Nodes to predict, 1 where wanted (default: the unobserved ones, ``obs_mask == 0``).
     random_seed : int or numpy.random.Generator, optional
         Seed of the predictive draws.
 
@@ -49,9 +51,8 @@ def predict(idata, *, sites=None, random_seed=None):
     (1, 5, 1)
     """
     o = idata.posterior["o"].values
-    if sites is None:
-        sites = idata.constant_data["obs_mask"].values == 0
-    sites = as_binary_array(sites, "sites", ndim=2, shape=o.shape[2:]).astype(bool)
+    sites = idata.constant_data["obs_mask"].values == 0 if new_data is None else new_data
+    sites = as_binary_array(sites, "new_data", ndim=2, shape=o.shape[2:]).astype(bool)
     rows, cols = np.nonzero(sites)
     rng = as_rng(random_seed)
     z = rng.vonmises(o[:, :, rows, cols], _kappa_obs_draws(idata))
@@ -59,6 +60,50 @@ def predict(idata, *, sites=None, random_seed=None):
     return xr.Dataset(
         {"theta_pred": (("chain", "draw", "site"), theta, {"period": np.pi})},
         coords={"row": ("site", rows), "col": ("site", cols)},
+    )
+
+
+def predict_series(idata, new_data=None, *, random_seed=None) -> xr.Dataset:
+    """Predictive observed angles of the chain smoother at missing times (or chosen ones).
+
+    For every posterior draw a new observation ``y ~ VonMises(x, kappa_obs * signal)`` is
+    drawn (``kappa_obs`` per draw when learned), wrapped to ``[-pi, pi)``.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        From :func:`pmctx.models.vonmises_chain.smooth`.
+    new_data : array_like of bool (T,), optional
+        Times to predict, 1 where wanted (default: the unobserved ones, ``obs_mask == 0``).
+    random_seed : int or numpy.random.Generator, optional
+        Seed of the predictive draws.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``y_pred`` (chain, draw, time) over the chosen times, ``attrs["period"] = 2 pi``.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> import xarray as xr
+    >>> idata = az.from_dict(posterior={"x": np.zeros((1, 5, 3))}, dims={"x": ["time"]})
+    >>> data = {"obs_mask": ("time", [1, 0, 1]), "signal": ("time", np.ones(3)),
+    ...         "kappa_obs": 2.0}
+    >>> idata.add_groups(constant_data=xr.Dataset(data))
+    >>> predict_series(idata, random_seed=0)["y_pred"].shape
+    (1, 5, 1)
+    """
+    x = idata.posterior["x"].values
+    data = idata.constant_data
+    times = data["obs_mask"].values == 0 if new_data is None else new_data
+    times = as_binary_array(times, "new_data", ndim=1, shape=x.shape[2:]).astype(bool)
+    (selected,) = np.nonzero(times)
+    kappa = _kappa_obs_draws(idata) * data["signal"].values[selected]
+    y = as_rng(random_seed).vonmises(x[:, :, selected], kappa)
+    return xr.Dataset(
+        {"y_pred": (("chain", "draw", "time"), y, {"period": 2.0 * np.pi})},
+        coords={"time": selected},
     )
 
 

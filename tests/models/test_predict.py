@@ -34,7 +34,7 @@ def ibp_split():
 def test_ibp_predicts_held_out_forces_from_cues_better_than_the_mean_force(ibp_split):
     data, train, test, idata = ibp_split
     _ppc_plots(idata, ["F"])
-    predicted = ibp.predict(idata, X=data.X[test])["F"].mean(("chain", "draw")).values
+    predicted = ibp.predict(idata, {"X": data.X[test]})["F"].mean(("chain", "draw")).values
     mse = np.mean((predicted - data.F[test]) ** 2)
     baseline = np.mean((data.F[train].mean(axis=0) - data.F[test]) ** 2)
     assert mse < 0.3 * baseline  # noise sd 0.3 bounds mse below by 0.09
@@ -42,7 +42,7 @@ def test_ibp_predicts_held_out_forces_from_cues_better_than_the_mean_force(ibp_s
 
 def test_ibp_predicts_held_out_cues_from_forces_better_than_pixel_frequencies(ibp_split):
     data, train, test, idata = ibp_split
-    prob = ibp.predict(idata, F=data.F[test])["X_prob"].mean(("chain", "draw")).values
+    prob = ibp.predict(idata, {"F": data.F[test]})["X_prob"].mean(("chain", "draw")).values
     X = data.X[test]
     base = np.clip(data.X[train].mean(axis=0), 1e-3, 1 - 1e-3)
 
@@ -82,6 +82,24 @@ def test_vonmises_ppc_and_prediction_at_missing_sites():
     theta = pred["theta_pred"].values.reshape(-1, missing.sum())
     mean = np.mod(np.angle(np.exp(2j * theta).mean(axis=0)), 2 * np.pi) / 2
     assert orientation_error(mean, truth[missing]).mean() < 0.3  # chance: pi / 4
+
+
+def test_vonmises_chain_predicts_missing_times_near_the_truth():
+    from pmctx.models import vonmises_chain
+
+    x, y = vonmises_chain.simulate(40, kappa=8.0, kappa_obs=6.0, rank=5, random_seed=3)
+    y = np.array(y, dtype=float)
+    y[10:14] = np.nan
+    idata = vonmises_chain.smooth(
+        y, kappa=8.0, kappa_obs=6.0, draws=200, tune=20, chains=1, random_seed=0,
+        check_convergence=False,
+    )  # fmt: skip
+    pred = vonmises_chain.predict(idata, random_seed=0)
+    assert pred["time"].values.tolist() == [10, 11, 12, 13]
+    mean = np.angle(np.exp(1j * pred["y_pred"].values).mean(axis=(0, 1)))
+    error = np.abs(np.angle(np.exp(1j * (mean - x[10:14]))))
+    assert error.mean() < 0.6  # chance: pi / 2
+    assert pred["y_pred"].attrs["period"] == 2 * np.pi
 
 
 @pytest.mark.slow
