@@ -43,6 +43,7 @@ from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     add_posterior_predictive,
     check_sample_kwargs,
+    demo_sections,
     fit_with_sampler,
     run_sampler,
 )
@@ -376,6 +377,7 @@ def coassignment(idata) -> np.ndarray:
     return (z[:, :, None] == z[:, None, :]).mean(axis=0)
 
 
+@demo_sections
 def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> list:
     """Renewal: particle filter on ABA, ABC and AAB, the batch posterior of ABA, plots.
 
@@ -383,26 +385,6 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> l
     ``crp_filter.nc``, ``crp_posterior.nc`` (collapsed Gibbs, with ``log_likelihood``),
     ``crp_summary.csv``, ``crp_diagnostics.csv`` and ``phenomena.csv``; see
     :func:`pmctx.conditioning.demo.run_demo`.
-
-    Parameters
-    ----------
-    out_dir : path-like
-        Output folder.
-    quick : bool, default False
-        Small sizes (seconds to a minute), for a first look and the tests.
-    random_seed : int, default 0
-        Seed of the data and the sampler.
-    cores : int, optional
-        Parallel chains, as in :func:`pymc.sample`.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written.
-
-    Examples
-    --------
-    >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
     """
     return run_demo(sample_posterior, out_dir, quick=quick, random_seed=random_seed, cores=cores)
 

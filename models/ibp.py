@@ -51,6 +51,7 @@ from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     add_posterior_predictive,
     check_sample_kwargs,
+    demo_sections,
     fit_with_sampler,
     run_sampler,
 )
@@ -377,6 +378,7 @@ def invariants(idata):
     return idata.posterior[names]
 
 
+@demo_sections
 def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> list:
     """Fit the model to synthetic 6 x 6 bar cues with 2-D forces (four true contexts).
 
@@ -384,26 +386,6 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> l
     invariant quantities), ``ibp_diagnostics.csv``, ``ibp_trace.png``, ``ibp_n_active.png``
     and ``ibp_bases.png`` (posterior mean Y images and A vectors aligned to the true
     features); see :func:`pmctx.ibp.demo.run_demo`.
-
-    Parameters
-    ----------
-    out_dir : path-like
-        Output folder.
-    quick : bool, default False
-        Small sizes (seconds to a minute), for a first look and the tests.
-    random_seed : int, default 0
-        Seed of the data and the sampler.
-    cores : int, optional
-        Parallel chains, as in :func:`pymc.sample`.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written.
-
-    Examples
-    --------
-    >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
     """
     return run_demo(sample, out_dir, quick=quick, random_seed=random_seed, cores=cores)
 

@@ -37,7 +37,13 @@ import pytensor.tensor as pt
 from pymc.distributions import transforms
 
 from pmctx.convergence import report_after_fit
-from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, fit_with_sampler, run_sampler
+from pmctx.sampling import (
+    SAMPLE_DEFAULTS,
+    check_sample_kwargs,
+    demo_sections,
+    fit_with_sampler,
+    run_sampler,
+)
 from pmctx.steps.registration import block_tag, tag_block
 from pmctx.steps.vonmises import ChainFFBSVonMises, ChainKappaSlice, KappaObsSlice
 from pmctx.steps.vonmises_chain_collapsed import ChainCollapsedGibbs
@@ -358,29 +364,10 @@ def fit_data(data: dict, sampler: dict, **options):
     )
 
 
+@demo_sections
 def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> list[Path]:
     """Smooth a simulated head-direction trace with 30% missing samples:
     :func:`pmctx.vonmises.demo.chain_demo` with :func:`smooth`.
-
-    Parameters
-    ----------
-    out_dir : path-like
-        Output folder.
-    quick : bool, default False
-        A short trace and short chains (seconds), for a first look and the tests.
-    random_seed : int, default 0
-        Seed of the simulated trace and the sampler.
-    cores : int, optional
-        Parallel chains, as in :func:`pymc.sample`.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written.
-
-    Examples
-    --------
-    >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
     """
     return chain_demo(smooth, out_dir, quick=quick, random_seed=random_seed, cores=cores)
 

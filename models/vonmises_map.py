@@ -35,7 +35,13 @@ import pytensor.tensor as pt
 from pymc.distributions import transforms
 
 from pmctx.convergence import report_after_fit
-from pmctx.sampling import SAMPLE_DEFAULTS, check_sample_kwargs, fit_with_sampler, run_sampler
+from pmctx.sampling import (
+    SAMPLE_DEFAULTS,
+    check_sample_kwargs,
+    demo_sections,
+    fit_with_sampler,
+    run_sampler,
+)
 from pmctx.steps.registration import tag_block
 from pmctx.steps.vonmises import (
     AugmentedVonMisesGibbs,
@@ -385,29 +391,10 @@ def invariants(idata):
     )
 
 
+@demo_sections
 def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> list[Path]:
     """Sample a true map from the prior, corrupt it, choose ``kappa`` by held-out pixels and
     reconstruct it: :func:`pmctx.vonmises.demo.map_demo` with :func:`reconstruct`.
-
-    Parameters
-    ----------
-    out_dir : path-like
-        Output folder.
-    quick : bool, default False
-        A 24 x 24 grid and short chains (seconds), for a first look and the tests.
-    random_seed : int, default 0
-        Seed of the simulated map, the noise and the sampler.
-    cores : int, optional
-        Parallel chains, as in :func:`pymc.sample`.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written.
-
-    Examples
-    --------
-    >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
     """
     return map_demo(reconstruct, out_dir, quick=quick, random_seed=random_seed, cores=cores)
 

@@ -46,6 +46,7 @@ __all__ = [
     "SAMPLE_KWARGS",
     "add_posterior_predictive",
     "check_sample_kwargs",
+    "demo_sections",
     "fit_with_sampler",
     "pytensor_has_blas",
     "run_sampler",
@@ -112,6 +113,57 @@ def fit_with_sampler(fit):
     options = [p for p in params if p.kind is inspect.Parameter.VAR_KEYWORD]
     public.__signature__ = inspect.Signature([params[0], *keywords, *named, *options])
     return public
+
+
+#: The sections every model's ``demo(out_dir, *, quick, random_seed, cores)`` documents.
+DEMO_SECTIONS = """
+Parameters
+----------
+out_dir : path-like
+    Output folder.
+quick : bool, default False
+    Small sizes and short chains (seconds), for a first look and the tests.
+random_seed : int, default 0
+    Seed of the simulated data and the sampler.
+cores : int, optional
+    Parallel chains, as in :func:`pymc.sample`.
+
+Returns
+-------
+list of pathlib.Path
+    The files written.
+
+Examples
+--------
+>>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
+"""
+
+
+def demo_sections(demo):
+    """Complete a model's ``demo`` docstring (what it fits and writes) with the sections
+    every demo shares (:data:`DEMO_SECTIONS`), so they are written once.
+
+    Parameters
+    ----------
+    demo : callable
+        ``demo(out_dir, *, quick=False, random_seed=0, cores=None) -> list[Path]`` whose
+        docstring says what it fits and writes.
+
+    Returns
+    -------
+    callable
+        ``demo``, its docstring completed.
+
+    Examples
+    --------
+    >>> @demo_sections
+    ... def demo(out_dir, *, quick=False, random_seed=0, cores=None):
+    ...     \"\"\"Fit a toy model.\"\"\"
+    >>> "cores : int, optional" in demo.__doc__
+    True
+    """
+    demo.__doc__ = inspect.cleandoc(demo.__doc__ or "") + "\n" + DEMO_SECTIONS
+    return demo
 
 
 def usable_cores() -> int:

@@ -24,6 +24,7 @@ from pmctx.gum.hyper import fit_evidence
 from pmctx.gum.plots import plot_functions
 from pmctx.gum.synthetic import match_constraints, section_3_1_formula, seed_section_3_1
 from pmctx.io import save_figure
+from pmctx.sampling import demo_sections
 
 __all__ = ["demo", "write_outputs"]
 
@@ -74,6 +75,7 @@ def write_outputs(idata, out_dir: Path, prefix: str = "gum", *, gum_model=None, 
     return paths
 
 
+@demo_sections
 def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> list[Path]:
     """Seed section 3.1: Poisson ``f1(x1) f2(x2) + f3(x3)``, Laplace (+ evidence-fitted
     lengthscales) and, unless ``quick``, NUTS; recovered functions against the truth.
@@ -81,26 +83,6 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> l
     Writes ``gum_laplace_*`` (posterior, summary, diagnostics, functions, info) and, unless
     ``quick``, ``gum_posterior.nc``, ``gum_summary.csv``, ``gum_diagnostics.csv`` (NUTS),
     ``gum_functions.png`` and ``gum_loo.csv``.
-
-    Parameters
-    ----------
-    out_dir : path-like
-        Output folder.
-    quick : bool, default False
-        Small sizes (seconds to a minute), for a first look and the tests.
-    random_seed : int or numpy.random.Generator, default 0
-        Seed of the data and the sampler.
-    cores : int, optional
-        Parallel chains, as in :func:`pymc.sample`.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written.
-
-    Examples
-    --------
-    >>> paths = demo("pmctx-demo", quick=True)  # doctest: +SKIP
     """
     n = 200 if quick else 500
     data = seed_section_3_1(n, random_seed=random_seed)
