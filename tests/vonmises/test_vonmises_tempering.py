@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import pmctx.vonmises.tempering as tempering
-from pmctx.testing import assert_chains_match_exact, categorical_ess, compare_to_exact
-from pmctx.testing import tv_tolerance
+from pmctx.testing import assert_chains_match_exact, categorical_ess, compare_to_exact, tv_tolerance
 from pmctx.vonmises.potentials import log_edge_potential, log_joint, natural_field
 from pmctx.vonmises.tempering import (
     edge_energy,
