@@ -115,8 +115,13 @@ def compare(
     threshold: float = K_THRESHOLD,
     max_bad_share: float = MAX_BAD_SHARE,
     scale: str = "log",
+    refit="auto",
+    time_budget: float = 600.0,
+    k: int = 10,
+    max_loo_refits: int | None = None,
+    random_seed=0,
 ):
-    """Rank models by PSIS-LOO and report the share of Pareto k above ``threshold``.
+    """Rank models by PSIS-LOO, refitting exactly what PSIS cannot estimate.
 
     Parameters
     ----------
@@ -133,12 +138,34 @@ def compare(
         Above this share of k > threshold a :class:`LooReliabilityWarning` is emitted.
     scale : str, default "log"
         As in ``az.compare``.
+    refit : "auto", mapping name -> Refitter, or None, default "auto"
+        Exact refits of the observations with Pareto k above ``threshold``
+        (:mod:`pmctx.refit`): a :class:`pmctx.refit.Refitter` per model (e.g.
+        :func:`pmctx.refit.gum_refitter`, or a dict with ``fit``, ``log_predictive`` and
+        ``data``); models without one use their spec's ``refit`` hook when the fit holds
+        its data (``"auto"``: every model that way); ``None`` keeps PSIS everywhere.
+    time_budget : float, default 600
+        Seconds for all refits together; flagged observations not refitted in time keep
+        their PSIS value and the model stays marked unreliable.
+    k : int, default 10
+        Folds when K-fold replaces leave-one-out refits.
+    max_loo_refits : int, optional
+        Most flagged observations of one model refitted one by one (default ``k``); when a
+        model has more, every refittable model is scored by exact K-fold on the same folds.
+    random_seed : int, default 0
+        Seed of the fold partition.
 
     Returns
     -------
     pandas.DataFrame
-        ``az.compare``'s table plus ``k_share`` (share of k > threshold), ``n_high_k`` and
-        ``reliable``; ``table.attrs["loo"]`` holds the pointwise ``az.loo`` results.
+        ``az.compare``'s table (on the refitted values) plus ``var_name``, ``elpd_psis``
+        (PSIS alone), ``k_share`` (share of Pareto k > threshold), ``n_high_k``,
+        ``refit`` (how observations were refitted: ``"loo 3 fits (laplace)"``,
+        ``"kfold 10 fits (mcmc, warm start)"``, or empty), ``n_refit`` (observations scored
+        by exact refits), ``refit_s`` (seconds) and ``reliable`` (flagged observations left
+        to PSIS are at most ``max_bad_share``). ``table.attrs["loo"]`` holds the pointwise
+        results used, ``table.attrs["psis"]`` the PSIS ones and ``table.attrs["refits"]`` a
+        :class:`pmctx.refit.RefitRecord` per model (``how`` per observation, ``refitted``).
 
     Examples
     --------
@@ -163,7 +190,9 @@ def compare(
 
     if len(models) < 2:
         raise ValueError(f"compare needs at least two models, got {len(models)}.")
-    loos, used = {}, {}
+    if not (refit is None or refit == "auto" or isinstance(refit, Mapping)):
+        raise TypeError(f"refit must be 'auto', None or a mapping name -> Refitter, got {refit!r}.")
+    loos, used, fits = {}, {}, {}
     for name, value in models.items():
         value = _load(value)
         if isinstance(value, az.ELPDData):
@@ -173,43 +202,107 @@ def compare(
             raise ValueError(f"Model {name!r} has no log_likelihood group.")
         var = var_name.get(name) if isinstance(var_name, Mapping) else var_name
         var = var or _default_var_name(value)
-        used[name] = var
+        used[name], fits[name] = var, value
         with warnings.catch_warnings():  # replaced by our own, more specific warning
             warnings.filterwarnings("ignore", message=".*Pareto.*")
             warnings.filterwarnings("ignore", message=".*pareto.*")
             if var in value.log_likelihood:
-                loos[name] = az.loo(value, var_name=var, pointwise=True, scale=scale)
+                loos[name] = az.loo(value, var_name=var, pointwise=True)
             else:  # a conditional question: log_likelihood_parts (e.g. the IBP's F)
                 from pmctx.io import log_likelihood_view
 
                 view = log_likelihood_view(value, var)
-                loos[name] = az.loo(view, var_name=var, pointwise=True, scale=scale)
+                loos[name] = az.loo(view, var_name=var, pointwise=True)
     sizes = {name: int(np.size(loo.loo_i)) for name, loo in loos.items()}
     if len(set(sizes.values())) > 1:
         raise ValueError(f"The models score different numbers of observations: {sizes}.")
+    psis = dict(loos)
+    n_high = {n: int(np.sum(np.asarray(loo.pareto_k) > threshold)) for n, loo in psis.items()}
+    records = {}
+    refitters = _refitters(refit, fits, used, psis) if any(n_high.values()) else {}
+    if refitters:
+        from pmctx.refit import refit_loos
+
+        loos, records = refit_loos(
+            psis, refitters, threshold=threshold, k=k, max_loo_refits=max_loo_refits,
+            time_budget=time_budget, random_seed=random_seed,
+        )  # fmt: skip
+    if scale != "log":
+        loos = {name: _rescale(loo, scale) for name, loo in loos.items()}
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Pareto.*")
         table = az.compare(loos, ic="loo", scale=scale)
     table["var_name"] = [used.get(name, "") for name in table.index]
-    table["k_share"] = [pareto_k_share(loos[name], threshold) for name in table.index]
-    table["n_high_k"] = [
-        int(np.sum(np.asarray(loos[name].pareto_k) > threshold)) for name in table.index
-    ]
-    table["reliable"] = table["k_share"] <= max_bad_share
-    table.attrs["loo"] = loos
+    table["elpd_psis"] = [_rescale(psis[name], scale).elpd_loo for name in table.index]
+    table["k_share"] = [pareto_k_share(psis[name], threshold) for name in table.index]
+    table["n_high_k"] = [n_high[name] for name in table.index]
+    left = {}
+    for name in table.index:
+        record = records.get(name)
+        refitted = np.zeros(sizes[name], bool) if record is None else np.isin(
+            np.arange(sizes[name]), record.refitted)  # fmt: skip
+        left[name] = float(np.mean((np.asarray(psis[name].pareto_k) > threshold) & ~refitted))
+    table["refit"] = [records[n].summary() if n in records else "" for n in table.index]
+    table["n_refit"] = [int(records[n].refitted.size) if n in records else 0 for n in table.index]
+    table["refit_s"] = [records[n].seconds if n in records else 0.0 for n in table.index]
+    table["reliable"] = [left[name] <= max_bad_share for name in table.index]
+    table.attrs.update(loo=loos, psis=psis, refits=records)
     bad = table.index[~table["reliable"]].tolist()
     if bad:
-        shares = ", ".join(f"{n}: {table.loc[n, 'k_share']:.0%}" for n in bad)
+        shares = ", ".join(f"{n}: {left[n]:.0%}" for n in bad)
         warnings.warn(
-            f"PSIS-LOO is unreliable for {bad} (share of Pareto k > {threshold}: {shares}; "
-            f"more than {max_bad_share:.0%}), so this ranking is not trustworthy. Refit "
-            "exactly with pmctx.kfold.kfold (K-fold CV) or pmctx.kfold.reloo (refits of the "
-            "high-k observations); for latent-variable models use a log-likelihood with the "
-            "per-unit latent integrated out.",
+            f"PSIS-LOO is unreliable for {bad} (share of Pareto k > {threshold} not refitted: "
+            f"{shares}; more than {max_bad_share:.0%}), so this ranking is not trustworthy. "
+            "Pass refit={name: pmctx.refit.Refitter(...)} (e.g. pmctx.refit.gum_refitter) "
+            "so that compare refits them exactly, or raise time_budget; for latent-variable "
+            "models use a log-likelihood with the per-unit latent integrated out.",
             LooReliabilityWarning,
             stacklevel=2,
         )
     return table
+
+
+def _refitters(refit, fits: dict, used: dict, loos: dict) -> dict:
+    """name -> Refitter: those passed, else the spec hook's for fits that hold their data."""
+    from pmctx.refit import as_refitter
+
+    if refit is None:
+        return {}
+    given = dict(refit) if isinstance(refit, Mapping) else {}
+    unknown = sorted(set(given) - set(loos))
+    if unknown:
+        raise ValueError(f"refit names models {unknown} not in models {sorted(loos)}.")
+    out = {}
+    for name in loos:
+        value = given.get(name, "auto")
+        if isinstance(value, str) and value == "auto":
+            value = _spec_refitter(fits[name], used[name]) if name in fits else None
+        value = as_refitter(value, name)
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def _spec_refitter(idata, var: str):
+    """The model's ``refit`` hook on this fit (``None`` without a hook or stored data)."""
+    from pmctx.registry import get_spec, model_name, model_names
+
+    name = model_name(idata)
+    hook = get_spec(name).refit if name in model_names() else None
+    return None if hook is None else hook(idata, var_name=var)
+
+
+def _rescale(loo, scale: str):
+    """A log-scale pointwise result on ``scale`` (``az.compare`` needs one scale)."""
+    if scale == loo.scale:
+        return loo
+    import numpy as np
+
+    from pmctx.kfold import elpd_data
+
+    factor = {"log": 1.0, "negative_log": -1.0, "deviance": -2.0}[loo.scale]
+    return elpd_data(np.asarray(loo.loo_i) / factor, n_samples=int(loo.n_samples),
+                     p_loo=loo.p_loo, pareto_k=loo.pareto_k, scale=scale)  # fmt: skip
 
 
 def format_table(table) -> str:
@@ -223,8 +316,8 @@ def format_table(table) -> str:
     Returns
     -------
     str
-        The columns ``rank, elpd_loo, se, elpd_diff, dse, p_loo, var_name, k_share, n_high_k,
-        reliable`` (those present), two decimals.
+        The columns ``rank, elpd_loo, se, elpd_diff, dse, p_loo, var_name, elpd_psis,
+        k_share, n_high_k, refit, n_refit, reliable`` (those present), two decimals.
 
     Examples
     --------
@@ -243,8 +336,11 @@ def format_table(table) -> str:
         "dse",
         "p_loo",
         "var_name",
+        "elpd_psis",
         "k_share",
         "n_high_k",
+        "refit",
+        "n_refit",
     ]
     cols = [c for c in cols if c in table.columns] + ["reliable"]
     return table[cols].to_string(float_format=lambda v: f"{v:.2f}")
