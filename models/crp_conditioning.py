@@ -499,6 +499,9 @@ def _spec():
         sbc_quantities=sbc_quantities,
         predict=predict,
         comparisons={
+            "responses": "each conditioned response given the latent-cause model's US "
+            "expectation (subject fits, fit_alpha_posterior): comparing alpha values and "
+            "response models; pmctx.refit.crp_response_refitter refits it exactly",
             "trial_features": "each trial's features with its latent cause summed out: "
             "LOO over trials, for comparing cause structures (alpha, truncation, priors)",
             "features": "each observed feature entry given the sampled causes (conditional "

@@ -67,6 +67,7 @@ __all__ = [
     "kfold_functions",
     "plot_bases",
     "predict",
+    "refit_functions",
     "sample",
     "subsample_initvals",
     "write_outputs",
@@ -200,6 +201,7 @@ def sample(
     posterior_predictive: bool = True,
     check_convergence: bool = True,
     start: str = "auto",
+    initvals=None,
     **hyper,
 ):
     """Sample the IBP visuo-motor posterior with the specialised Gibbs step.
@@ -241,6 +243,9 @@ def sample(
         changes; the sampler is the same exact kernel (from ``BIRTH_DEATH_MIN_TRIALS``
         (500) trials on, with ``BIRTH_DEATH_PER_SWEEP`` (5) birth/death proposals for small
         shared features per sweep, whatever the start). Why: :mod:`pmctx.ibp.start`.
+    initvals : dict or list of dict, optional
+        ``pm.sample``'s start values (one dict per chain), e.g. a warm start from the draws
+        of an earlier fit (what :func:`pmctx.compare`'s refits use); replaces ``start``.
     **hyper
         Hyperparameters, as in :func:`build_model`.
 
@@ -274,8 +279,8 @@ def sample(
     n_trials = int(model.dim_lengths["trial"].eval())
     kept = dict(log_likelihood=log_likelihood, posterior_predictive=posterior_predictive)
     warn_if_large(model, draws, chains, limit=STORED_BYTES_WARN, **kept)
-    initvals = None
-    if start == "subsample" or (start == "auto" and n_trials >= SUBSAMPLE_START_MIN_TRIALS):
+    subsample = start == "subsample" or (start == "auto" and n_trials >= SUBSAMPLE_START_MIN_TRIALS)
+    if initvals is None and subsample:
         initvals = subsample_initvals(model, F, X, chains=chains, random_seed=random_seed)
     with model:
         large = n_trials >= BIRTH_DEATH_MIN_TRIALS
@@ -485,6 +490,77 @@ def kfold_functions(*, var_name: str = "joint", marginal_options=None, **sample_
     return _KfoldFit(sample_options), _KfoldPredictive(var_name, marginal_options or {}, None)
 
 
+class _WarmRefit:
+    """An IBP refit on training trials: a short run from the full fit's last draws."""
+
+    def __init__(self, idata, options):
+        self.posterior, self.options = idata.posterior, options
+
+    def __call__(self, train):
+        rows, post = np.asarray(train["trial_index"]), self.posterior
+        points = []
+        for chain in range(self.options["chains"]):
+            draw = post.isel(chain=chain % post.sizes["chain"], draw=-1)
+            point = {"Z": draw["Z"].values[rows], "pi": np.clip(draw["pi"].values, 1e-9, 1 - 1e-9)}
+            for name in ("A", "Y", "alpha", "sigma_n2", "sigma_A2", "phi", "lam", "eps"):
+                if name in draw:
+                    point[name] = draw[name].values
+            points.append(point)
+        return sample(train.get("F"), train.get("X"), initvals=points, log_likelihood=False,
+                      reconstructions=False, posterior_predictive=False, check_convergence=False,
+                      progressbar=False, **self.options)  # fmt: skip
+
+
+def refit_functions(idata, *, var_name: str = "joint", draws: int = 250, tune: int = 100,
+                    chains: int = 2, random_seed=0):  # fmt: skip
+    """How :func:`pmctx.compare` refits an IBP fit exactly (the spec's ``refit`` hook).
+
+    Each refit is a short run of :func:`sample` on the training trials, warm-started from the
+    last draw of the full-data fit (its ``Z`` rows of the training trials, ``pi``, ``A``,
+    ``Y`` and the learned hyperparameters), with the hyperparameters the fit fixed (its
+    ``constant_data``) fixed again; held-out trials are scored by the integrated likelihood
+    ``var_name`` (as :func:`kfold_functions`).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of :func:`sample` (with ``observed_data``).
+    var_name : {"joint", "F", "X"}, default "joint"
+        What a held-out trial is scored on.
+    draws, tune, chains : int
+        Of each refit (a warm start needs little tuning).
+    random_seed : int, default 0
+        Seed of every refit.
+
+    Returns
+    -------
+    dict or None
+        ``fit``, ``log_predictive``, ``data`` and ``method`` (:class:`pmctx.refit.Refitter`'s
+        fields); ``None`` when the fit holds no observed data.
+
+    Examples
+    --------
+    >>> import arviz as az, numpy as np
+    >>> refit_functions(az.from_dict(posterior={"Z": np.zeros((1, 2, 3, 4))})) is None
+    True
+    """
+    if "observed_data" not in idata.groups() or "Z" not in idata.posterior:
+        return None
+    obs = idata.observed_data
+    data = {name: obs[name].values for name in ("F", "X") if name in obs}
+    if not data:
+        return None
+    data["trial_index"] = np.arange(next(iter(data.values())).shape[0])
+    fixed = {}
+    if "constant_data" in idata.groups():
+        fixed = {n: float(idata.constant_data[n]) for n in HYPER_NAMES if n in idata.constant_data}
+    options = dict(K_max=int(idata.posterior["Z"].shape[-1]), draws=draws, tune=tune,
+                   chains=chains, cores=1, random_seed=random_seed, **fixed)  # fmt: skip
+    _, log_predictive = kfold_functions(var_name=var_name)
+    return {"fit": _WarmRefit(idata, options), "log_predictive": log_predictive, "data": data,
+            "method": f"mcmc, warm start, {chains}x{draws} draws"}  # fmt: skip
+
+
 def _spec():
     from pmctx.ibp.inputs import load_ibp
     from pmctx.ibp.simulate import invariants as sbc_quantities
@@ -505,6 +581,7 @@ def _spec():
         sbc_quantities=sbc_quantities,
         predict=predict,
         kfold=kfold_functions,
+        refit=refit_functions,
         comparisons={
             "joint": "each trial's forces and cues together, features integrated out: "
             "structure questions (which features, how many)",

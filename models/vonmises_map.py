@@ -452,6 +452,11 @@ def _spec():
         simulate=simulate,
         sbc_quantities=sbc_quantities,
         predict=predict,
+        comparisons={
+            "z": "each observed pixel given the sampled map (conditional on the latent map, "
+            "so PSIS over it is unreliable): compare maps by held-out pixels instead "
+            "(pmctx.vonmises.select.cross_validate)",
+        },
         options={
             "kappa": "smoothing concentration (default 5.0)",
             "kappa_obs": "observation concentration on doubled angles (default 2.0)",

@@ -104,7 +104,7 @@ def test_every_compare_flag_has_help(capsys):
     ("model", "variables", "expected"),
     [
         ("ibp", ["F", "X", "joint"], "joint"),
-        ("crp", ["features", "trial_features"], "trial_features"),
+        ("crp", ["features", "trial_features", "responses"], "responses"),
     ],
 )
 def test_default_variable_is_the_first_the_model_declares(y, model, variables, expected):

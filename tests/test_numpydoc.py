@@ -135,6 +135,7 @@ VALIDATED = [
     "pmctx.numerics",
     "pmctx.options",
     "pmctx.progress",
+    "pmctx.refit",
     "pmctx.registry",
     "pmctx.exceptions",
     "pmctx.sampling",
