@@ -397,8 +397,6 @@ def fit_data(data: dict, sampler: dict, **options):
     ----------
     data : dict
         ``{"features": ...}``, as :func:`pmctx.conditioning.inputs.load_crp` loads it.
-    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in :func:`pymc.sample` (same defaults).
     **options
         Model options (see ``SPEC.options``).
 

@@ -99,8 +99,6 @@ def fit_data(data: dict, sampler: dict, formula: str | None = None, family="gaus
     ----------
     data : dict
         ``{"columns": ..., "options": ...}``, as :func:`pmctx.gum.inputs.load_gum` loads it.
-    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in :func:`pymc.sample` (same defaults).
     formula : str, optional
         The model formula, when not stored in the data.
     family : str, default "gaussian"

@@ -403,8 +403,6 @@ def fit_data(data: dict, sampler: dict, **options):
     ----------
     data : dict
         Validated data as :func:`pmctx.ibp.inputs.load_ibp` loads it, ``{"F": ..., "X": ...}``.
-    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in :func:`pymc.sample` (same defaults).
     **options
         Model options (see ``SPEC.options``).
 

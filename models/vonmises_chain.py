@@ -336,9 +336,6 @@ def fit_data(data: dict, sampler: dict, **options):
         ``"y"`` (angles in radians, NaN where missing) and optionally ``"mask"`` and
         ``"signal"``, as loaded by :func:`pmctx.vonmises.inputs.load_vonmises_chain`.
 
-    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in :func:`pymc.sample` (same defaults).
-
     **options
         Further :func:`smooth` options (``kappa``, ``kappa_obs``, ``rank``, ...).
 

@@ -408,8 +408,6 @@ def fit_data(data: dict, sampler: dict, **options):
     data : dict
         ``"theta"`` (M x N orientations in ``[0, pi]``, NaN where missing) and optionally
         ``"mask"`` (M x N, 1 = observed), as loaded by :func:`pmctx.vonmises.inputs.load_vonmises`.
-    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in :func:`pymc.sample` (same defaults).
     **options
         Further :func:`reconstruct` options (``kappa``, ``kappa_obs``, ``rank``, ``sampler``, ...).
 

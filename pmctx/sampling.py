@@ -71,7 +71,9 @@ SAMPLE_KWARGS = tuple(SAMPLE_DEFAULTS)
 def fit_with_sampler(fit):
     """Give a model's ``fit(data, sampler, **options)`` the public signature
     ``fit(data, *, draws, tune, chains, cores, random_seed, progressbar, idata_kwargs,
-    **options)``, with :data:`SAMPLE_DEFAULTS`: the keywords are declared once, here.
+    **options)``, with :data:`SAMPLE_DEFAULTS`: the keywords are declared once, here, and so
+    is their entry in the docstring's Parameters section (:data:`SAMPLER_PARAMETERS`, put
+    after ``data``).
 
     Parameters
     ----------
@@ -112,7 +114,35 @@ def fit_with_sampler(fit):
     ]
     options = [p for p in params if p.kind is inspect.Parameter.VAR_KEYWORD]
     public.__signature__ = inspect.Signature([params[0], *keywords, *named, *options])
+    public.__doc__ = _with_sampler_parameters(fit.__doc__)
     return public
+
+
+#: The Parameters entry of the seven sampler keywords, shared by every model's ``fit``.
+SAMPLER_PARAMETERS = (
+    "draws, tune, chains, cores, random_seed, progressbar, idata_kwargs",
+    "    As in :func:`pymc.sample` (same defaults).",
+)
+
+
+def _with_sampler_parameters(doc: str | None) -> str | None:
+    """``doc`` (cleaned) with :data:`SAMPLER_PARAMETERS` after its first parameter entry."""
+    if not doc or SAMPLER_PARAMETERS[0] in doc:
+        return doc
+    lines = inspect.cleandoc(doc).splitlines()
+    try:
+        start = lines.index("Parameters") + 2
+    except ValueError:
+        return doc
+    headers = (i for i in range(start, len(lines) - 1) if set(lines[i + 1]) == {"-"})
+    end = next(headers, len(lines))
+    while end > start and not lines[end - 1]:
+        end -= 1
+    entries = [i for i in range(start, end) if lines[i] and not lines[i][0].isspace()]
+    at = entries[1] if len(entries) > 1 else end
+    while not lines[at - 1]:
+        at -= 1
+    return "\n".join([*lines[:at], *SAMPLER_PARAMETERS, *lines[at:]])
 
 
 #: The sections every model's ``demo(out_dir, *, quick, random_seed, cores)`` documents.

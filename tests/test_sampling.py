@@ -112,3 +112,34 @@ def test_parallel_chains_of_a_custom_step_equal_sequential_ones():
     parallel = crp_conditioning.sample_posterior(data, cores=2, **kwargs)
     sequential = crp_conditioning.sample_posterior(data, cores=1, **kwargs)
     np.testing.assert_array_equal(parallel.posterior["z"], sequential.posterior["z"])
+
+
+def test_fit_with_sampler_documents_the_sampler_keywords_after_data():
+    from pmctx.sampling import SAMPLER_PARAMETERS, _with_sampler_parameters, fit_with_sampler
+
+    @fit_with_sampler
+    def fit(data, sampler, formula=None, **options):
+        """Fit.
+
+        Parameters
+        ----------
+        data : dict
+            The data.
+
+        formula : str, optional
+            A formula.
+        **options
+            More.
+
+        Returns
+        -------
+        int
+            Nothing.
+        """
+
+    lines = fit.__doc__.splitlines()
+    at = lines.index(SAMPLER_PARAMETERS[0])
+    assert lines[at - 2 : at] == ["data : dict", "    The data."]
+    assert lines[at + 1] == SAMPLER_PARAMETERS[1]
+    assert lines[at + 2] == "" and lines[at + 3].startswith("formula")
+    assert _with_sampler_parameters(fit.__doc__) == fit.__doc__  # entered once
