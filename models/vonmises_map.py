@@ -50,6 +50,7 @@ from pmctx.steps.vonmises import (
     KappaObsSlice,
     PointwiseVonMisesGibbs,
 )
+from pmctx.steps.vonmises_tempering import TemperedVonMisesGibbs
 from pmctx.validation import (
     as_angle_array,
     as_rng,
@@ -78,6 +79,7 @@ STEPS = {
     "cluster": ClusterVonMisesGibbs,
     "ffbs": ColumnFFBSVonMises,
     "pointwise": PointwiseVonMisesGibbs,
+    "tempered": TemperedVonMisesGibbs,
 }
 
 
@@ -91,7 +93,7 @@ def default_steps(model, sampler: str = "augmented", *, n_sweeps: int | None = N
     ----------
     model : pymc.Model
         A model returned by :func:`build_model`.
-    sampler : {"augmented", "cluster", "ffbs", "pointwise"}, default "augmented"
+    sampler : {"augmented", "cluster", "ffbs", "pointwise", "tempered"}, default "augmented"
         Step method for the angle grid ``o`` (keys of :data:`STEPS`).
     n_sweeps : int, optional
         Kernel sweeps of ``o`` per stored draw; default: the step's ``default_n_sweeps``
@@ -278,8 +280,11 @@ def reconstruct(
         1 where observed (default: not NaN).
     kappa, kappa_obs, rank :
         As in :func:`build_model` (``kappa_obs`` applies to doubled angles).
-    sampler : {"augmented", "cluster", "ffbs", "pointwise"}
-        Step method (see :mod:`pmctx.steps.vonmises`).
+    sampler : {"augmented", "cluster", "ffbs", "pointwise", "tempered"}
+        Step method (see :mod:`pmctx.steps.vonmises`); ``"tempered"`` is replica exchange
+        across a kappa ladder from ``0.8 kappa`` up
+        (:class:`~pmctx.steps.vonmises_tempering.TemperedVonMisesGibbs`), for a ``kappa``
+        fixed above what the data favour (fixed ``kappa_obs`` only).
     n_sweeps : int, optional
         Kernel sweeps per stored draw (thinning inside the step); default: the step's
         ``default_n_sweeps`` (8 for ``"augmented"`` and ``"cluster"``: about 6 times the CPU
@@ -459,7 +464,7 @@ def _spec():
             "kappa": "smoothing concentration (default 5.0)",
             "kappa_obs": "observation concentration on doubled angles (default 2.0)",
             "rank": "rank R of the edge potential (default 5)",
-            "sampler": "augmented, cluster, ffbs or pointwise (default augmented)",
+            "sampler": "augmented, cluster, ffbs, pointwise or tempered (default augmented)",
             "n_sweeps": "kernel sweeps per stored draw (default 8 for augmented/cluster, else 1)",
         },
         advice="Maps can hold several pinwheel layouts that a chain leaves only every few "
