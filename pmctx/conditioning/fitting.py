@@ -225,11 +225,12 @@ GRID_POINTS = {1: 31, 2: 13, 3: 7}
 
 
 def _grid_starts(objective, d: int, n_points: int, n_starts: int):
-    """Evaluate ``objective`` (to maximise) on a grid over the unit cube, bounds included;
-    return every grid point with its value, and the ``n_starts`` best, best first."""
+    """Evaluate ``objective`` (to maximise; it takes all points at once) on a grid over the
+    unit cube, bounds included; return every grid point with its value, and the ``n_starts``
+    best, best first."""
     axes = [np.linspace(0.0, 1.0, n_points)] * d
     points = np.stack([g.ravel() for g in np.meshgrid(*axes, indexing="ij")], axis=1)
-    values = np.array([objective(u) for u in points])
+    values = np.asarray(objective(points), dtype=float)
     order = np.argsort(-values, kind="stable")
     return points, values, order[:n_starts]
 
@@ -344,7 +345,7 @@ def fit_subject(
         n_points = GRID_POINTS.get(d, 5) if grid_points is None else grid_points
         n_points = check_int(n_points, "grid_points", minimum=2)
         points, grid_values, best_points = _grid_starts(
-            lambda u: lik(params_of(u)), d, n_points, n_starts
+            lambda us: lik.log_likelihoods([params_of(u) for u in us]), d, n_points, n_starts
         )
         results += [(float(grid_values[i]), points[i]) for i in best_points]
         step = 1.0 / (n_points - 1)

@@ -30,7 +30,7 @@ from pmctx.conditioning.filter_settings import (
     temporal_settings,
     trial_times,
 )
-from pmctx.conditioning.particle_filter import _filter_kernel, common_uniforms
+from pmctx.conditioning.particle_filter import _filter_kernel, _filter_V_many, common_uniforms
 from pmctx.conditioning.response import get_response_model
 from pmctx.validation import as_float_array, as_rng, check_choice, check_int
 
@@ -194,6 +194,16 @@ class SubjectLikelihood:
         check_choice(feature_prior, "feature_prior", FEATURE_PRIORS)
         self.n_evals = 0
 
+    def _point(self, params: dict):
+        # One parameter point as the kernels take it, checked: (alpha, a, b, b_absent,
+        # stickiness, decay) and the number of cause slots.
+        p = {**FILTER_PARAMETERS, **params}
+        alpha, a, b, n_slots, stick = _common_checks(
+            p["alpha"], 1.0, self.max_causes, p["stickiness"], self.F.shape[0], p["a"], p["b"]
+        )
+        b_absent = absent_pseudo_count(a, b, self.feature_prior)
+        return (alpha, a, b, b_absent, stick, float(p["decay"])), n_slots
+
     def V(self, params: dict) -> np.ndarray:
         """The filter's V_t at ``params`` (alpha, a, b, stickiness, decay).
 
@@ -207,10 +217,7 @@ class SubjectLikelihood:
         numpy.ndarray (trial,)
             The US expectation per trial.
         """
-        p = {**FILTER_PARAMETERS, **params}
-        alpha, a, b, n_slots, stick = _common_checks(
-            p["alpha"], 1.0, self.max_causes, p["stickiness"], self.F.shape[0], p["a"], p["b"]
-        )
+        (alpha, a, b, b_absent, stick, decay), n_slots = self._point(params)
         kind, timescale, _ = self.kernel
         self.n_evals += 1
         return _filter_kernel(
@@ -218,7 +225,7 @@ class SubjectLikelihood:
             alpha,
             a,
             b,
-            absent_pseudo_count(a, b, self.feature_prior),
+            b_absent,
             stick,
             n_slots,
             self.method == "local_map",
@@ -227,8 +234,66 @@ class SubjectLikelihood:
             self.times,
             kind,
             timescale,
-            float(p["decay"]),
+            decay,
         )[0]
+
+    def V_many(self, points) -> np.ndarray:
+        """``V`` at many parameter points in one compiled call (same uniforms for all).
+
+        Row ``p`` equals ``self.V(points[p])`` bit for bit; the per-call overhead of the
+        Python layer is paid once (the fits' grid uses it).
+
+        Parameters
+        ----------
+        points : sequence of dict
+            Filter parameters of each point; missing ones take :data:`FILTER_PARAMETERS`.
+
+        Returns
+        -------
+        numpy.ndarray (point, trial)
+            The US expectation per point and trial.
+
+        Examples
+        --------
+        >>> lik = SubjectLikelihood([0.5] * 20, recovery_design(20), n_particles=10, rng=0)
+        >>> Vs = lik.V_many([{"alpha": 0.5}, {"alpha": 2.0}])
+        >>> Vs.shape, bool((Vs[1] == lik.V({"alpha": 2.0})).all())
+        ((2, 20), True)
+        """
+        points = list(points)
+        if not points:
+            return np.empty((0, self.F.shape[0]))
+        checked = [self._point(p) for p in points]
+        kind, timescale, _ = self.kernel
+        self.n_evals += len(points)
+        return _filter_V_many(
+            self.F,
+            np.array([c[0] for c in checked], dtype=float),
+            checked[0][1],  # n_slots depends on max_causes and the trials only
+            self.method == "local_map",
+            self.uniforms[0],
+            self.uniforms[1],
+            self.times,
+            kind,
+            timescale,
+        )
+
+    def log_likelihoods(self, points) -> np.ndarray:
+        """Profile log likelihood at many parameter points (see :meth:`V_many`).
+
+        Parameters
+        ----------
+        points : sequence of dict
+            Filter parameters of each point.
+
+        Returns
+        -------
+        numpy.ndarray (point,)
+            ``self(points[p])`` for every point, with one compiled filter call for all.
+        """
+        return np.array(
+            [self.response.fit(V, self.responses).log_likelihood for V in self.V_many(points)]
+        )
 
     @property
     def deterministic(self) -> bool:

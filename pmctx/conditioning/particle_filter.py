@@ -78,6 +78,22 @@ def _kernel_weights(out, times, t, kernel_kind, timescale, decay):
 
 
 @numba.njit(cache=True)
+def _grow_counts(old, cap):
+    """``old`` (particle, slot, feature, 2) widened to ``cap`` slots; new slots hold 0."""
+    new = np.zeros((old.shape[0], cap, old.shape[2], 2), old.dtype)
+    new[:, : old.shape[1]] = old
+    return new
+
+
+@numba.njit(cache=True)
+def _grow_slots(old, cap):
+    """``old`` (particle, slot) widened to ``cap`` slots; new slots hold 0."""
+    new = np.zeros((old.shape[0], cap), old.dtype)
+    new[:, : old.shape[1]] = old
+    return new
+
+
+@numba.njit(cache=True)
 def _filter_kernel(
     F,
     alpha,
@@ -104,8 +120,11 @@ def _filter_kernel(
         log_present[n] = np.log(n + a)
         log_absent[n] = np.log(n + b_absent)
         log_total[n] = np.log(n + a + b)
-    counts = np.zeros((M, n_slots, D, 2), np.int32)
-    n_k = np.zeros((M, n_slots))
+    # Per-particle state has room for ``cap`` causes, grown (doubled) when a particle needs
+    # more: memory and cache traffic follow the causes in use, not the n_slots allowed.
+    cap = min(n_slots, 8)
+    counts = np.zeros((M, cap, D, 2), np.int32)
+    n_k = np.zeros((M, cap))
     n_used = np.zeros(M, np.int64)
     prev = np.full(M, -1, np.int64)
     ancestor = np.zeros((T, M), np.int64)
@@ -120,24 +139,38 @@ def _filter_kernel(
     hist = np.zeros((M, T_hist), np.int64)
     hist_b = np.zeros_like(hist)
     kvec = np.zeros(T_hist)
-    tw = np.zeros(n_slots)
+    tw = np.zeros(cap)
 
     V = np.empty(T)
     V_weighted = np.empty(T)
     log_pred = np.empty(T)
     post = np.zeros((T, n_slots))
     n_causes = np.empty((T, M), np.int64)
-    logpost = np.full((M, n_slots), -np.inf)
+    logpost = np.full((M, cap), -np.inf)
+    prob = np.zeros((M, cap))  # each cause's posterior given the particle and the trial
     n_opt = np.zeros(M, np.int64)
     logw = np.empty(M)
     v_m = np.empty(M)
     log_x = np.empty(M)
-    lp = np.empty(n_slots)
-    lx = np.empty(n_slots)
-    pus = np.empty(n_slots)
+    lp = np.empty(cap)
+    lx = np.empty(cap)
+    pus = np.empty(cap)
     cw = np.empty(M)
 
     for t in range(T):
+        need = min(n_used.max() + 1, n_slots)
+        if need > cap:
+            cap = min(n_slots, max(2 * cap, need))
+            counts = _grow_counts(counts, cap)
+            counts_b = _grow_counts(counts_b, cap)
+            n_k = _grow_slots(n_k, cap)
+            n_k_b = _grow_slots(n_k_b, cap)
+            logpost = np.full((M, cap), -np.inf)
+            prob = np.zeros((M, cap))
+            tw = np.zeros(cap)
+            lp = np.empty(cap)
+            lx = np.empty(cap)
+            pus = np.empty(cap)
         f_us = F[t, 0]
         if temporal:
             _kernel_weights(kvec, times, t, kernel_kind, timescale, decay)
@@ -158,35 +191,58 @@ def _filter_kernel(
                     w = alpha if t > 0 else 1.0  # c_1 is the first cause
                 lp[k] = w
                 total += w
+            # Log likelihood of the trial's CS features under each cause (table lookups), the
+            # largest among causes of non-zero prior weight, and each cause's US prediction.
+            mx = -np.inf
             for k in range(n_o):
-                lp[k] = np.log(lp[k] / total)
                 lxk = 0.0
                 for i in range(1, D):
                     f = F[t, i]
                     if f >= 0:
-                        c = counts[m, k, i]
-                        seen = log_present[c[1]] if f == 1 else log_absent[c[0]]
-                        lxk += seen - log_total[c[0] + c[1]]
+                        c0 = counts[m, k, i, 0]
+                        c1 = counts[m, k, i, 1]
+                        seen = log_present[c1] if f == 1 else log_absent[c0]
+                        lxk += seen - log_total[c0 + c1]
                 lx[k] = lxk
-                c = counts[m, k, 0]
-                pus[k] = (c[1] + a) / (c[0] + c[1] + a + b)
-            # V_t: the cause posterior without the US feature, then its US prediction.
-            for k in range(n_o):
-                logpost[m, k] = lp[k] + lx[k]
-            norm = _log_sum_exp(logpost[m], n_o)
+                if lp[k] > 0.0 and lxk > mx:
+                    mx = lxk
+                c0 = counts[m, k, 0, 0]
+                c1 = counts[m, k, 0, 1]
+                pus[k] = (c1 + a) / (c0 + c1 + a + b)
+            # V_t: the cause posterior without the US feature, then its US prediction. One
+            # exp per cause: the US's predictive multiplies in as a ratio of counts.
+            s1 = 0.0
             v = 0.0
             for k in range(n_o):
-                v += np.exp(logpost[m, k] - norm) * pus[k]
-            v_m[m] = v
-            log_x[m] = norm
+                e = lp[k] / total * np.exp(lx[k] - mx) if lp[k] > 0.0 else 0.0
+                prob[m, k] = e
+                s1 += e
+                v += e * pus[k]
+            v_m[m] = v / s1
+            log_x[m] = mx + np.log(s1)
             if f_us >= 0:
+                s2 = 0.0
                 for k in range(n_o):
-                    c = counts[m, k, 0]
-                    # log of the US predictive, computed from counts (not 1 - pus) so that
-                    # tiny pseudo-counts keep full precision.
-                    seen = log_present[c[1]] if f_us == 1 else log_absent[c[0]]
-                    logpost[m, k] += seen - log_total[c[0] + c[1]]
-            logw[m] = _log_sum_exp(logpost[m], n_o)
+                    c0 = counts[m, k, 0, 0]
+                    c1 = counts[m, k, 0, 1]
+                    q = pus[k] if f_us == 1 else (c0 + b_absent) / (c0 + c1 + a + b)
+                    prob[m, k] *= q
+                    s2 += prob[m, k]
+            else:
+                s2 = s1
+            logw[m] = mx + np.log(s2)
+            for k in range(n_o):
+                prob[m, k] /= s2
+            if local_map:
+                # The greedy choice compares log posteriors computed term by term.
+                for k in range(n_o):
+                    lpk = np.log(lp[k] / total) + lx[k]
+                    if f_us >= 0:
+                        c0 = counts[m, k, 0, 0]
+                        c1 = counts[m, k, 0, 1]
+                        seen = log_present[c1] if f_us == 1 else log_absent[c0]
+                        lpk += seen - log_total[c0 + c1]
+                    logpost[m, k] = lpk
 
         V[t] = v_m.mean()
         norm_x = _log_sum_exp(log_x, M)
@@ -202,7 +258,7 @@ def _filter_kernel(
             acc += wm
             cw[m] = acc
             for k in range(n_opt[m]):
-                post[t, k] += wm * np.exp(logpost[m, k] - logw[m])
+                post[t, k] += wm * prob[m, k]
         cw[M - 1] = np.inf  # guard against round-off in the last bin
 
         for j in range(M):
@@ -221,17 +277,20 @@ def _filter_kernel(
                 k_new = n_o - 1
                 run = 0.0
                 for k in range(n_o):
-                    run += np.exp(logpost[anc, k] - logw[anc])
+                    run += prob[anc, k]
                     if u < run:
                         k_new = k
                         break
             nu = n_used[anc]
-            counts_b[j, :nu] = counts[anc, :nu]
-            n_k_b[j, :nu] = n_k[anc, :nu]
+            for k in range(nu):
+                n_k_b[j, k] = n_k[anc, k]
+                for i in range(D):
+                    counts_b[j, k, i, 0] = counts[anc, k, i, 0]
+                    counts_b[j, k, i, 1] = counts[anc, k, i, 1]
             if temporal:
                 hist_b[j, :t] = hist[anc, :t]
                 hist_b[j, t] = k_new
-            if nu < n_slots:
+            if nu < n_slots:  # the fresh slot (nu < cap: the slots were grown for it)
                 counts_b[j, nu] = 0
                 n_k_b[j, nu] = 0.0
             # Store the genealogy instead of copying every history: O(M) per trial.
@@ -243,7 +302,8 @@ def _filter_kernel(
                 if f >= 0:
                     counts_b[j, k_new, i, f] += 1
             n_used_b[j] = nu + 1 if k_new == nu else nu
-            if n_used_b[j] < n_slots:  # keep the next fresh slot empty
+            # Keep the next fresh slot empty (a slot past cap is grown empty next trial).
+            if n_used_b[j] < cap:
                 counts_b[j, n_used_b[j]] = 0
                 n_k_b[j, n_used_b[j]] = 0.0
             prev_b[j] = k_new
@@ -253,13 +313,45 @@ def _filter_kernel(
         n_used, n_used_b = n_used_b, n_used
         prev, prev_b = prev_b, prev
         hist, hist_b = hist_b, hist
+    # Trace every final particle's line back one trial at a time (reads stay in one row).
     assign = np.empty((M, T), np.int64)
-    for j in range(M):
-        idx = j
-        for t in range(T - 1, -1, -1):
-            assign[j, t] = cause[t, idx]
-            idx = ancestor[t, idx]
+    idx = np.arange(M)
+    for t in range(T - 1, -1, -1):
+        for j in range(M):
+            assign[j, t] = cause[t, idx[j]]
+            idx[j] = ancestor[t, idx[j]]
     return V, V_weighted, log_pred, post, n_causes, assign
+
+
+@numba.njit(cache=True)
+def _filter_V_many(
+    F, points, n_slots, local_map, u_resample, u_cause, times, kernel_kind, timescale
+):
+    """``V`` (point, trial) at many parameter points in one compiled call.
+
+    ``points`` (point, 6) holds alpha, a, b, the absent pseudo-count, stickiness and decay;
+    every point reuses the same uniforms (common random numbers), so row ``p`` is what
+    :func:`_filter_kernel` returns at point ``p``, bit for bit.
+    """
+    out = np.empty((points.shape[0], F.shape[0]))
+    for p in range(points.shape[0]):
+        out[p] = _filter_kernel(
+            F,
+            points[p, 0],
+            points[p, 1],
+            points[p, 2],
+            points[p, 3],
+            points[p, 4],
+            n_slots,
+            local_map,
+            u_resample,
+            u_cause,
+            times,
+            kernel_kind,
+            timescale,
+            points[p, 5],
+        )[0]
+    return out
 
 
 def particle_filter(
