@@ -192,6 +192,9 @@ def compare(
         raise ValueError(f"compare needs at least two models, got {len(models)}.")
     if not (refit is None or refit == "auto" or isinstance(refit, Mapping)):
         raise TypeError(f"refit must be 'auto', None or a mapping name -> Refitter, got {refit!r}.")
+    unknown = sorted(set(refit) - set(models)) if isinstance(refit, Mapping) else []
+    if unknown:
+        raise ValueError(f"refit names models {unknown} not in models {sorted(models)}.")
     loos, used, fits = {}, {}, {}
     for name, value in models.items():
         value = _load(value)
@@ -219,10 +222,12 @@ def compare(
     psis = dict(loos)
     n_high = {n: int(np.sum(np.asarray(loo.pareto_k) > threshold)) for n, loo in psis.items()}
     records = {}
-    refitters = _refitters(refit, fits, used, psis) if any(n_high.values()) else {}
-    if refitters:
-        from pmctx.refit import refit_loos
+    refitters = {}
+    if any(n_high.values()) and refit is not None:
+        from pmctx.refit import refit_loos, resolve_refitters
 
+        refitters = resolve_refitters(refit, fits, used, list(psis))
+    if refitters:
         loos, records = refit_loos(
             psis, refitters, threshold=threshold, k=k, max_loo_refits=max_loo_refits,
             time_budget=time_budget, random_seed=random_seed,
@@ -260,36 +265,6 @@ def compare(
             stacklevel=2,
         )
     return table
-
-
-def _refitters(refit, fits: dict, used: dict, loos: dict) -> dict:
-    """name -> Refitter: those passed, else the spec hook's for fits that hold their data."""
-    from pmctx.refit import as_refitter
-
-    if refit is None:
-        return {}
-    given = dict(refit) if isinstance(refit, Mapping) else {}
-    unknown = sorted(set(given) - set(loos))
-    if unknown:
-        raise ValueError(f"refit names models {unknown} not in models {sorted(loos)}.")
-    out = {}
-    for name in loos:
-        value = given.get(name, "auto")
-        if isinstance(value, str) and value == "auto":
-            value = _spec_refitter(fits[name], used[name]) if name in fits else None
-        value = as_refitter(value, name)
-        if value is not None:
-            out[name] = value
-    return out
-
-
-def _spec_refitter(idata, var: str):
-    """The model's ``refit`` hook on this fit (``None`` without a hook or stored data)."""
-    from pmctx.registry import get_spec, model_name, model_names
-
-    name = model_name(idata)
-    hook = get_spec(name).refit if name in model_names() else None
-    return None if hook is None else hook(idata, var_name=var)
 
 
 def _rescale(loo, scale: str):
@@ -374,9 +349,9 @@ def add_parser(subparsers):
     parser = subparsers.add_parser(
         "compare",
         help="rank fitted models by PSIS-LOO with Pareto-k reporting",
-        description="Rank InferenceData files by PSIS-LOO; prints the share of Pareto k > "
-        "THRESHOLD per model and a warning when PSIS is unreliable (then refit exactly "
-        "with pmctx.kfold).",
+        description="Rank InferenceData files by PSIS-LOO, refitting exactly the observations "
+        "with Pareto k > THRESHOLD where the model can refit from its file (the IBP); prints "
+        "how each was scored and a warning when PSIS stays unreliable.",
     )
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE.nc")
     parser.add_argument("--names", nargs="+", help="model names (default: file stems)")
@@ -394,6 +369,16 @@ def add_parser(subparsers):
         help=f"share of observations with k > THRESHOLD beyond which the ranking is flagged "
         f"unreliable ({MAX_BAD_SHARE:g}, i.e. {MAX_BAD_SHARE * 100:.0f}%%)",
     )
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=600.0,
+        help="seconds for exact refits of the observations PSIS cannot estimate, through "
+        "each model's own fit where its spec can refit from the file (600)",
+    )
+    parser.add_argument(
+        "--no-refit", action="store_true", help="keep PSIS everywhere (no exact refits)"
+    )
     parser.set_defaults(func=run)
     return parser
 
@@ -405,7 +390,7 @@ def run(args) -> int:
     ----------
     args : argparse.Namespace
         Parsed arguments of the parser :func:`add_parser` registers (``files``, ``names``,
-        ``var_name``, ``threshold``, ``max_bad_share``).
+        ``var_name``, ``threshold``, ``max_bad_share``, ``time_budget``, ``no_refit``).
 
     Returns
     -------
@@ -438,6 +423,8 @@ def run(args) -> int:
                 var_name=args.var_name,
                 threshold=args.threshold,
                 max_bad_share=args.max_bad_share,
+                refit=None if getattr(args, "no_refit", False) else "auto",
+                time_budget=getattr(args, "time_budget", 600.0),
             )
         except (ValueError, TypeError, KeyError) as err:
             print(f"Cannot compare: {err}", file=sys.stderr)

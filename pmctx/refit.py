@@ -57,6 +57,7 @@ __all__ = [
     "crp_response_refitter",
     "gum_refitter",
     "refit_loos",
+    "resolve_refitters",
 ]
 
 
@@ -161,6 +162,49 @@ def as_refitter(value, name: str = "model") -> Refitter | None:
         f"log_predictive and data), got {type(value).__name__}; build one with "
         "pmctx.refit.gum_refitter or Refitter(fit, log_predictive, data)."
     )
+
+
+def resolve_refitters(refit, fits: Mapping, var_names: Mapping, names) -> dict:
+    """name -> Refitter: those passed, else the model's spec hook on fits that hold their data.
+
+    Parameters
+    ----------
+    refit : "auto" or mapping name -> Refitter, dict, "auto" or None
+        What :func:`pmctx.compare` was given; ``"auto"`` (or a name left out) asks the
+        model's ``ModelSpec.refit`` hook, ``None`` means no refit for that model.
+    fits : mapping name -> InferenceData
+        The fits (models given as precomputed ``az.loo`` results have none).
+    var_names : mapping name -> str
+        The log-likelihood variable each fit is compared on.
+    names : iterable of str
+        Every model of the comparison.
+
+    Returns
+    -------
+    dict
+        name -> :class:`Refitter`, for the models that can be refitted.
+
+    Examples
+    --------
+    >>> import arviz as az, numpy as np
+    >>> fit = az.from_dict(posterior={"mu": np.zeros((1, 3))})
+    >>> resolve_refitters("auto", {"a": fit}, {"a": "y"}, ["a"])  # no model, no hook
+    {}
+    """
+    from pmctx.registry import get_spec, model_name, model_names
+
+    given = dict(refit) if isinstance(refit, Mapping) else {}
+    out = {}
+    for name in names:
+        value = given.get(name, "auto")
+        if isinstance(value, str) and value == "auto":
+            model = model_name(fits[name]) if name in fits else None
+            hook = get_spec(model).refit if model in model_names() else None
+            value = None if hook is None else hook(fits[name], var_name=var_names[name])
+        value = as_refitter(value, name)
+        if value is not None:
+            out[name] = value
+    return out
 
 
 def gum_refitter(build, data: dict, *, method: str = "laplace", fit_options=None, random_seed=0):

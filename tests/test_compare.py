@@ -123,3 +123,21 @@ def test_default_variable_is_the_first_the_model_declares(y, model, variables, e
     table = compare(fits)
     assert list(table.index) == ["a", "b"]
     assert (table["var_name"] == expected).all()
+
+
+def test_cli_refit_flags(tmp_path, y, capsys):
+    import argparse
+
+    from pmctx.compare import add_parser
+
+    parser = argparse.ArgumentParser(prog="pmctx")
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["compare", "a.nc", "b.nc", "--time-budget", "30", "--no-refit"])
+    assert args.time_budget == 30.0 and args.no_refit
+    paths = []
+    for name, idata in [("ok", normal_fit(y, y.mean(), 0.15)), ("peaked", conditional_like_fit(y))]:
+        paths.append(tmp_path / f"{name}.nc")
+        idata.to_netcdf(paths[-1])
+    assert main(["compare", *map(str, paths), "--no-refit", "--time-budget", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "n_refit" in out and "Pass refit=" in out
