@@ -428,7 +428,13 @@ UNIT_SETTINGS = ("alpha", "max_causes", "concentration")
 def fit_unit(data: dict, *, random_seed=None, **options):
     """One batch unit of the latent-cause model.
 
-    With ``responses`` in ``data``: the subject's alpha from conditioned responses
+    With a ``CR`` column in ``data`` (a study table: US and CS columns, the conditioned
+    response, NaN on trials without one): every LCM variant fitted by maximum likelihood
+    (:func:`pmctx.conditioning.study.fit_variants`; options such as ``method``,
+    ``n_particles``, ``n_starts``, ``variants`` go to it), with each variant's parameters and
+    log evidence in the attributes, which ``pmctx batch crp`` turns into a per-subject table
+    and random-effects Bayesian model selection. With ``responses`` in ``data``: the
+    subject's alpha from conditioned responses
     (:func:`pmctx.conditioning.simulate.fit_alpha_posterior`: posterior over an alpha grid,
     draws of ``alpha``, log evidence in ``attrs``). Otherwise the batch posterior over causes
     (:func:`fit_data`). The trial features are ``features`` (trials x features, US first) or,
@@ -461,6 +467,10 @@ def fit_unit(data: dict, *, random_seed=None, **options):
     from pmctx.validation import stored_scalar
 
     data = dict(data)
+    if "CR" in data:
+        from pmctx.conditioning.study import fit_variants
+
+        return fit_variants(data, random_seed=random_seed, **options)
     responses = data.pop("responses", None)
     grid = data.pop("alphas", None)
     settings = {k: stored_scalar(data.pop(k)) for k in UNIT_SETTINGS if k in data}

@@ -30,7 +30,14 @@ from scipy.special import digamma, gammaln, logsumexp, softmax
 
 from pmctx.validation import as_float_array, check_choice, check_int, check_positive
 
-__all__ = ["BMSResult", "evidence_table", "plot_bms", "random_effects_bms"]
+__all__ = [
+    "BMSResult",
+    "evidence_table",
+    "plot_bms",
+    "random_effects_bms",
+    "unit_attributes",
+    "write_model_selection",
+]
 
 
 @dataclass(frozen=True)
@@ -242,6 +249,108 @@ def evidence_table(fits: dict, *, criterion: str = "auto") -> pd.DataFrame:
                 )
         columns[model] = pd.Series(values, dtype=float)
     return pd.DataFrame(columns).dropna().sort_index().rename_axis("unit")
+
+
+#: Prefix of the unit attributes that hold one model's log evidence each (several models
+#: fitted to every unit, as :func:`pmctx.conditioning.study.fit_variants` does).
+EVIDENCE_PREFIX = "log_evidence_"
+
+
+_PROVENANCE = ("created_at", "arviz_version")  # ArviZ's own attributes, the same for all
+
+
+def unit_attributes(out_dir) -> pd.DataFrame:
+    """Every finished unit's numeric and text posterior attributes, one row per unit.
+
+    Parameters
+    ----------
+    out_dir : path-like
+        Batch output folder.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``unit``; one column per attribute (e.g. ``log_evidence_<model>`` and
+        ``<model>.<parameter>`` of units fitted under several models).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pmctx.batch import run_batch
+    >>> from pmctx.batch.toy import normal_mean_fit
+    >>> out = tempfile.mkdtemp()
+    >>> _ = run_batch(normal_mean_fit, {"a": {"y": [0.0]}}, out, local=True)
+    >>> list(unit_attributes(out).index)
+    ['a']
+    """
+    from pmctx.batch.engine import load_records
+    from pmctx.io import load_idata
+
+    records = load_records(out_dir)
+    records = records[records["status"] == "ok"] if not records.empty else records
+    rows = {}
+    for row in records.itertuples():
+        attrs = load_idata(row.path).posterior.attrs
+        rows[row.unit] = {
+            k: (v.item() if isinstance(v, np.generic) else v)
+            for k, v in attrs.items()
+            if isinstance(v, (str, int, float, np.number)) and k not in _PROVENANCE
+        }
+    return pd.DataFrame.from_dict(rows, orient="index").sort_index().rename_axis("unit")
+
+
+def write_model_selection(out_dir, *, random_seed: int = 0) -> list:
+    """Per-unit table and random-effects BMS of a batch whose units were fitted under several
+    models (attributes ``log_evidence_<model>``, at least two models).
+
+    Writes ``units_models.csv`` (every unit attribute: log evidences, log likelihoods,
+    parameters per model, the best model), ``bms.csv`` (per model: Dirichlet alpha, expected
+    frequency, sd, exceedance ``xp`` and protected exceedance ``pxp`` probabilities, and the
+    Bayesian omnibus risk ``bor``) and ``bms_units.csv`` (each unit's posterior model
+    probabilities). Units whose log evidence is missing or not finite under a model are left
+    out of the BMS.
+
+    Parameters
+    ----------
+    out_dir : path-like
+        Batch output folder.
+    random_seed : int, default 0
+        Seed of the exceedance-probability draws.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written; empty when the units hold fewer than two model evidences.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pmctx.batch import run_batch
+    >>> from pmctx.batch.toy import normal_mean_fit
+    >>> out = tempfile.mkdtemp()
+    >>> _ = run_batch(normal_mean_fit, {"a": {"y": [0.0]}}, out, local=True)
+    >>> write_model_selection(out)  # one model per unit: nothing to select
+    []
+    """
+    from pathlib import Path
+
+    out_dir = Path(out_dir)
+    table = unit_attributes(out_dir)
+    columns = [c for c in table.columns if c.startswith(EVIDENCE_PREFIX)]
+    if len(columns) < 2:
+        return []
+    evidence = table[columns].apply(pd.to_numeric, errors="coerce")
+    evidence.columns = [c.removeprefix(EVIDENCE_PREFIX) for c in columns]
+    evidence = evidence[np.isfinite(evidence).all(axis=1)]
+    paths = [out_dir / "units_models.csv"]
+    table.to_csv(paths[0])
+    if evidence.empty:
+        return paths
+    result = random_effects_bms(evidence, random_seed=random_seed)
+    paths += [out_dir / "bms.csv", out_dir / "bms_units.csv"]
+    result.table.assign(bor=result.bor).to_csv(paths[1])
+    result.unit_probabilities.to_csv(paths[2])
+    return paths
 
 
 def plot_bms(result: BMSResult):

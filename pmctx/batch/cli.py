@@ -136,6 +136,7 @@ def _batch(args) -> int:
         gather(args.out).to_netcdf(args.out / "population.nc")
         print(f"[{args.model}] population view in {args.out / 'population.nc'}")
         _write_population_table(args.model, args.out)
+        _write_model_selection(args.model, args.out, args.random_seed)
     for row in table[table["status"] == "error"].itertuples():
         print(f"  {row.unit}: {row.error}", file=sys.stderr)
     return 0 if not counts.get("error") else 1
@@ -148,6 +149,16 @@ def _write_population_table(model: str, out: Path) -> None:
     path = out / "population.csv"
     view["population"].to_csv(path)
     print(f"[{model}] spread over units of each headline quantity in {path}")
+
+
+def _write_model_selection(model: str, out: Path, random_seed: int) -> None:
+    # Units fitted under several models (e.g. crp's LCM variants): BMS across units.
+    from pmctx.batch.bms import write_model_selection
+
+    paths = write_model_selection(out, random_seed=random_seed)
+    if paths:
+        print(f"[{model}] per-unit models and Bayesian model selection in "
+              f"{', '.join(str(p) for p in paths)}")  # fmt: skip
 
 
 def _sbc(args) -> int:

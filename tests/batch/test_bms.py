@@ -138,3 +138,45 @@ def test_evidence_table_from_batch_folders(tmp_path):
     result = random_effects_bms(table)
     assert list(result.table.index) == ["wide", "narrow"]
     assert list(result.unit_probabilities.index) == ["s0", "s1", "s3"]
+
+
+def _two_model_fit(data, *, random_seed=None):
+    """A unit fitted under two models whose log evidences it stores in its attributes."""
+    from pmctx.io import to_inference_data
+
+    y = np.asarray(data["y"], float)
+    L = _normal_evidences_of(y)
+    return to_inference_data(
+        {"mu": np.array([[y.mean()]])},
+        attrs={"log_evidence_zero": L[0], "log_evidence_free": L[1], "zero.mu": 0.0},
+    )
+
+
+def _normal_evidences_of(y, tau=2.0):
+    n_obs = y.size
+    log_m0 = -0.5 * n_obs * np.log(2 * np.pi) - 0.5 * np.sum(y**2)
+    quad = np.sum(y**2) - tau**2 * y.sum() ** 2 / (1 + n_obs * tau**2)
+    log_m1 = -0.5 * n_obs * np.log(2 * np.pi) - 0.5 * np.log1p(n_obs * tau**2) - 0.5 * quad
+    return [float(log_m0), float(log_m1)]
+
+
+def test_write_model_selection_reads_unit_evidences(tmp_path):
+    import pandas as pd
+
+    from pmctx.batch.bms import unit_attributes, write_model_selection
+
+    rng = np.random.default_rng(5)
+    units = {f"u{i}": {"y": rng.normal(0.0 if i < 6 else 3.0, 1.0, 50)} for i in range(8)}
+    run_batch(_two_model_fit, units, tmp_path, local=True)
+    paths = write_model_selection(tmp_path, random_seed=1)
+    assert [p.name for p in paths] == ["units_models.csv", "bms.csv", "bms_units.csv"]
+    table = pd.read_csv(tmp_path / "bms.csv", index_col="model")
+    # The same as random_effects_bms on the evidences the units stored.
+    L = np.array([_normal_evidences_of(units[u]["y"]) for u in sorted(units)])
+    expected = random_effects_bms(L, models=["zero", "free"], random_seed=1).table
+    np.testing.assert_allclose(table.loc[["zero", "free"], "alpha"], expected["alpha"])
+    probs = pd.read_csv(tmp_path / "bms_units.csv", index_col="unit")
+    assert (probs.loc["u7", "free"] > 0.99) and (probs.loc["u0", "zero"] > 0.5)
+    attrs = unit_attributes(tmp_path)
+    assert list(attrs.index) == sorted(units) and "created_at" not in attrs.columns
+    assert (attrs["zero.mu"] == 0.0).all()
