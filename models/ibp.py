@@ -36,7 +36,7 @@ import xarray as xr
 
 from pmctx.convergence import report_after_fit
 from pmctx.ibp.demo import run_demo
-from pmctx.ibp.fit_checks import warn_if_large, warn_if_truncated
+from pmctx.ibp.fit_checks import warn_if_truncated
 from pmctx.ibp.inputs import (
     DEFAULT_HYPER,
     UNUSED_PLACEHOLDERS,
@@ -44,12 +44,11 @@ from pmctx.ibp.inputs import (
     hyper_variable,
     validate_inputs,
 )
-from pmctx.ibp.marginal import add_integrated_log_likelihood
 from pmctx.ibp.outputs import plot_bases, write_outputs
 from pmctx.ibp.start import subsample_initvals
+from pmctx.ibp.storage import check_memory, finish, make_trace, storage_plan
 from pmctx.sampling import (
     SAMPLE_DEFAULTS,
-    add_posterior_predictive,
     check_sample_kwargs,
     demo_sections,
     fit_with_sampler,
@@ -80,9 +79,6 @@ SUBSAMPLE_START_MIN_TRIALS = 500
 BIRTH_DEATH_MIN_TRIALS = 500
 BIRTH_DEATH_PER_SWEEP = 5
 START_CHOICES = ("auto", "subsample", "zero")
-#: Stored draws larger than this (bytes) get a warning before sampling starts: at N=10,000 the
-#: per-draw Z, X_prob and posterior predictive of 4 x 1000 draws need about 25 GB.
-STORED_BYTES_WARN = 4 * 2**30
 
 
 def build_model(
@@ -197,10 +193,12 @@ def sample(
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
     log_likelihood: bool = True,
-    reconstructions: bool = True,
+    reconstructions: bool | str = True,
     posterior_predictive: bool = True,
     check_convergence: bool = True,
     start: str = "auto",
+    store: str = "auto",
+    conditional_log_likelihood: bool | None = None,
     initvals=None,
     **hyper,
 ):
@@ -224,13 +222,17 @@ def sample(
     log_likelihood : bool, default True
         Add the per-trial ``log_likelihood`` group with each trial's ``z_i`` summed out
         (``trial``, ``F`` given cues, ``X`` given forces; see :mod:`pmctx.ibp.marginal`),
-        the one ``az.loo`` needs; the likelihood given the sampled ``z_i`` is kept in the
-        ``conditional_log_likelihood`` group (not for LOO).
-    reconstructions : bool, default True
-        Store ``F_hat`` and ``X_prob`` per draw.
+        the one ``az.loo`` needs (``joint`` in float64, the parts in float32).
+    reconstructions : bool or {"draws", "moments"}, default True
+        Keep ``F_hat`` and ``X_prob``: per draw (float32) when each takes at most 256 MiB
+        (``store="all"``: always), else their per-chain posterior mean and sd, accumulated
+        while sampling, in the ``posterior_moments`` group; ``"draws"``/``"moments"`` force
+        one, ``False`` leaves them out.
     posterior_predictive : bool, default True
-        Add the ``posterior_predictive`` group (``F``, ``X`` redrawn per draw) for
-        ``az.plot_ppc``/``az.loo_pit``. Predictions for new trials: :func:`predict`.
+        Add the ``posterior_predictive`` group (``F``, ``X`` redrawn, ``X`` as int8) for
+        ``az.plot_ppc``, at every draw when it takes at most 256 MiB, else at evenly spaced
+        draws that fit in it (``store="all"``: every draw, as ``az.loo_pit`` needs).
+        Predictions for new trials: :func:`predict`.
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` when ``n_active``, ``loglik`` or the
         reconstructions have R-hat > 1.01 or ESS < 100 per chain.
@@ -243,6 +245,16 @@ def sample(
         changes; the sampler is the same exact kernel (from ``BIRTH_DEATH_MIN_TRIALS``
         (500) trials on, with ``BIRTH_DEATH_PER_SWEEP`` (5) birth/death proposals for small
         shared features per sweep, whatever the start). Why: :mod:`pmctx.ibp.start`.
+    store : {"auto", "all"}, default "auto"
+        How much to keep (:mod:`pmctx.ibp.storage`): ``"auto"`` keeps memory in proportion to
+        what summaries, convergence checks, LOO and plots read (``Z`` and ``Y`` per draw as
+        int8, big reconstructions as moments, a predictive at a subset of draws); ``"all"``
+        every draw of everything. A :class:`pmctx.exceptions.MemoryWarning` says before
+        sampling when the outputs would take over half the available memory.
+    conditional_log_likelihood : bool, optional
+        Keep the log-likelihood given each trial's sampled ``z_i`` (group
+        ``conditional_log_likelihood``, not for LOO); default: with ``log_likelihood`` when
+        it takes at most 256 MiB (or ``store="all"``).
     initvals : dict or list of dict, optional
         ``pm.sample``'s start values (one dict per chain), e.g. a warm start from the draws
         of an earlier fit (what :func:`pmctx.compare`'s refits use); replaces ``start``.
@@ -275,10 +287,15 @@ def sample(
     check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
     if start not in START_CHOICES:
         raise ValueError(f"start must be one of {START_CHOICES}; got {start!r}.")
-    model = build_model(F, X, K_max=K_max, reconstructions=reconstructions, **hyper)
+    model = build_model(F, X, K_max=K_max, reconstructions=bool(reconstructions), **hyper)
     n_trials = int(model.dim_lengths["trial"].eval())
-    kept = dict(log_likelihood=log_likelihood, posterior_predictive=posterior_predictive)
-    warn_if_large(model, draws, chains, limit=STORED_BYTES_WARN, **kept)
+    plan = storage_plan(
+        model, draws=draws, chains=chains, store=store, reconstructions=reconstructions,
+        log_likelihood=log_likelihood, posterior_predictive=posterior_predictive,
+        conditional_log_likelihood=conditional_log_likelihood,
+    )  # fmt: skip
+    check_memory(model, plan, draws=draws, chains=chains)
+    trace = make_trace(model, plan, draws=draws)
     subsample = start == "subsample" or (start == "auto" and n_trials >= SUBSAMPLE_START_MIN_TRIALS)
     if initvals is None and subsample:
         initvals = subsample_initvals(model, F, X, chains=chains, random_seed=random_seed)
@@ -298,14 +315,12 @@ def sample(
         cores=cores,
         random_seed=random_seed,
         progressbar=progressbar,
-        idata_kwargs={"log_likelihood": log_likelihood, **(idata_kwargs or {})},
+        idata_kwargs={**(idata_kwargs or {}), "log_likelihood": False},  # finish() adds them
         initvals=initvals,
+        trace=trace,
     )
-    if log_likelihood:  # per-trial likelihood with z_i summed out: the one LOO needs
-        add_integrated_log_likelihood(idata, model, random_seed=random_seed)
+    finish(idata, model, plan, trace, random_seed=random_seed)
     warn_if_truncated(idata, K_max=int(model.dim_lengths["feature"].eval()))
-    if posterior_predictive:
-        add_posterior_predictive(idata, model, random_seed=random_seed)
     report_after_fit(idata, SPEC, check=check_convergence)
     return idata
 

@@ -10,7 +10,13 @@ Examples
 True
 """
 
-__all__ = ["ConvergenceWarning", "LooReliabilityWarning", "PmctxWarning", "TruncationWarning"]
+__all__ = [
+    "ConvergenceWarning",
+    "LooReliabilityWarning",
+    "MemoryWarning",
+    "PmctxWarning",
+    "TruncationWarning",
+]
 
 
 class PmctxWarning(UserWarning):
@@ -27,3 +33,7 @@ class ConvergenceWarning(PmctxWarning):
 
 class LooReliabilityWarning(PmctxWarning):
     """PSIS-LOO is unreliable (too many Pareto k > 0.7): refit exactly (pmctx.kfold)."""
+
+
+class MemoryWarning(PmctxWarning):
+    """A fit's outputs would take a large share of the memory available (pmctx.memory)."""

@@ -164,8 +164,16 @@ def test_sample_warns_before_storing_draws_too_large_for_memory(monkeypatch):
     from pmctx.ibp.data import visuomotor_data
 
     data = visuomotor_data(n_trials=6, random_seed=0)
-    monkeypatch.setattr(ibp, "STORED_BYTES_WARN", 1000)
-    with pytest.warns(PmctxWarning, match=r"needs about .* GiB .*reconstructions=False"):
+    monkeypatch.setenv("PMCTX_MEMORY_BYTES", "1000")  # 1 kB available: any fit is too big
+
+    def no_sampling(*args, **kwargs):
+        raise RuntimeError("sampling started")
+
+    monkeypatch.setattr(ibp, "run_sampler", no_sampling)  # the warning comes before any work
+    with (
+        pytest.warns(PmctxWarning, match=r"need about .* kB .*reconstructions='moments'"),
+        pytest.raises(RuntimeError, match="sampling started"),
+    ):
         ibp.sample(data.F, data.X, draws=5, tune=2, chains=1, check_convergence=False)
 
 

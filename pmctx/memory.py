@@ -1,0 +1,399 @@
+"""What a fit's outputs will take in memory, said before sampling; a trace that stores less.
+
+Two pieces every fit uses:
+
+* :func:`check_output_memory` adds up the bytes of the arrays a fit will keep (from their
+  shapes, before any work) and warns :class:`pmctx.exceptions.MemoryWarning` with what to do
+  when the total passes a share (:data:`MEMORY_SHARE`) of the memory available now.
+* :class:`StoreTrace`, a ``pm.sample`` trace backend (``pm.sample(trace=StoreTrace(...))``)
+  that keeps the small variables as PyMC does and the big ones as asked, after tuning only:
+  every draw in a compact dtype (``int8`` for binary draws, ``float32``), every ``thin``-th
+  draw, or only per-chain running moments (mean and sd). PyMC's own trace keeps every
+  variable for ``tune + draws`` iterations in its own dtype (``int64`` for binary draws), which
+  for a 10,000 x 10 binary matrix over 4 x 2,000 iterations is 6.4 GB.
+
+Examples
+--------
+>>> import numpy as np, pymc as pm
+>>> with pm.Model(coords={"i": range(50)}) as model:
+...     x = pm.Normal("x", dims="i")
+...     y = pm.Deterministic("y", 2 * x, dims="i")
+>>> trace = StoreTrace(model, draws=20, per_draw={"x": "float32"}, moments=["y"])
+>>> idata = pm.sample(draws=20, tune=10, chains=1, trace=trace, progressbar=False,
+...                   random_seed=0, compute_convergence_checks=False, model=model)
+>>> idata = trace.attach(idata)
+>>> idata.posterior["x"].dtype, idata.posterior_moments["y"].dims
+(dtype('float32'), ('chain', 'moment', 'i'))
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+from pymc.backends.ndarray import NDArray
+
+from pmctx.exceptions import MemoryWarning
+
+__all__ = [
+    "MEMORY_SHARE",
+    "MOMENTS_GROUP",
+    "PER_DRAW_BYTES",
+    "StoreTrace",
+    "available_memory",
+    "check_output_memory",
+    "even_draws",
+    "format_bytes",
+    "nbytes",
+    "subset_draws",
+]
+
+#: Warn when a fit's outputs would take more than this share of the memory available now.
+MEMORY_SHARE = 0.5
+#: Group of the running per-chain moments (``moment`` = ``mean``, ``sd``) of variables that
+#: :class:`StoreTrace` keeps no draws of.
+MOMENTS_GROUP = "posterior_moments"
+#: Per-draw arrays of one quantity (a posterior predictive, a pointwise log-likelihood, a
+#: per-trial reconstruction) are kept at every draw, in their own dtype, up to this size;
+#: above it fits keep a compact dtype, moments or a subset of draws (each fit says which).
+PER_DRAW_BYTES = 256 * 2**20
+
+
+def available_memory() -> int:
+    """Bytes of memory available to new allocations now (``PMCTX_MEMORY_BYTES`` overrides).
+
+    Returns
+    -------
+    int
+        ``psutil.virtual_memory().available``, else ``MemAvailable`` of ``/proc/meminfo``,
+        else physical memory; ``PMCTX_MEMORY_BYTES`` when set (for tests and batch nodes whose
+        limit the kernel does not report).
+
+    Examples
+    --------
+    >>> available_memory() > 0
+    True
+    """
+    text = os.environ.get("PMCTX_MEMORY_BYTES", "").strip()
+    if text:
+        if not text.isdigit():
+            raise ValueError(
+                f"PMCTX_MEMORY_BYTES must be a whole number of bytes, got {text!r}; unset it "
+                "to use the memory the system reports."
+            )
+        return int(text)
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except ImportError:  # pragma: no cover - psutil comes with the dependencies
+        pass
+    try:  # pragma: no cover
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")  # pragma: no cover
+
+
+def nbytes(shape: Iterable[int], dtype="float64") -> int:
+    """Bytes of an array of ``shape`` and ``dtype``.
+
+    Examples
+    --------
+    >>> nbytes((4, 1000, 10_000), "int8")
+    40000000
+    """
+    return math.prod(int(s) for s in shape) * np.dtype(dtype).itemsize
+
+
+def subset_draws(chains: int, draws: int, values_per_draw: int, *, itemsize: int = 8,
+                 budget: int = PER_DRAW_BYTES) -> int:  # fmt: skip
+    """Draws per chain whose ``values_per_draw`` values fit ``budget`` bytes (1 to ``draws``).
+
+    Examples
+    --------
+    >>> subset_draws(4, 1000, 100), subset_draws(4, 1000, 10_000 * 38)
+    (1000, 22)
+    """
+    fit = budget // max(chains * values_per_draw * itemsize, 1)
+    return int(max(1, min(draws, fit)))
+
+
+def even_draws(n_draw: int, keep: int) -> np.ndarray:
+    """Indices of ``keep`` evenly spaced draws out of ``n_draw`` (first and last included).
+
+    Examples
+    --------
+    >>> even_draws(10, 4).tolist()
+    [0, 3, 6, 9]
+    """
+    return np.unique(np.linspace(0, n_draw - 1, max(1, min(keep, n_draw))).round().astype(int))
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes as a short text (``"1.2 GB"``, decimal units).
+
+    Examples
+    --------
+    >>> format_bytes(3.2e9), format_bytes(512e6), format_bytes(2048)
+    ('3.2 GB', '512 MB', '2 kB')
+    """
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}" if unit == "GB" else f"{n / size:.0f} {unit}"
+    return f"{int(n)} B"
+
+
+def check_output_memory(
+    outputs: Mapping[str, int],
+    *,
+    what: str,
+    advice: str,
+    share: float = MEMORY_SHARE,
+    available: int | None = None,
+    stacklevel: int = 3,
+) -> int:
+    """Warn :class:`~pmctx.exceptions.MemoryWarning` when ``outputs`` would not fit comfortably.
+
+    Call it before sampling, with the bytes of every array the fit will keep.
+
+    Parameters
+    ----------
+    outputs : mapping of str to int
+        Bytes per kept array (``{"posterior Z": ..., "log_likelihood": ...}``).
+    what : str
+        The fit, for the message (``"IBP fit of 10000 trials, 4 x 1000 draws"``).
+    advice : str
+        What to pass to keep less (the fit's own options).
+    share : float, default MEMORY_SHARE
+        Share of the available memory above which to warn.
+    available : int, optional
+        Bytes available; default :func:`available_memory`.
+    stacklevel : int, default 3
+        Of the warning (3: the caller of the fit that calls this).
+
+    Returns
+    -------
+    int
+        The total bytes.
+
+    Examples
+    --------
+    >>> check_output_memory({"x": 10}, what="a fit", advice="", available=100)
+    10
+    """
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share!r}.")
+    total = int(sum(outputs.values()))
+    available = available_memory() if available is None else int(available)
+    if total > share * available:
+        largest = sorted(outputs.items(), key=lambda item: -item[1])[:4]
+        parts = ", ".join(f"{name} {format_bytes(size)}" for name, size in largest if size)
+        warnings.warn(
+            f"The outputs of this {what} need about {format_bytes(total)} ({parts}), more than "
+            f"{share:.0%} of the {format_bytes(available)} of memory available now; the fit "
+            f"may be killed for lack of memory. {advice}",
+            MemoryWarning,
+            stacklevel=stacklevel,
+        )
+    return total
+
+
+class StoreTrace(NDArray):
+    """A ``pm.sample`` trace that keeps big variables compactly, after tuning only.
+
+    Variables not named in ``per_draw`` or ``moments`` are kept as PyMC's ``NDArray`` keeps
+    them. Pass the instance as ``pm.sample(trace=...)`` (one copy per chain is recorded in the
+    main process, also when chains run in parallel), then :meth:`attach` the kept arrays to
+    the returned ``InferenceData``.
+
+    Parameters
+    ----------
+    model : pm.Model
+        The model sampled.
+    draws : int
+        Draws per chain after tuning (``pm.sample``'s ``draws``).
+    per_draw : mapping of str to dtype or None, optional
+        Variables kept per draw, cast to the dtype (``None``: their own); with ``thin > 1``
+        every ``thin``-th draw, in the group ``thinned_group`` instead of ``posterior``.
+    moments : iterable of str, optional
+        Variables kept only as per-chain running mean and sd (group :data:`MOMENTS_GROUP`).
+    thin : int, default 1
+        Keep every ``thin``-th draw of the ``per_draw`` variables.
+    thinned_group : str, default "posterior_thinned"
+        Group of the ``per_draw`` variables when ``thin > 1``.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> with pm.Model() as model:
+    ...     z = pm.Bernoulli("z", 0.5, shape=3)
+    >>> trace = StoreTrace(model, draws=10, per_draw={"z": "int8"}, thin=5)
+    >>> trace.kept_draws
+    2
+    """
+
+    def __init__(
+        self,
+        model=None,
+        *,
+        draws: int | None = None,
+        per_draw: Mapping[str, object] | None = None,
+        moments: Iterable[str] = (),
+        thin: int = 1,
+        thinned_group: str = "posterior_thinned",
+        vars=None,
+        **kwargs,
+    ):
+        per_draw = dict(per_draw or {})
+        moments = list(moments)
+        if per_draw or moments:
+            if draws is None or int(draws) < 1:
+                raise ValueError(f"draws must be a positive integer, got {draws!r}.")
+            if int(thin) < 1:
+                raise ValueError(f"thin must be a positive integer, got {thin!r}.")
+            traced = list(model.unobserved_value_vars)
+            names = {v.name for v in traced}
+            unknown = sorted((set(per_draw) | set(moments)) - names)
+            if unknown:
+                raise ValueError(
+                    f"StoreTrace: {unknown} are not variables of the model; expected some of "
+                    f"{sorted(names)}."
+                )
+            big = set(per_draw) | set(moments)
+            vars = [v for v in traced if v.name not in big]
+            self._big = [v for v in traced if v.name in big]
+        else:
+            self._big = []
+        super().__init__(model=model, vars=vars, **kwargs)
+        self.per_draw = per_draw
+        self.moments = moments
+        self.thin = int(thin)
+        self.thinned_group = thinned_group
+        self.kept_draws = 0 if draws is None else -(-int(draws) // self.thin)
+        self._big_fn = None
+        self._big_shapes = {}
+        if self._big:
+            from pymc.pytensorf import compile as compile_fn
+            from pytensor import In, Out
+
+            self._big_fn = compile_fn(
+                inputs=[In(v, borrow=True) for v in self.model.value_vars],
+                outputs=[Out(v, borrow=True) for v in self._big],
+                on_unused_input="ignore",
+            )
+            self._big_fn.trust_input = True
+            point = self.model.initial_point()
+            self._big_shapes = {
+                v.name: np.shape(value)
+                for v, value in zip(self._big, self._big_fn(**point), strict=True)
+            }
+        self._chains = {}  # shared by the per-chain copies pm.sample makes
+
+    def setup(self, draws, chain, sampler_vars=None) -> None:
+        """Allocate this chain's arrays (``pm.sample`` calls it on a copy per chain)."""
+        self.samples, self._stats = {}, None  # copies must not share the template's arrays
+        super().setup(draws, chain, sampler_vars)
+        self._seen = 0
+        self._store = {
+            name: np.zeros((self.kept_draws, *self._big_shapes[name]), dtype or "float64")
+            for name, dtype in self.per_draw.items()
+        }
+        self._sums = {
+            name: np.zeros((2, *self._big_shapes[name]), np.float64) for name in self.moments
+        }
+        if self._big:
+            self._chains[chain] = self
+
+    def __len__(self):
+        return self.draw_idx  # NDArray's says 0 when it keeps no variable (every one is big)
+
+    def record(self, point, sampler_stats=None, *, in_warmup: bool) -> None:
+        """Record one iteration; the big variables only after tuning."""
+        super().record(point, sampler_stats, in_warmup=in_warmup)
+        if not self._big or in_warmup:
+            return
+        values = dict(zip((v.name for v in self._big), self._big_fn(*point.values()), strict=True))
+        if self._seen % self.thin == 0 and self._seen // self.thin < self.kept_draws:
+            for name, store in self._store.items():
+                store[self._seen // self.thin] = values[name]
+        for name, sums in self._sums.items():
+            value = np.asarray(values[name], dtype=np.float64)
+            sums[0] += value
+            sums[1] += value * value
+        self._seen += 1
+
+    def attach(self, idata):
+        """Put the kept arrays into ``idata`` (in place) and return it.
+
+        ``per_draw`` variables go to ``posterior`` (``thin == 1``) or ``thinned_group``,
+        moments to :data:`MOMENTS_GROUP`, with the model's dims and coordinates.
+        """
+        import xarray as xr
+
+        if not self._big:
+            return idata
+        chains = [self._chains[c] for c in sorted(self._chains)]
+        n_seen = min(trace._seen for trace in chains)
+        post = idata.posterior if "posterior" in idata.groups() else None
+        coords = {"chain": np.array(sorted(self._chains)) if post is None else post["chain"].values}
+        dims_of = self.model.named_vars_to_dims
+
+        def var_dims(name, shape):
+            dims = tuple(dims_of.get(name) or ())
+            if len(dims) != len(shape):
+                dims = tuple(f"{name}_dim_{i}" for i in range(len(shape)))
+            for dim in dims:
+                if dim in self.model.coords and self.model.coords[dim] is not None:
+                    coords[dim] = np.asarray(self.model.coords[dim])
+            return dims
+
+        if self.per_draw:
+            n_kept = min(-(-n_seen // self.thin), self.kept_draws)
+            data = {}
+            for name in self.per_draw:
+                dims = var_dims(name, self._big_shapes[name])
+                stacked = np.stack([trace._store[name][:n_kept] for trace in chains])
+                for trace in chains:  # free each chain's copy as soon as it is stacked
+                    trace._store[name] = None
+                data[name] = (("chain", "draw", *dims), stacked)
+            if self.thin == 1 and post is None:
+                idata.add_groups(
+                    posterior=xr.Dataset(data, coords={**coords, "draw": np.arange(n_kept)})
+                )
+            elif self.thin == 1 and n_kept == post.sizes["draw"]:
+                idata.posterior = post.assign(
+                    {name: xr.DataArray(v, dims=d, coords=self._coords(coords, d, post))
+                     for name, (d, v) in data.items()}
+                )  # fmt: skip
+            else:
+                draw = np.arange(n_kept) * self.thin
+                ds = xr.Dataset(data, coords={**coords, "draw": draw})
+                ds.attrs["thin"] = self.thin
+                idata.add_groups({self.thinned_group: ds})
+        if self.moments:
+            data = {}
+            for name in self.moments:
+                dims = var_dims(name, self._big_shapes[name])
+                sums = np.stack([trace._sums[name] for trace in chains]) / max(n_seen, 1)
+                mean = sums[:, 0]
+                sd = np.sqrt(np.maximum(sums[:, 1] - mean**2, 0.0))
+                data[name] = (("chain", "moment", *dims), np.stack([mean, sd], axis=1))
+            ds = xr.Dataset(data, coords={**coords, "moment": ["mean", "sd"]})
+            ds.attrs["draws"] = n_seen
+            if MOMENTS_GROUP in idata.groups():
+                del idata[MOMENTS_GROUP]
+            idata.add_groups({MOMENTS_GROUP: ds})
+        return idata
+
+    @staticmethod
+    def _coords(coords, dims, post):
+        out = {d: coords[d] for d in dims if d in coords}
+        out["draw"] = post["draw"].values
+        return out
