@@ -246,7 +246,7 @@ def compare(
         record = records.get(name)
         refitted = np.zeros(sizes[name], bool) if record is None else np.isin(
             np.arange(sizes[name]), record.refitted)  # fmt: skip
-        left[name] = float(np.mean((np.asarray(psis[name].pareto_k) > threshold) & ~refitted))
+        left[name] = float(np.mean((np.ravel(psis[name].pareto_k) > threshold) & ~refitted))
     table["refit"] = [records[n].summary() if n in records else "" for n in table.index]
     table["n_refit"] = [int(records[n].refitted.size) if n in records else 0 for n in table.index]
     table["refit_s"] = [records[n].seconds if n in records else 0.0 for n in table.index]
@@ -276,7 +276,7 @@ def _rescale(loo, scale: str):
     from pmctx.kfold import elpd_data
 
     factor = {"log": 1.0, "negative_log": -1.0, "deviance": -2.0}[loo.scale]
-    return elpd_data(np.asarray(loo.loo_i) / factor, n_samples=int(loo.n_samples),
+    return elpd_data(np.ravel(loo.loo_i) / factor, n_samples=int(loo.n_samples),
                      p_loo=loo.p_loo, pareto_k=loo.pareto_k, scale=scale)  # fmt: skip
 
 

@@ -389,15 +389,15 @@ def refit_loos(
         refitter = refitters[name]
         loo, record = loos[name], records[name]
         n = refitter.n_units()
-        flagged = np.asarray(loo.pareto_k) > threshold
+        flagged = np.ravel(loo.pareto_k) > threshold
         if plan == "kfold":
             tests = fold_indices(n, min(k, n), random_seed=random_seed)
         else:
             tests = [np.array([i]) for i in np.flatnonzero(flagged)]
         if not tests:
             continue
-        loo_i = np.asarray(loo.loo_i, dtype=np.float64).copy()
-        pareto_k = np.asarray(loo.pareto_k, dtype=np.float64).copy()
+        loo_i = np.ravel(loo.loo_i).astype(np.float64)
+        pareto_k = np.ravel(loo.pareto_k).astype(np.float64)
         job = _Refit(refitter.fit, refitter.log_predictive, refitter.data, n, refitter.split)
         record.method, start = refitter.method, time.perf_counter()
         for test in tests:

@@ -141,3 +141,15 @@ def test_cli_refit_flags(tmp_path, y, capsys):
     assert main(["compare", *map(str, paths), "--no-refit", "--time-budget", "5"]) == 0
     out = capsys.readouterr().out
     assert "n_refit" in out and "Pass refit=" in out
+
+
+def test_observations_over_two_dimensions(y):
+    # Pointwise values over (obs, feature): the reliability share counts every entry.
+    fits = {}
+    for name, fit in (("ok", normal_fit(y, y.mean(), 0.15)), ("peaked", conditional_like_fit(y))):
+        ll = fit.log_likelihood["y"].values.reshape(2, -1, y.size // 2, 2)
+        fits[name] = az.from_dict(posterior={"mu": fit.posterior["mu"].values},
+                                  log_likelihood={"y": ll})  # fmt: skip
+    with pytest.warns(LooReliabilityWarning, match="peaked"):
+        table = compare(fits)
+    assert table.loc["peaked", "n_high_k"] >= 1 and not table.loc["peaked", "reliable"]
