@@ -89,7 +89,13 @@ class Refitter:
     split: Callable = split_rows
 
     def n_units(self) -> int:
-        """The number of units (``n``, else read from ``data``)."""
+        """The number of units (``n``, else read from ``data``).
+
+        Returns
+        -------
+        int
+            Units that can be held out.
+        """
         return _n_units(self.data) if self.n is None else int(self.n)
 
 
@@ -124,7 +130,14 @@ class RefitRecord:
         return np.flatnonzero(np.isin(self.how, ("loo", "kfold")))
 
     def summary(self) -> str:
-        """One line for the table, e.g. ``"kfold 10 fits (laplace)"`` or ``""``."""
+        """One line for the table, e.g. ``"kfold 10 fits (laplace)"``.
+
+        Returns
+        -------
+        str
+            Kinds of refit, number of fits, method and units out of time; empty when nothing
+            was refitted or missed.
+        """
         if not self.n_fits and not np.any(self.how == "psis, out of time"):
             return ""
         kinds = [k for k in ("loo", "kfold") if np.any(self.how == k)]
