@@ -1,10 +1,14 @@
-"""Model comparison by PSIS-LOO that always reports how far PSIS can be trusted.
+"""Model comparison by PSIS-LOO, with exact refits where PSIS cannot be trusted.
 
-:func:`compare` wraps ``az.loo`` / ``az.compare``: next to the ranking it gives, per model,
-the share of observations with Pareto k above ``threshold`` (0.7), and it warns with
-:class:`LooReliabilityWarning` when that share exceeds ``max_bad_share`` (2%): a ranking is
-never returned or printed without that warning when PSIS is unreliable. The fallback is an
-exact refit: :func:`pmctx.kfold.kfold` or :func:`pmctx.kfold.reloo`.
+:func:`compare` wraps ``az.loo`` / ``az.compare``. Observations whose Pareto k exceeds
+``threshold`` (0.7) are refitted exactly through the model's own fit (:mod:`pmctx.refit`):
+one leave-one-out refit each when they are few, else exact K-fold for every refittable model
+on the same folds, within ``time_budget`` seconds. Models are refitted through a
+:class:`pmctx.refit.Refitter` passed as ``refit={name: ...}`` or their spec's ``refit`` hook
+(the IBP's warm-started MCMC). The table says how each model was scored; a model whose
+flagged observations were left to PSIS (no refitter, or out of time) beyond
+``max_bad_share`` (2%) comes with a :class:`LooReliabilityWarning`, so a ranking is never
+returned or printed without that warning when it rests on unreliable PSIS values.
 
 Latent-variable models must store a log-likelihood with the per-unit latent integrated out
 (pmctx's models do: the IBP's ``joint``, the CRP's ``trial_features``); the one given each
