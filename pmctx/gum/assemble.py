@@ -25,6 +25,7 @@ Examples
 
 from __future__ import annotations
 
+import arviz as az
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -35,6 +36,7 @@ from pmctx.gum.families import DISPERSION
 from pmctx.gum.predict import as_dataarray, predict_draws, response_draws
 from pmctx.gum.streams import stream
 from pmctx.io import to_inference_data
+from pmctx.memory import PER_DRAW_BYTES, even_draws, nbytes, subset_draws
 
 __all__ = [
     "add_posterior_predictive",
@@ -150,13 +152,20 @@ def log_likelihood_draws(design, hsgp: dict, posterior) -> dict | None:
     for key, slot in slots.items():
         u[..., slot] = posterior[f"{key}_z"].values.reshape(*shape, -1)
     rows = u.reshape(-1, d.n_free)
-    ll = np.stack([pointwise_loglik(d, row) for row in rows])
+    # Filled in place (a list of rows then np.stack held two copies); float32 when float64
+    # would pass pmctx.memory.PER_DRAW_BYTES (az.loo moves by ~1e-6 of its standard error).
+    big = nbytes((len(rows), d.n_obs)) > PER_DRAW_BYTES
+    ll = np.empty((len(rows), d.n_obs), np.float32 if big else np.float64)
+    for i, row in enumerate(rows):
+        ll[i] = pointwise_loglik(d, row)
     return {d.response: ll.reshape(*shape, -1)}
 
 
 def add_posterior_predictive(self, idata, *, random_seed=0):
     """Add a ``posterior_predictive`` group (response draws at the training inputs), so
-    ``az.plot_ppc`` and ``az.loo_pit`` work on GUM fits.
+    ``az.plot_ppc`` and ``az.loo_pit`` work on GUM fits: at every draw when its values take at
+    most :data:`pmctx.memory.PER_DRAW_BYTES` (256 MiB), else at evenly spaced draws that fit in
+    it (enough for ``az.plot_ppc``; ``az.loo_pit`` needs every draw).
 
     Parameters
     ----------
@@ -184,11 +193,17 @@ def add_posterior_predictive(self, idata, *, random_seed=0):
     """
     d = self.design
     columns = self._training_columns
-    rho, noise = predict_draws(self, columns, d.n_obs, idata, random_seed=random_seed)
+    post = idata.posterior
+    keep = subset_draws(post.sizes["chain"], post.sizes["draw"], d.n_obs, budget=PER_DRAW_BYTES)
+    source = idata  # every draw, or evenly spaced ones whose draws fit PER_DRAW_BYTES
+    if keep < post.sizes["draw"]:
+        source = az.InferenceData(posterior=post.isel(draw=even_draws(post.sizes["draw"], keep)))
+    rho, noise = predict_draws(self, columns, d.n_obs, source, random_seed=random_seed)
     if d.family in DISPERSION and noise is None:
         return idata  # dispersion neither fixed nor sampled: nothing to draw from
     values = response_draws(d.family, d.link, rho, stream(random_seed, 2), noise_sd=noise)
     group = xr.Dataset({d.response: as_dataarray(values, d.response)})
+    group = group.assign_coords(draw=source.posterior["draw"].values)  # the draws it used
     if "posterior_predictive" in idata.groups():
         del idata["posterior_predictive"]
     idata.add_groups(posterior_predictive=group)

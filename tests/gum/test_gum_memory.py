@@ -1,0 +1,39 @@
+"""GUM outputs of big fits: float32 pointwise log-likelihood and a posterior predictive at a
+subset of draws once they would pass pmctx.memory.PER_DRAW_BYTES (set tiny here)."""
+
+import numpy as np
+import pymc as pm
+
+from pmctx.gum import assemble, gum
+
+
+def _model():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 2, 60)
+    return gum("y ~ f(x, lengthscale=0.5)", {"x": x, "y": rng.poisson(np.exp(np.sin(x)))},
+               family="poisson")  # fmt: skip
+
+
+def test_big_log_likelihood_is_float32_and_equal_to_pymc_within_its_rounding(monkeypatch):
+    g = _model()
+    idata = g.laplace(draws=7, random_seed=1, log_likelihood=False, posterior_predictive=False)
+    small = g.log_likelihood_draws(idata.posterior)["y"]
+    assert small.dtype == np.float64
+    monkeypatch.setattr(assemble, "PER_DRAW_BYTES", 100)
+    big = g.log_likelihood_draws(idata.posterior)["y"]
+    assert big.dtype == np.float32 and big.shape == (1, 7, 60)
+    reference = pm.compute_log_likelihood(
+        idata, model=g.model, extend_inferencedata=False, progressbar=False
+    )["y"].values
+    np.testing.assert_allclose(big, reference, rtol=1e-6, atol=1e-6)  # float32 rounding
+
+
+def test_big_posterior_predictive_uses_evenly_spaced_draws(monkeypatch):
+    g = _model()
+    idata = g.laplace(draws=50, random_seed=1, posterior_predictive=False)
+    full = g.add_posterior_predictive(idata.copy(), random_seed=0).posterior_predictive
+    assert full.sizes["draw"] == 50
+    monkeypatch.setattr(assemble, "PER_DRAW_BYTES", 8 * 60 * 5)  # five draws of 60 values
+    part = g.add_posterior_predictive(idata, random_seed=0).posterior_predictive
+    assert part.sizes["draw"] == 5 and part["y"].shape == (1, 5, 60)
+    np.testing.assert_array_equal(part["draw"].values, [0, 12, 24, 37, 49])
