@@ -63,6 +63,7 @@ VALIDATED = [
     "pmctx.conditioning.recovery",
     "pmctx.conditioning.response",
     "pmctx.conditioning.simulate",
+    "pmctx.conditioning.study",
     "pmctx.convergence",
     "pmctx.datafiles",
     "pmctx.gum",

@@ -21,6 +21,7 @@ MODULES = [
     "pmctx.steps.crp_gibbs",
     "pmctx.models.crp_conditioning",
     "pmctx.conditioning.demo",
+    "pmctx.conditioning.study",
 ]
 
 

@@ -1,0 +1,217 @@
+"""Latent-cause fits for a whole study (issue 27 items 3-4), before and after in one run.
+
+* ``crp_filter``: the particle filter kernel (T = 200 renewal design, alpha = 0.1) at
+  M = 1,000 and 10,000 particles, the kernel before its compact-storage rewrite
+  (``tests/oracles/crp_filter_reference.py``) against today's; target M = 10,000 < 0.5 s.
+* ``crp_ml_fit``: one 100-trial subject (``recovery_design(100)``, linear-Gaussian CR), ML
+  fit of ``lcm`` and ``lcm_sticky`` with M = 100 particles (common random numbers) and with
+  the local MAP; "before" runs the reference kernel one grid point per call; target < 2 s.
+* ``crp_study``: ``pmctx batch crp`` (2 workers) on a simulated study (100 subjects, quick:
+  12), three variants each, then random-effects BMS; target 100 subjects < 5 min. The notes
+  give the recovery: how often the best variant (log evidence) is the generating one, the
+  BMS expected frequencies against the generating ones, and the rank correlation of fitted
+  and generating alpha and a among subjects whose best variant is the generating one.
+* ``crp_posterior``: the per-subject posterior of ``lcm`` (``sample_subject``, PMMH + NUTS,
+  2 chains); target < 20 s with R-hat <= 1.01.
+
+Times are wall-clock (``seconds_per_sweep`` = seconds per call) with the process CPU time in
+the notes: on a shared 2-CPU machine the wall time also measures the queue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pmctx.conditioning import shipped_design
+from pmctx.conditioning.design import as_feature_matrix
+
+
+def _row(benchmark, variant, size, seconds, *, baseline=None, base_seconds=None, notes=""):
+    return {
+        "benchmark": benchmark,
+        "variant": variant,
+        "size": size,
+        "seconds_per_sweep": seconds,
+        "sweeps_per_s": 1.0 / seconds,
+        "ess_per_s": None,
+        "baseline": baseline,
+        "ratio_vs_baseline": None if base_seconds is None else base_seconds / seconds,
+        "notes": notes,
+    }
+
+
+def _timed(fn, repeats):
+    # Best wall and CPU seconds of ``repeats`` calls, and the last call's result.
+    best, best_cpu = np.inf, np.inf
+    for _ in range(repeats):
+        start, cpu = time.perf_counter(), time.process_time()
+        out = fn()
+        best = min(best, time.perf_counter() - start)
+        best_cpu = min(best_cpu, time.process_time() - cpu)
+    return best, best_cpu, out
+
+
+def bench_filter(quick):
+    from pmctx.conditioning.particle_filter import _filter_kernel
+    from tests.oracles.crp_filter_reference import filter_kernel as reference
+
+    design = shipped_design("renewal_aba", n_acquisition=80, n_extinction=80, n_test=40)
+    F, _ = as_feature_matrix(design)
+    T = F.shape[0]
+    rows = []
+    for M in (1000, 10000):
+        rng = np.random.default_rng(0)
+        u, v = rng.random((T, M)), rng.random((T, M))
+        args = (F, 0.1, 1.0, 1.0, 1.0, 0.0, T, False, u, v, np.zeros(1), 0, 1.0, 0.0)
+        reference(*args[:7], False, u[:, :10], v[:, :10], *args[10:])  # compile / load
+        _filter_kernel(*args[:7], False, u[:, :10], v[:, :10], *args[10:])
+        repeats = 1 if quick and M == 10000 else 3
+        t_old, c_old, _ = _timed(lambda a=args: reference(*a), repeats)
+        t_new, c_new, _ = _timed(lambda a=args: _filter_kernel(*a), repeats)
+        rows.append(_row("crp_filter", "reference kernel (before)", f"T=200, M={M}", t_old,
+                         notes=f"CPU {c_old:.3f} s"))  # fmt: skip
+        met = "" if M != 10000 else f"; target < 0.5 s: {'met' if t_new < 0.5 else 'NOT met'}"
+        rows.append(_row("crp_filter", "compact kernel (after)", f"T=200, M={M}", t_new,
+                         baseline="reference kernel (before)", base_seconds=t_old,
+                         notes=f"CPU {c_new:.3f} s{met}"))  # fmt: skip
+    return rows
+
+
+@contextlib.contextmanager
+def _before():
+    """The fits as they ran before: the reference kernel, one grid point per call."""
+    import pmctx.conditioning.likelihood as likelihood
+    from tests.oracles.crp_filter_reference import filter_kernel as reference
+
+    kernel, many = likelihood._filter_kernel, likelihood.SubjectLikelihood.log_likelihoods
+    likelihood._filter_kernel = reference
+    likelihood.SubjectLikelihood.log_likelihoods = lambda self, pts: np.array(
+        [self(p) for p in pts]
+    )
+    try:
+        yield
+    finally:
+        likelihood._filter_kernel = kernel
+        likelihood.SubjectLikelihood.log_likelihoods = many
+
+
+def bench_ml_fits(quick):
+    from pmctx.conditioning.fitting import fit_subject, recovery_design, simulate_subject
+
+    design = recovery_design(100)
+    truth = {"alpha": 0.5, "a": 1.0, "stickiness": 1.0, "gain": 1.0, "sd": 0.1}
+    data = simulate_subject(design, truth, variant="lcm_sticky", rng=0)
+    rows = []
+    variants = ("lcm",) if quick else ("lcm", "lcm_sticky")
+    for method in ("particle", "local_map"):
+        for variant in variants:
+
+            def fit(method=method, variant=variant):
+                return fit_subject(data["responses"], design, variant=variant, method=method,
+                                   random_seed=1)  # fmt: skip
+
+            fit()  # compile / load both kernels
+            with _before():
+                t_old, c_old, old = _timed(fit, 1)
+            t_new, c_new, new = _timed(fit, 1 if quick else 2)
+            size = "T=100, " + ("M=100, CRN" if method == "particle" else "local MAP")
+            rows.append(_row("crp_ml_fit", f"{variant}, before", size, t_old,
+                             notes=f"CPU {c_old:.2f} s; {old.n_evals} filter runs"))  # fmt: skip
+            rows.append(_row(
+                "crp_ml_fit", f"{variant}, after", size, t_new,
+                baseline=f"{variant}, before", base_seconds=t_old,
+                notes=f"CPU {c_new:.2f} s; target < 2 s: {'met' if t_new < 2 else 'NOT met'}; "
+                f"log lik {new.log_likelihood:.6f} (before {old.log_likelihood:.6f})",
+            ))  # fmt: skip
+    return rows
+
+
+def bench_study(quick, n=None):
+    import pandas as pd
+    from scipy.stats import spearmanr
+
+    from pmctx.conditioning.study import simulate_study
+
+    n = (12 if quick else 100) if n is None else n
+    table, truth = simulate_study(n, n_trials=100, rng=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        table.to_csv(tmp / "subjects.csv", index=False)
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "pmctx", "batch", "crp", "--data", str(tmp / "subjects.csv"),
+             "--out", str(tmp / "fits"), "--workers", "2"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        seconds = time.perf_counter() - start
+        if done.returncode != 0:
+            raise RuntimeError(f"pmctx batch crp failed:\n{done.stderr[-3000:]}")
+        units = pd.read_csv(tmp / "fits" / "units_models.csv", index_col="unit")
+        bms = pd.read_csv(tmp / "fits" / "bms.csv", index_col="model")
+        cpu = pd.read_csv(tmp / "fits" / "summary.csv")["cpu_seconds"].sum()
+    hit = units["best_variant"] == truth.loc[units.index, "variant"]
+    generating = truth["variant"].value_counts(normalize=True)
+    freq = ", ".join(
+        f"{v} {bms.loc[v, 'expected_frequency']:.2f} (true {generating.get(v, 0):.2f}, "
+        f"pxp {bms.loc[v, 'pxp']:.2f})"
+        for v in bms.index
+    )
+    recov = []
+    for p in ("alpha", "a"):
+        keep = hit & truth.loc[units.index, p].notna()
+        fitted = [units.loc[u, f"{truth.loc[u, 'variant']}.{p}"] for u in units.index[keep]]
+        rho = spearmanr(truth.loc[units.index[keep], p], fitted).statistic
+        recov.append(f"{p} rank corr {rho:.2f} (n={int(keep.sum())})")
+    print(pd.crosstab(truth.loc[units.index, "variant"], units["best_variant"]))
+    print(bms)
+    return [
+        _row(
+            "crp_study",
+            "pmctx batch crp, 3 variants + BMS (2 workers)",
+            f"{n} subjects x T=100, M=100",
+            seconds,
+            notes=(f"target < 300 s: {'met' if seconds < 300 else 'NOT met'}; " if n == 100 else "")
+            + f"fit CPU {cpu:.0f} s; best variant = "
+            f"generating for {hit.mean():.0%}; BMS frequencies {freq}; BOR "
+            f"{bms['bor'].iloc[0]:.2g}; " + "; ".join(recov),
+        )
+    ]
+
+
+def bench_posterior(quick):
+    import arviz as az
+
+    from pmctx.conditioning.fitting import recovery_design, simulate_subject
+    from pmctx.conditioning.posterior import sample_subject
+
+    design = recovery_design(100)
+    truth = {"alpha": 0.5, "a": 1.0, "gain": 1.0, "sd": 0.1}
+    data = simulate_subject(design, truth, variant="lcm", rng=0)
+    draws = 300 if quick else 1000
+    start, cpu = time.perf_counter(), time.process_time()
+    idata = sample_subject(data["responses"], design, variant="lcm", draws=draws, tune=draws,
+                           chains=2, random_seed=2)  # fmt: skip
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    rhat = float(az.rhat(idata).to_array().max())
+    return [
+        _row(
+            "crp_posterior",
+            "sample_subject lcm (PMMH + NUTS, 2 chains)",
+            f"T=100, M=100, {draws}+{draws} draws/chain",
+            seconds,
+            notes=f"CPU {cpu:.1f} s; max R-hat {rhat:.3f}; target < 20 s with R-hat <= 1.01: "
+            f"{'met' if seconds < 20 and rhat <= 1.01 else 'NOT met'}",
+        )
+    ]
+
+
+def run(quick: bool = False) -> list[dict]:
+    return [*bench_filter(quick), *bench_ml_fits(quick), *bench_study(quick),
+            *bench_posterior(quick)]  # fmt: skip
