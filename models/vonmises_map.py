@@ -63,7 +63,7 @@ from pmctx.vonmises.demo import DEMO_KAPPAS, demo_data, map_demo
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR as KAPPA_OBS_PRIOR_SHAPE_RATE
 from pmctx.vonmises.inputs import check_map_observations
 from pmctx.vonmises.maps import o_to_theta, pinwheel_counts, smoothness, theta_to_o
-from pmctx.vonmises.outputs import posterior_orientation
+from pmctx.vonmises.outputs import check_map_memory, posterior_orientation
 from pmctx.vonmises.outputs import write_map_outputs as write_outputs
 from pmctx.vonmises.predictive import add_posterior_predictive, predict
 from pmctx.vonmises.simulate import noisy_observations, sample_prior
@@ -326,6 +326,9 @@ def reconstruct(
             "the posterior would be the prior. Pass at least one observed orientation, or draw "
             "prior maps with sample_prior."
         )
+    log_likelihood = (idata_kwargs or {}).get("log_likelihood", True)
+    check_map_memory(model, draws=draws, tune=tune, chains=chains, log_likelihood=log_likelihood,
+                     posterior_predictive=posterior_predictive)  # fmt: skip
     # Start at the data (far shorter burn-in than all zeros), each chain with its own random
     # angles where missing (overdispersed, so R-hat can see different pinwheel layouts).
     data = theta_to_o(theta_obs)

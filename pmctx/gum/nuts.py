@@ -169,9 +169,11 @@ def sample(
     """
     from pmctx.convergence import report_after_fit
     from pmctx.gum.backends import choose_backend, sample_nutpie
-    from pmctx.gum.outputs import convergence_check
+    from pmctx.gum.outputs import check_fit_memory, convergence_check
     from pmctx.sampling import run_sampler
 
+    check_fit_memory(self.design, draws=draws, chains=chains,
+                     posterior_predictive=posterior_predictive)  # fmt: skip
     nutpie_ok = {"target_accept", "compute_convergence_checks", "init"}
     chosen = choose_backend(
         backend, draws=draws, tune=tune, chains=chains, pymc_only=bool(set(kwargs) - nutpie_ok)

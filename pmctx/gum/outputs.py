@@ -26,11 +26,13 @@ import numpy as np
 import pandas as pd
 
 from pmctx.gum.basis import quantile_bins
+from pmctx.memory import PER_DRAW_BYTES, check_output_memory, nbytes, subset_draws
 from pmctx.validation import check_int
 
 __all__ = [
     "CONVERGENCE_ADVICE",
     "binned_fit",
+    "check_fit_memory",
     "comparison_table",
     "convergence_check",
     "design_matrix",
@@ -280,3 +282,54 @@ def convergence_check():
     from pmctx.convergence import ModelCheck
 
     return ModelCheck("gum", invariants=invariants, advice=CONVERGENCE_ADVICE)
+
+
+def check_fit_memory(design, *, draws: int, chains: int, posterior_predictive=True) -> int:
+    """Warn :class:`pmctx.exceptions.MemoryWarning` before a NUTS fit whose outputs would pass
+    half the available memory (:func:`pmctx.memory.check_output_memory`).
+
+    The pointwise ``log_likelihood`` keeps one value per row and draw (float32 once float64
+    would pass :data:`pmctx.memory.PER_DRAW_BYTES`); the posterior predictive keeps the draws
+    that fit that size; the posterior itself holds function values on their grids (small).
+
+    Parameters
+    ----------
+    design : pmctx.gum.design.GumDesign
+        The numeric design (``n_obs`` rows, ``n_free`` free values).
+    draws, chains : int
+        Draws per chain and chains.
+    posterior_predictive : bool, default True
+        Whether the posterior predictive group is kept.
+
+    Returns
+    -------
+    int
+        Bytes of the outputs.
+
+    Examples
+    --------
+    >>> from pmctx.gum import gum
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.uniform(0, 2, 100_000)
+    >>> g = gum("y ~ f(x, max_points=8)", {"x": x, "y": rng.poisson(1.0, x.size)},
+    ...         family="poisson")
+    >>> round(check_fit_memory(g.design, draws=1000, chains=4) / 1e9, 2)
+    2.13
+    """
+    n = int(design.n_obs)
+    ll = nbytes((chains, draws, n))
+    if ll > PER_DRAW_BYTES:
+        ll //= 2
+    outputs = {
+        "log_likelihood": ll,
+        "posterior (free values)": 2 * nbytes((chains, draws, design.n_free)),
+    }
+    if posterior_predictive:
+        kept = subset_draws(chains, draws, n, budget=PER_DRAW_BYTES)
+        outputs["posterior_predictive"] = 2 * nbytes((chains, kept, n))  # predictor + draws
+    return check_output_memory(
+        outputs,
+        what=f"GUM NUTS fit ({n} rows, {chains} x {draws} draws)",
+        advice="Keep less: fewer draws, or posterior_predictive=False.",
+        stacklevel=4,
+    )

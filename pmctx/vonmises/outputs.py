@@ -21,11 +21,17 @@ from pathlib import Path
 import numpy as np
 
 from pmctx.io import save_figure, write_standard_outputs
+from pmctx.memory import check_output_memory, nbytes
 from pmctx.validation import as_angle_array
 from pmctx.vonmises.maps import circular_moments
 from pmctx.vonmises.plots import plot_angle_series, plot_reconstruction, plot_smoothness_trace
 
-__all__ = ["posterior_orientation", "write_chain_outputs", "write_map_outputs"]
+__all__ = [
+    "check_map_memory",
+    "posterior_orientation",
+    "write_chain_outputs",
+    "write_map_outputs",
+]
 
 
 def posterior_orientation(idata):
@@ -144,3 +150,55 @@ def write_chain_outputs(
     fig = plot_angle_series(idata.posterior["x"].values, y=y, truth=truth)
     paths.append(save_figure(fig, out_dir / f"{prefix}_smoothing.png"))
     return paths
+
+
+def check_map_memory(
+    model, *, draws: int, tune: int, chains: int, log_likelihood=True, posterior_predictive=True
+) -> int:
+    """Warn :class:`pmctx.exceptions.MemoryWarning` before a map reconstruction whose outputs
+    would pass half the available memory (:func:`pmctx.memory.check_output_memory`).
+
+    ``pm.sample`` keeps ``o`` and ``theta`` (float64, every node) for the tuning and the kept
+    draws; the log-likelihood and the posterior predictive of ``z`` take one value per
+    observed node and kept draw.
+
+    Parameters
+    ----------
+    model : pm.Model
+        From :func:`pmctx.models.vonmises_map.build_model`.
+    draws, tune, chains : int
+        As passed to ``pm.sample``.
+    log_likelihood, posterior_predictive : bool, default True
+        Whether those groups are kept.
+
+    Returns
+    -------
+    int
+        Bytes of the outputs.
+
+    Examples
+    --------
+    >>> from pmctx.models.vonmises_map import build_model
+    >>> model = build_model(np.zeros((512, 512)), kappa=2.0, kappa_obs=3.0, rank=3)
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     size = check_map_memory(model, draws=1000, tune=1000, chains=4)
+    >>> round(size / 1e9, 1)
+    50.3
+    """
+    nodes = int(np.prod(model["o"].shape.eval()))
+    n_obs = int(np.prod(model["z"].shape.eval())) if "z" in model.named_vars else 0
+    outputs = {
+        "posterior o and theta (tuning included)": 2 * nbytes((chains, draws + tune, nodes)),
+        "log_likelihood": nbytes((chains, draws, n_obs)) * bool(log_likelihood),
+        "posterior_predictive": nbytes((chains, draws, n_obs)) * bool(posterior_predictive),
+    }
+    return check_output_memory(
+        outputs,
+        what=f"map reconstruction ({nodes} nodes, {chains} x {draws} draws)",
+        advice="Keep less: fewer draws and tuning sweeps (every draw keeps the whole map), "
+        "posterior_predictive=False, idata_kwargs={'log_likelihood': False}, or reconstruct "
+        "a crop of the map.",
+        stacklevel=4,
+    )

@@ -3,6 +3,7 @@ subset of draws once they would pass pmctx.memory.PER_DRAW_BYTES (set tiny here)
 
 import numpy as np
 import pymc as pm
+import pytest
 
 from pmctx.gum import assemble, gum
 
@@ -37,3 +38,24 @@ def test_big_posterior_predictive_uses_evenly_spaced_draws(monkeypatch):
     part = g.add_posterior_predictive(idata, random_seed=0).posterior_predictive
     assert part.sizes["draw"] == 5 and part["y"].shape == (1, 5, 60)
     np.testing.assert_array_equal(part["draw"].values, [0, 12, 24, 37, 49])
+
+
+def test_sample_warns_before_sampling_when_outputs_pass_the_memory(monkeypatch):
+    from pmctx.exceptions import MemoryWarning
+
+    g = _model()
+    monkeypatch.setenv("PMCTX_MEMORY_BYTES", "1000")
+
+    def no_sampling(*args, **kwargs):
+        raise RuntimeError("sampling started")
+
+    monkeypatch.setattr("pmctx.gum.backends.choose_backend", no_sampling)
+    with (
+        pytest.warns(
+            MemoryWarning,
+            match=r"GUM NUTS fit \(60 rows, 4 x 1000 draws\) need .*"
+            r"log_likelihood 2 MB.*posterior_predictive=False",
+        ),  # fmt: skip
+        pytest.raises(RuntimeError, match="sampling started"),
+    ):
+        g.sample()
