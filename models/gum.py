@@ -39,6 +39,7 @@ __all__ = [
     "invariants",
     "plot_functions",
     "predict",
+    "refit_functions",
     "section_3_1_formula",
     "seed_section_3_1",
     "write_outputs",
@@ -184,6 +185,60 @@ def fit_unit(data: dict, *, random_seed=None, method: str = "laplace", draws: in
     )
 
 
+def refit_functions(idata, *, var_name=None, method=None, fit_options=None):
+    """How :func:`pmctx.compare` refits a GUM fit exactly (the spec's ``refit`` hook).
+
+    A fit remembers the ``GumModel`` that made it while the user holds the model
+    (:mod:`pmctx.gum.declaration`); each refit declares the same GUM on the training rows,
+    with the model's current hyperparameters, and fits it the way the fit was made (Laplace
+    for Laplace and ADVI fits, NUTS for NUTS fits).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit of a ``GumModel`` (``g.sample()``, ``g.laplace()``, ``g.advi()``).
+    var_name : str, optional
+        The log-likelihood variable compared (a GUM has one).
+    method : {"laplace", "nuts"}, optional
+        Override how refits are made.
+    fit_options : dict, optional
+        Keywords of each refit (default: Laplace 2,000 draws; NUTS 2 chains x (500 + 500),
+        without convergence warnings).
+
+    Returns
+    -------
+    dict or None
+        ``fit``, ``log_predictive``, ``data`` and ``method`` (the fields of
+        :class:`pmctx.refit.Refitter`); None when the fit's model is gone (a fit read from
+        disk), so :func:`pmctx.compare` keeps PSIS and says how to refit by hand.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> data = {"x": rng.uniform(0, 2, 30)}
+    >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+    >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+    >>> sorted(refit_functions(g.laplace(draws=20)))
+    ['data', 'fit', 'log_predictive', 'method']
+    """
+    from pmctx.gum.declaration import fitted_model, redeclare, refit_data
+    from pmctx.gum.heldout import refit_functions as gum_refits
+
+    gum_model = fitted_model(idata)
+    data = None if gum_model is None else refit_data(gum_model)
+    if data is None:
+        return None
+    if method is None:
+        method = "nuts" if idata.posterior.attrs.get("inference") in (None, "nuts") else "laplace"
+    if fit_options is None and method == "nuts":
+        fit_options = {"draws": 500, "tune": 500, "chains": 2, "check_convergence": False}
+    fit, log_predictive = gum_refits(
+        lambda rows: redeclare(gum_model, rows), method=method, fit_options=fit_options
+    )
+    return {"fit": fit, "log_predictive": log_predictive, "data": data, "method": method}
+
+
 def _spec():
     from pmctx.gum.inputs import load_gum
     from pmctx.gum.simulate import invariants as sbc_quantities
@@ -203,6 +258,7 @@ def _spec():
         simulate=simulate,
         sbc_quantities=sbc_quantities,
         predict=predict,
+        refit=refit_functions,
         population=("intercept",),
         options={
             "formula": 'model formula, e.g. "y ~ f(x1) * f(x2) + f(x3)"',

@@ -321,39 +321,6 @@ def reloo(
 # ---------------------------------------------------------------- model adapters
 
 
-class _GumFit:
-    """Refit a GUM on training rows: ``build(train)``, then its own NUTS or Laplace fit."""
-
-    def __init__(self, build, method, options):
-        self.build, self.method, self.options = build, method, options
-        self.models: dict = {}  # fit key -> GumModel, read back by _GumPredictive
-
-    def __call__(self, train):
-        gum_model = self.build(train)
-        options = dict(self.options)
-        if self.method == "laplace":
-            options.setdefault("draws", 2000)
-            idata = gum_model.laplace(log_likelihood=False, posterior_predictive=False, **options)
-        else:
-            options.setdefault("posterior_predictive", False)
-            idata = gum_model.sample(**options)
-        key = f"gum-fit-{len(self.models)}-{id(gum_model)}"
-        idata.attrs["pmctx_gum_fit"] = key
-        self.models[key] = gum_model
-        return idata
-
-
-class _GumPredictive:
-    def __init__(self, fit: _GumFit, random_seed):
-        self.fit, self.random_seed = fit, random_seed
-
-    def __call__(self, idata, test):
-        from pmctx.gum.heldout import held_out_log_density
-
-        gum_model = self.fit.models.pop(idata.attrs["pmctx_gum_fit"])
-        return held_out_log_density(gum_model, test, idata, random_seed=self.random_seed).values
-
-
 def kfold_functions(model: str, **options):
     """``(fit, log_predictive)`` of registered model ``model``, from its spec's ``kfold``.
 
@@ -419,7 +386,6 @@ def gum_functions(build, *, method: str = "nuts", fit_options=None, random_seed=
     tuple of callable
         ``(fit, log_predictive)`` for :func:`kfold` and :func:`reloo`.
     """
-    if method not in ("nuts", "laplace"):
-        raise ValueError(f"method must be 'nuts' or 'laplace'; got {method!r}.")
-    fit = _GumFit(build, method, dict(fit_options or {}))
-    return fit, _GumPredictive(fit, random_seed)
+    from pmctx.gum.heldout import refit_functions
+
+    return refit_functions(build, method=method, fit_options=fit_options, random_seed=random_seed)

@@ -78,6 +78,7 @@ VALIDATED = [
     "pmctx.gum.constraints",
     "pmctx.gum.coordinates",
     "pmctx.gum.curvature",
+    "pmctx.gum.declaration",
     "pmctx.gum.demo",
     "pmctx.gum.derived",
     "pmctx.gum.design",

@@ -25,6 +25,7 @@ import numpy as np
 from pmctx.gum.columns import data_columns, prepare_columns
 from pmctx.gum.constraints import resolve_constraints
 from pmctx.gum.coordinates import APPROXIMATIONS
+from pmctx.gum.declaration import Declaration
 from pmctx.gum.design import build_design
 from pmctx.gum.families import FAMILIES
 from pmctx.gum.formula import parse_formula
@@ -169,7 +170,8 @@ def gum(
             raise ValueError(f"alpha is the negative-binomial dispersion; family is {family!r}.")
         noise_sd = check_positive(alpha, "alpha")
     blocks = normalize(term)
-    y, prepared, labels = prepare_columns(blocks, data_columns(data), response, family)
+    columns = data_columns(data)
+    y, prepared, labels = prepare_columns(blocks, columns, response, family)
     constraints, offsets = resolve_constraints(blocks, intercept)
     design = build_design(
         blocks,
@@ -198,4 +200,11 @@ def gum(
         lengthscale_prior_sigma = check_positive(lengthscale_prior_sigma, "lengthscale_prior_sigma")
     fitted = GumModel(design, blocks, constraints, labels, lengthscale_prior_sigma, prepared)
     fitted.approximation = approximation
+    options = {
+        "response": response, "family": family, "link": link, "intercept": intercept,
+        "intercept_sd": intercept_sd, "offset_sd": offset_sd,
+        "noise_sd": None if alpha is not None else noise_sd, "alpha": alpha,
+        "lengthscale_prior_sigma": lengthscale_prior_sigma, "approximation": approximation,
+    }  # fmt: skip
+    fitted.declaration = Declaration(formula_or_terms, options, columns, weights)
     return fitted

@@ -13,11 +13,13 @@ fit, compiled nutpie models); its methods hand over to the module of their conce
 
 from __future__ import annotations
 
+import functools
+
 import arviz as az
 import numpy as np
 import pymc as pm
 
-from pmctx.gum import approximations, assemble, coordinates, nuts
+from pmctx.gum import approximations, assemble, coordinates, declaration, nuts
 from pmctx.gum import predict as prediction
 from pmctx.gum.build import build_pymc_model
 from pmctx.gum.families import DISPERSION
@@ -26,6 +28,16 @@ from pmctx.gum.laplace import LaplaceResult
 from pmctx.validation import check_positive
 
 __all__ = ["GumModel"]
+
+
+def _remembered(fit):
+    """``fit`` (a method) whose InferenceData remembers the model (:mod:`.declaration`)."""
+
+    @functools.wraps(fit)
+    def method(self, *args, **kwargs):
+        return declaration.remember(self, fit(self, *args, **kwargs))
+
+    return method
 
 
 class GumModel:
@@ -78,6 +90,7 @@ class GumModel:
         self.approximation = "auto"
         self._hsgp_search: dict = {}  # basis-size searches, by function and hyperparameters
         self._white = None  # (model, laplace result, whitened model)
+        self.declaration = None  # set by gum(): what to declare again on other rows
         self._nutpie: dict = {}  # compiled nutpie models: kind -> (model, laplace, compiled)
 
     def __repr__(self) -> str:
@@ -309,10 +322,12 @@ class GumModel:
 
     # ------------------------------------------------------------ inference and prediction
     # Each is a function of its concern module, bound here as the method (``self``: the model).
-    sample = nuts.sample
+    # Fits remember their model, so pmctx.compare can refit them exactly on other rows.
+    sample = _remembered(nuts.sample)
     fit_laplace = approximations.fit_laplace
-    laplace = approximations.laplace
-    advi = approximations.advi
+    laplace = _remembered(approximations.laplace)
+    advi = _remembered(approximations.advi)
+    redeclare = declaration.redeclare
     predict = prediction.predict
     function_values = prediction.function_values
     add_posterior_predictive = assemble.add_posterior_predictive

@@ -24,6 +24,7 @@ MODULES = [
     "pmctx.gum.plots",
     "pmctx.gum.predict",
     "pmctx.gum.heldout",
+    "pmctx.gum.declaration",
     "pmctx.gum.init",
     "pmctx.gum.derived",
     "pmctx.gum.many",

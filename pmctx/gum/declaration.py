@@ -1,0 +1,200 @@
+"""What a GUM was declared with, so that it can be declared again on other rows.
+
+Exact refits (K-fold, and :func:`pmctx.compare`'s refits where PSIS-LOO is unreliable) fit
+the same model to training rows. :func:`pmctx.gum.gum` records its arguments and the raw data
+columns in a :class:`Declaration`; :func:`redeclare` builds the same GUM, with the fitted
+model's current hyperparameters (those :func:`pmctx.gum.hyper.fit_evidence` chose, say), on
+new rows. A fit remembers the model that made it (:func:`remember`, weakly: the model stays
+as long as the user holds it), so the model's registry entry can refit it from the
+``InferenceData`` alone (:func:`fitted_model`).
+
+Examples
+--------
+>>> import numpy as np
+>>> from pmctx.gum import gum
+>>> rng = np.random.default_rng(0)
+>>> data = {"x": rng.uniform(0, 2, 30)}
+>>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+>>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
+>>> idata = g.laplace(draws=10)
+>>> fitted_model(idata) is g
+True
+>>> rows = {name: values[:20] for name, values in refit_data(g).items()}
+>>> redeclare(g, rows)
+GumModel(y ~ f_x, family='poisson', n_obs=20, n_free=20)
+"""
+
+from __future__ import annotations
+
+import uuid
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Declaration", "fitted_model", "redeclare", "refit_data", "remember"]
+
+#: The column that carries observation weights through row splits.
+WEIGHTS = "__weights__"
+
+#: Fits -> the model that made them, by the token in ``posterior.attrs``; weak, so a model
+#: the user no longer holds is not kept alive by its fits.
+_FITTED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """The arguments of one :func:`pmctx.gum.gum` call.
+
+    Parameters
+    ----------
+    formula : str or pmctx.gum.terms.Term
+        The formula or term expression.
+    options : dict
+        The keyword arguments other than ``weights`` (``response``, ``family``, ...).
+    columns : dict
+        The raw data columns, one row per observation.
+    weights : numpy.ndarray or None
+        Observation weights.
+
+    Examples
+    --------
+    >>> Declaration("y ~ f(x)", {"family": "poisson"}, {"x": np.zeros(3), "y": np.zeros(3)})
+    Declaration(formula='y ~ f(x)', n_rows=3)
+    """
+
+    formula: object
+    options: dict
+    columns: dict = field(repr=False)
+    weights: np.ndarray | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        n_rows = len(next(iter(self.columns.values()))) if self.columns else 0
+        return f"Declaration(formula={self.formula!r}, n_rows={n_rows})"
+
+
+def refit_data(gum_model) -> dict | None:
+    """The model's data as columns to split by rows (weights as one more column).
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        A model declared by :func:`pmctx.gum.gum`.
+
+    Returns
+    -------
+    dict or None
+        Column name -> values, one row per observation; None for a model built otherwise.
+
+    Examples
+    --------
+    >>> from pmctx.gum import gum
+    >>> g = gum("y ~ x", {"x": np.arange(4.0), "y": np.arange(4.0)}, weights=np.ones(4))
+    >>> sorted(refit_data(g))
+    ['__weights__', 'x', 'y']
+    """
+    declaration = getattr(gum_model, "declaration", None)
+    if declaration is None:
+        return None
+    columns = dict(declaration.columns)
+    if declaration.weights is not None:
+        columns[WEIGHTS] = declaration.weights
+    return columns
+
+
+def redeclare(gum_model, data):
+    """The same GUM on other rows, with ``gum_model``'s current hyperparameters.
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        A model declared by :func:`pmctx.gum.gum`.
+    data : dict
+        Columns as :func:`refit_data` gives them, for the rows to fit.
+
+    Returns
+    -------
+    GumModel
+        A new model (not fitted).
+
+    Examples
+    --------
+    >>> from pmctx.gum import gum
+    >>> g = gum("y ~ f(x, lengthscale=0.5)", {"x": np.arange(6.0), "y": np.arange(6.0)})
+    >>> g.set_hyperparameters({"f_x": {"lengthscale": 2.0}})
+    >>> redeclare(g, {"x": np.arange(4.0), "y": np.arange(4.0)}).hyperparameters()["f_x"]
+    {'lengthscale': 2.0, 'variance': 1.0}
+    """
+    from pmctx.gum.api import gum
+
+    declaration = getattr(gum_model, "declaration", None)
+    if declaration is None:
+        raise ValueError(
+            "This GumModel was not declared by pmctx.gum.gum, so it cannot be declared again "
+            "on other rows; build the refits with pmctx.refit.gum_refitter(build, data)."
+        )
+    columns = dict(data)
+    weights = columns.pop(WEIGHTS, None)
+    model = gum(declaration.formula, columns, weights=weights, **declaration.options)
+    settings = {k: v for k, v in gum_model.hyperparameters().items() if v is not None}
+    model.set_hyperparameters(settings)
+    return model
+
+
+def remember(gum_model, idata):
+    """Mark ``idata`` as a fit of ``gum_model`` (and of the registered model ``"gum"``).
+
+    Parameters
+    ----------
+    gum_model : GumModel
+        The model that made the fit.
+    idata : arviz.InferenceData
+        The fit; its posterior attributes get ``pmctx_gum_fit`` (a token) and, unless set,
+        ``pmctx_model = "gum"``.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``idata``.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> from pmctx.gum import gum
+    >>> g = gum("y ~ x", {"x": np.arange(4.0), "y": np.arange(4.0)})
+    >>> fitted_model(remember(g, az.from_dict(posterior={"a": np.zeros((1, 2))}))) is g
+    True
+    """
+    if idata is None or "posterior" not in idata.groups():
+        return idata
+    token = uuid.uuid4().hex
+    _FITTED[token] = gum_model
+    idata.posterior.attrs["pmctx_gum_fit"] = token
+    idata.posterior.attrs.setdefault("pmctx_model", "gum")
+    return idata
+
+
+def fitted_model(idata):
+    """The GumModel that made ``idata``, while the user still holds it (else None).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit.
+
+    Returns
+    -------
+    GumModel or None
+        The model, or None for fits of other models, fits read from disk, or fits whose
+        model is gone.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> fitted_model(az.from_dict(posterior={"a": np.zeros((1, 2))})) is None
+    True
+    """
+    if "posterior" not in idata.groups():
+        return None
+    token = idata.posterior.attrs.get("pmctx_gum_fit")
+    return None if token is None else _FITTED.get(token)
