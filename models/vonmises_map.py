@@ -67,6 +67,7 @@ from pmctx.vonmises.outputs import check_map_memory, posterior_orientation
 from pmctx.vonmises.outputs import write_map_outputs as write_outputs
 from pmctx.vonmises.predictive import add_posterior_predictive, predict
 from pmctx.vonmises.simulate import noisy_observations, sample_prior
+from pmctx.vonmises.storage import finish_thinned, map_thin, map_trace
 
 __all__ = [
     "DEMO_KAPPAS", "STEPS", "build_model", "default_steps", "demo", "demo_data", "fit",
@@ -265,6 +266,7 @@ def reconstruct(
     posterior_predictive: bool = True,
     check_convergence: bool = True,
     n_sweeps: int | None = None,
+    store: str = "auto",
 ):
     """Posterior of an orientation map given noisy, partially missing orientations.
 
@@ -296,6 +298,11 @@ def reconstruct(
     posterior_predictive : bool, default True
         Add the ``posterior_predictive`` group (observed ``z`` redrawn per draw) for
         ``az.plot_ppc``; :func:`predict` gives predictive observations at missing nodes.
+    store : {"auto", "all"}, default "auto"
+        ``"auto"``: maps whose ``o`` and ``theta`` draws would pass 256 MiB keep every k-th
+        draw (float32; the smallest k that fits; the posterior's ``attrs["thin"]``), with the
+        log-likelihood and predictive at the same draws (:mod:`pmctx.vonmises.storage`);
+        ``"all"``: every draw.
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` when theta (circular R-hat/ESS on cos and
         sin), smoothness or the pinwheel count has not converged.
@@ -327,8 +334,13 @@ def reconstruct(
             "prior maps with sample_prior."
         )
     log_likelihood = (idata_kwargs or {}).get("log_likelihood", True)
+    thin = map_thin(model, draws=draws, chains=chains, store=store)
     check_map_memory(model, draws=draws, tune=tune, chains=chains, log_likelihood=log_likelihood,
-                     posterior_predictive=posterior_predictive)  # fmt: skip
+                     posterior_predictive=posterior_predictive, thin=thin)  # fmt: skip
+    trace = map_trace(model, draws=draws, thin=thin) if thin > 1 else None
+    kept = {"log_likelihood": "z" in model.named_vars, **(idata_kwargs or {})}
+    if trace is not None:  # o is not in pm.sample's posterior: finish_thinned adds the group
+        kept["log_likelihood"] = False
     # Start at the data (far shorter burn-in than all zeros), each chain with its own random
     # angles where missing (overdispersed, so R-hat can see different pinwheel layouts).
     data = theta_to_o(theta_obs)
@@ -350,8 +362,11 @@ def reconstruct(
         cores=cores,
         random_seed=random_seed,
         progressbar=progressbar,
-        idata_kwargs={"log_likelihood": "z" in model.named_vars, **(idata_kwargs or {})},
+        idata_kwargs=kept,
+        trace=trace,
     )
+    if trace is not None:  # every thin-th draw, the log-likelihood at those draws
+        finish_thinned(idata, model, trace, log_likelihood=log_likelihood)
     if posterior_predictive and "z" in model.named_vars:
         add_posterior_predictive(idata, random_seed)
     report_after_fit(idata, SPEC, check=check_convergence)

@@ -228,6 +228,9 @@ class StoreTrace(NDArray):
         Keep every ``thin``-th draw of the ``per_draw`` variables.
     thinned_group : str, default "posterior_thinned"
         Group of the ``per_draw`` variables when ``thin > 1``.
+    drop : iterable of str, optional
+        Variables not kept at all (e.g. the transformed copy ``o_circular__`` of a big
+        variable kept in ``per_draw``).
 
     Examples
     --------
@@ -248,6 +251,7 @@ class StoreTrace(NDArray):
         moments: Iterable[str] = (),
         thin: int = 1,
         thinned_group: str = "posterior_thinned",
+        drop: Iterable[str] = (),
         vars=None,
         **kwargs,
     ):
@@ -267,7 +271,7 @@ class StoreTrace(NDArray):
                     f"{sorted(names)}."
                 )
             big = set(per_draw) | set(moments)
-            vars = [v for v in traced if v.name not in big]
+            vars = [v for v in traced if v.name not in big | set(drop)]
             self._big = [v for v in traced if v.name in big]
         else:
             self._big = []

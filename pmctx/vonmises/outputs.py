@@ -153,13 +153,21 @@ def write_chain_outputs(
 
 
 def check_map_memory(
-    model, *, draws: int, tune: int, chains: int, log_likelihood=True, posterior_predictive=True
+    model,
+    *,
+    draws: int,
+    tune: int,
+    chains: int,
+    log_likelihood=True,
+    posterior_predictive=True,
+    thin: int = 1,
 ) -> int:
     """Warn :class:`pmctx.exceptions.MemoryWarning` before a map reconstruction whose outputs
     would pass half the available memory (:func:`pmctx.memory.check_output_memory`).
 
     ``pm.sample`` keeps ``o`` and ``theta`` (float64, every node) for the tuning and the kept
-    draws; the log-likelihood and the posterior predictive of ``z`` take one value per
+    draws, or with ``thin > 1`` (:mod:`pmctx.vonmises.storage`) every ``thin``-th draw in
+    float32; the log-likelihood and the posterior predictive of ``z`` take one value per
     observed node and kept draw.
 
     Parameters
@@ -170,6 +178,8 @@ def check_map_memory(
         As passed to ``pm.sample``.
     log_likelihood, posterior_predictive : bool, default True
         Whether those groups are kept.
+    thin : int, default 1
+        Every ``thin``-th draw kept (:func:`pmctx.vonmises.storage.map_thin`).
 
     Returns
     -------
@@ -184,13 +194,22 @@ def check_map_memory(
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     size = check_map_memory(model, draws=1000, tune=1000, chains=4)
-    >>> round(size / 1e9, 1)
-    50.3
+    ...     thinned = check_map_memory(model, draws=1000, tune=1000, chains=4, thin=32)
+    >>> round(size / 1e9, 1), round(thinned / 1e9, 2)
+    (50.3, 0.81)
     """
     nodes = int(np.prod(model["o"].shape.eval()))
     n_obs = int(np.prod(model["z"].shape.eval())) if "z" in model.named_vars else 0
+    if thin == 1:
+        maps = {
+            "posterior o and theta (tuning included)": 2 * nbytes((chains, draws + tune, nodes))
+        }
+    else:
+        kept = -(-draws // thin)
+        maps = {"posterior o and theta": 2 * nbytes((chains, kept, nodes), "float32")}
+        draws = kept
     outputs = {
-        "posterior o and theta (tuning included)": 2 * nbytes((chains, draws + tune, nodes)),
+        **maps,
         "log_likelihood": nbytes((chains, draws, n_obs)) * bool(log_likelihood),
         "posterior_predictive": nbytes((chains, draws, n_obs)) * bool(posterior_predictive),
     }

@@ -1,0 +1,84 @@
+"""What a map reconstruction keeps: every draw of small maps, every k-th draw of big ones.
+
+``pm.sample`` keeps ``o``, its transformed copy and ``theta`` (float64, every node) for every
+tuning sweep and draw: a 512 x 512 map at 4 x (1000 + 1000) sweeps needs 25 GB for them. With
+``store="auto"`` (the default of :func:`pmctx.models.vonmises_map.reconstruct`) a map whose
+``o`` and ``theta`` would pass :data:`pmctx.memory.PER_DRAW_BYTES` (256 MiB) in float64 is
+recorded by :class:`pmctx.memory.StoreTrace`: after tuning only, ``o`` and ``theta`` in
+float32, every ``thin``-th draw, with ``thin`` the smallest that fits them in that size; the
+other variables (``kappa_obs``) and the log-likelihood and posterior predictive of ``z``
+follow the same draws (the log-likelihood in float32), so every consumer of the posterior
+(summaries, convergence, plots, LOO) works as on a small map, on fewer, less correlated draws.
+``sample_stats`` keeps every draw. ``store="all"`` keeps every draw (as ``pm.sample`` does).
+
+Examples
+--------
+>>> import numpy as np
+>>> from pmctx.models.vonmises_map import build_model
+>>> model = build_model(np.zeros((512, 512)), kappa=2.0, kappa_obs=3.0, rank=3)
+>>> map_thin(model, draws=1000, chains=4), map_thin(model, draws=1000, chains=4, store="all")
+(32, 1)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pmctx.memory import PER_DRAW_BYTES, StoreTrace, nbytes
+
+__all__ = ["STORE_CHOICES", "finish_thinned", "map_thin", "map_trace"]
+
+STORE_CHOICES = ("auto", "all")
+_MAPS = ("o", "theta")
+
+
+def map_thin(model, *, draws: int, chains: int, store: str = "auto") -> int:
+    """Keep every ``thin``-th draw: 1 when ``o`` and ``theta`` fit in float64, else the
+    smallest ``thin`` whose float32 draws fit :data:`pmctx.memory.PER_DRAW_BYTES`."""
+    if store not in STORE_CHOICES:
+        raise ValueError(
+            f"store must be one of {STORE_CHOICES}; got {store!r}. 'auto' keeps every k-th "
+            "draw of maps too big to keep whole, 'all' keeps every draw."
+        )
+    nodes = int(np.prod(model["o"].shape.eval()))
+    if store == "all" or 2 * nbytes((chains, draws, nodes)) <= PER_DRAW_BYTES:
+        return 1
+    return math.ceil(2 * nbytes((chains, draws, nodes), "float32") / PER_DRAW_BYTES)
+
+
+def map_trace(model, *, draws: int, thin: int) -> StoreTrace:
+    """The ``pm.sample`` trace keeping every ``thin``-th draw of ``o`` and ``theta``
+    (float32) and no copy of the transformed ``o``."""
+    transformed = [v.name for v in model.unobserved_value_vars if v.name.startswith("o_")]
+    return StoreTrace(model, draws=draws, per_draw=dict.fromkeys(_MAPS, "float32"), thin=thin,
+                      thinned_group="posterior_thinned", drop=transformed)  # fmt: skip
+
+
+def finish_thinned(idata, model, trace: StoreTrace, *, log_likelihood: bool = True):
+    """Make the thinned draws the posterior: the other posterior variables at the same draws,
+    ``o`` and ``theta`` from ``trace``, then the log-likelihood of ``z`` (float32); returns
+    ``idata`` (changed in place)."""
+    import pymc as pm
+
+    trace.attach(idata)
+    thinned = idata["posterior_thinned"]
+    del idata["posterior_thinned"]
+    if "posterior" in idata.groups():
+        rest = idata.posterior.isel(draw=thinned["draw"].values)
+        post = rest.assign({name: thinned[name] for name in thinned.data_vars})
+        post.attrs = {**idata.posterior.attrs, "thin": trace.thin}
+        idata.posterior = post
+    else:
+        idata.add_groups(posterior=thinned)
+    if log_likelihood and "z" in model.named_vars:
+        o64 = idata.posterior.assign(o=idata.posterior["o"].astype("float64"))
+        import arviz as az
+
+        ll = pm.compute_log_likelihood(
+            az.InferenceData(posterior=o64), model=model, extend_inferencedata=False,
+            progressbar=False,
+        )  # fmt: skip
+        idata.add_groups(log_likelihood=ll.astype("float32"))
+    return idata
