@@ -45,6 +45,7 @@ from pmctx.ibp.inputs import (
     validate_inputs,
 )
 from pmctx.ibp.outputs import plot_bases, write_outputs
+from pmctx.ibp.refits import kfold_pair, warm_refit
 from pmctx.ibp.start import subsample_initvals
 from pmctx.ibp.storage import check_memory, finish, make_trace, storage_plan
 from pmctx.sampling import (
@@ -443,31 +444,6 @@ def fit_data(data: dict, sampler: dict, **options):
     )
 
 
-class _KfoldFit:
-    def __init__(self, options):
-        self.options = options
-
-    def __call__(self, train):
-        return sample(train.get("F"), train.get("X"), log_likelihood=False, **self.options)
-
-
-class _KfoldPredictive:
-    def __init__(self, var_name, options, hyper):
-        self.var_name, self.options, self.hyper = var_name, options, hyper
-
-    def __call__(self, idata, test):
-        from pmctx.ibp.marginal import integrated_log_likelihood
-
-        hyper = {}
-        for name in ("sigma_n", "lam", "eps"):
-            if name not in idata.posterior:
-                hyper[name] = float(np.asarray(idata.constant_data[name]).reshape(-1)[0])
-        ds = integrated_log_likelihood(
-            idata.posterior, test.get("F"), test.get("X"), hyper=hyper, **self.options
-        )
-        return ds[self.var_name].values
-
-
 def kfold_functions(*, var_name: str = "joint", marginal_options=None, **sample_options):
     """``fit`` and ``log_predictive`` for the IBP visuo-motor model.
 
@@ -498,30 +474,8 @@ def kfold_functions(*, var_name: str = "joint", marginal_options=None, **sample_
     >>> callable(fit) and callable(log_predictive)
     True
     """
-    if var_name not in ("joint", "F", "X"):
-        raise ValueError(f"var_name must be 'joint', 'F' or 'X'; got {var_name!r}.")
-    return _KfoldFit(sample_options), _KfoldPredictive(var_name, marginal_options or {}, None)
-
-
-class _WarmRefit:
-    """An IBP refit on training trials: a short run from the full fit's last draws."""
-
-    def __init__(self, idata, options):
-        self.posterior, self.options = idata.posterior, options
-
-    def __call__(self, train):
-        rows, post = np.asarray(train["trial_index"]), self.posterior
-        points = []
-        for chain in range(self.options["chains"]):
-            draw = post.isel(chain=chain % post.sizes["chain"], draw=-1)
-            point = {"Z": draw["Z"].values[rows], "pi": np.clip(draw["pi"].values, 1e-9, 1 - 1e-9)}
-            for name in ("A", "Y", "alpha", "sigma_n2", "sigma_A2", "phi", "lam", "eps"):
-                if name in draw:
-                    point[name] = draw[name].values
-            points.append(point)
-        return sample(train.get("F"), train.get("X"), initvals=points, log_likelihood=False,
-                      reconstructions=False, posterior_predictive=False, check_convergence=False,
-                      progressbar=False, **self.options)  # fmt: skip
+    return kfold_pair(sample, var_name=var_name, marginal_options=marginal_options,
+                      **sample_options)  # fmt: skip
 
 
 def refit_functions(idata, *, var_name: str = "joint", draws: int = 250, tune: int = 100,
@@ -557,21 +511,8 @@ def refit_functions(idata, *, var_name: str = "joint", draws: int = 250, tune: i
     >>> refit_functions(az.from_dict(posterior={"Z": np.zeros((1, 2, 3, 4))})) is None
     True
     """
-    if "observed_data" not in idata.groups() or "Z" not in idata.posterior:
-        return None
-    obs = idata.observed_data
-    data = {name: obs[name].values for name in ("F", "X") if name in obs}
-    if not data:
-        return None
-    data["trial_index"] = np.arange(next(iter(data.values())).shape[0])
-    fixed = {}
-    if "constant_data" in idata.groups():
-        fixed = {n: float(idata.constant_data[n]) for n in HYPER_NAMES if n in idata.constant_data}
-    options = dict(K_max=int(idata.posterior["Z"].shape[-1]), draws=draws, tune=tune,
-                   chains=chains, cores=1, random_seed=random_seed, **fixed)  # fmt: skip
-    _, log_predictive = kfold_functions(var_name=var_name)
-    return {"fit": _WarmRefit(idata, options), "log_predictive": log_predictive, "data": data,
-            "method": f"mcmc, warm start, {chains}x{draws} draws"}  # fmt: skip
+    return warm_refit(sample, idata, var_name=var_name, draws=draws, tune=tune, chains=chains,
+                      random_seed=random_seed)  # fmt: skip
 
 
 def _spec():

@@ -120,6 +120,7 @@ VALIDATED = [
     "pmctx.ibp.marginal",
     "pmctx.ibp.outputs",
     "pmctx.ibp.predict",
+    "pmctx.ibp.refits",
     "pmctx.ibp.sampler",
     "pmctx.ibp.simulate",
     "pmctx.ibp.split_merge",

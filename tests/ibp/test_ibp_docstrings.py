@@ -19,6 +19,7 @@ MODULES = [
     "pmctx.models.ibp",
     "pmctx.ibp.inputs",
     "pmctx.ibp.outputs",
+    "pmctx.ibp.refits",
     "pmctx.ibp.fit_checks",
 ]
 
