@@ -215,3 +215,32 @@ def bench_posterior(quick):
 def run(quick: bool = False) -> list[dict]:
     return [*bench_filter(quick), *bench_ml_fits(quick), *bench_study(quick),
             *bench_posterior(quick)]  # fmt: skip
+
+
+def main(argv=None) -> int:
+    """``python -m benchmarks.bench_crp_study --subjects 50``: the study row alone, at any
+    size, written to ``benchmarks/results/crp_study_subjects<N>.json``."""
+    import argparse
+    import json
+    import platform
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_crp_study")
+    parser.add_argument("--subjects", type=int, default=50)
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    rows = bench_study(False, n=args.subjects)
+    out = Path(__file__).resolve().parent / "results" / f"crp_study_subjects{args.subjects}.json"
+    record = {
+        "benchmark": "crp_study",
+        "quick": False,
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "elapsed_s": time.perf_counter() - start,
+        "rows": rows,
+    }
+    out.write_text(json.dumps(record, indent=1))
+    print(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
