@@ -18,13 +18,23 @@ run directly (no PyMC), so ``time.process_time`` measures the sweeps alone.
    measures the mode's lifetime (the relaxation time when the pair is rare), in sweeps and
    CPU seconds, at a small fraction of the cost of estimating ``tau``.
 
-Usage: ``python -m benchmarks.vonmises_pinwheel_mixing tau augmented 8 400 150`` or
-``python -m benchmarks.vonmises_pinwheel_mixing escape augmented 300 12``; samplers are the
-keys of :data:`pmctx.vonmises.SWEEPS`.
+3. ``compare``: replica exchange (:mod:`pmctx.vonmises.tempering`, a ladder of ``K`` rungs
+   from ``kappa_min`` up to 5, augmented sweeps at every rung, one tempered step per stored
+   draw) against the default augmented run (8 sweeps per draw), 4 chains each, chains in
+   parallel processes: the pinwheel count's autocorrelation time in stored draws and CPU
+   seconds, and its R-hat at the default budget (4 x (1000 + 1000) draws of 8 sweeps; the
+   tempered run's first 1000 draws after 1000 tuning steps of 8 rungs cost the same) and at
+   twice it (all 3000 draws). Writes ``benchmarks/results/vonmises_pinwheel_mixing.json``.
+
+Usage: ``python -m benchmarks.vonmises_pinwheel_mixing tau augmented 8 400 150``,
+``python -m benchmarks.vonmises_pinwheel_mixing escape augmented 300 12`` or
+``python -m benchmarks.vonmises_pinwheel_mixing compare 8 4.0 [tune draws]``; samplers are
+the keys of :data:`pmctx.vonmises.SWEEPS`.
 """
 
 from __future__ import annotations
 
+import platform
 import sys
 import time
 
@@ -137,8 +147,139 @@ def escape_times(name, states, max_sweeps, n_starts, seed=7):
     return np.array(times), cpu / n_done
 
 
+def _start(data, chain, seed=0):
+    """Chain ``chain``'s start, as :func:`run_chains` draws them (data, uniform at missing)."""
+    start_rng = np.random.default_rng(seed)
+    for _ in range(chain + 1):
+        o = np.where(np.isnan(data), start_rng.uniform(-np.pi, np.pi, data.shape), data)
+    return o
+
+
+def one_chain(job):
+    """One chain of ``job = (kind, chain, tune, draws, n_replicas, kappa_min)``.
+
+    ``kind`` ``"augmented"``: 8 augmented sweeps per draw at kappa 5; ``"tempered"``: one
+    replica-exchange step per draw. Returns pinwheel counts, ``o[NODE]``, CPU s of the
+    stored draws and of the whole chain, and the swap rate per pair of rungs.
+    """
+    from pmctx.vonmises.augmented import augmented_sweep
+    from pmctx.vonmises.tempering import kappa_ladder, tempered_sweep
+
+    kind, chain, tune, draws, n_replicas, kappa_min = job
+    data, field = demo_problem()
+    rng = np.random.default_rng([0, chain])
+    o = _start(data, chain)
+    ladder = kappa_ladder(5.0, n_replicas, kappa_min=kappa_min)
+    states = np.repeat(o[None], n_replicas, axis=0)
+    pins, angles, swaps = np.zeros(draws), np.zeros(draws), []
+    cpu_draws, t_all = 0.0, time.process_time()
+    for t in range(tune + draws):
+        t0 = time.process_time()
+        if kind == "tempered":
+            states, accepted = tempered_sweep(states, field, ladder, 5, rng)
+            o = states[-1]
+            swaps.append(accepted)
+        else:
+            for _ in range(8):
+                o = augmented_sweep(o, field, 5.0, 5, rng)
+        if t >= tune:
+            cpu_draws += time.process_time() - t0
+            pins[t - tune], angles[t - tune] = _pinwheels(o), o[NODE]
+    swap_rate = np.nanmean(swaps, axis=0).tolist() if swaps else []
+    return pins, angles, cpu_draws, time.process_time() - t_all, swap_rate
+
+
+def table_fields(row):
+    """The columns of the benchmarks page (``benchmarks/__main__.py``) for a ``compare`` row."""
+    return {
+        "benchmark": "vonmises-pinwheel-mixing",
+        "variant": f"{row['sampler']} {row['ladder']}".replace(" -", ""),
+        "size": f"50x50 R=5 kappa 5, 4 chains, {row['budget']} default budget",
+        "seconds_per_sweep": row["cpu_s_per_draw"] / 8,
+        "sweeps_per_s": 8 / row["cpu_s_per_draw"],
+        "ess_per_s": 1.0 / row["tau_pinwheels_cpu_s"],
+        "baseline": "augmented, 8 sweeps/draw, 1x budget",
+        "ratio_vs_baseline": row["tau_cpu_s_ratio_vs_augmented"],
+        "notes": f"pinwheel count: ESS/CPU s, R-hat {row['rhat_pinwheels']:.3f}, tau "
+        f"{row['tau_pinwheels_draws']:.1f} draws, P(11 pinwheels) {row['p_11_pinwheels']:.3f}; "
+        f"a tempered step (8 rungs) costs 8 sweeps",
+    }
+
+
+def compare(n_replicas=8, kappa_min=4.0, tune=1000, draws=3000, chains=4, out=None):
+    """Tempered against default augmented chains; table and JSON (see the module docstring)."""
+    import json
+    import multiprocessing
+    from pathlib import Path
+
+    import arviz as az
+
+    jobs = [("tempered", c, tune, draws, n_replicas, kappa_min) for c in range(chains)]
+    jobs += [("augmented", c, tune, draws // 3, 1, 5.0) for c in range(chains)]
+    wall = time.time()
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        results = pool.map(one_chain, jobs)
+    rows = []
+    for kind, budget_draws in (("tempered", draws // 3), ("tempered", draws), ("augmented", None)):
+        chosen = [r for job, r in zip(jobs, results) if job[0] == kind]
+        n = budget_draws or len(chosen[0][0])
+        pins = np.array([r[0][:n] for r in chosen])
+        angles = np.array([r[1][:n] for r in chosen])
+        cpu_per_draw = sum(r[2] for r in chosen) / sum(len(r[0]) for r in chosen)
+        tau_pin = pins.size / float(az.ess(pins, method="bulk"))
+        tau_theta = max(pins.size / float(az.ess(f(a), method="bulk")) for f in (np.cos, np.sin)
+                        for a in (angles,))  # fmt: skip
+        rows.append({
+            "sampler": kind,
+            "ladder": (f"{n_replicas} rungs {kappa_min:g}..5" if kind == "tempered" else "-"),
+            "budget": f"{(tune + n) * (n_replicas if kind == 'tempered' else 8) / 16000:g}x",
+            "draws_per_chain": n,
+            "cpu_s_per_draw": cpu_per_draw,
+            "tau_pinwheels_draws": tau_pin,
+            "tau_pinwheels_cpu_s": tau_pin * cpu_per_draw,
+            "tau_theta_node_draws": tau_theta,
+            "rhat_pinwheels": float(az.rhat(pins)),
+            "pinwheel_mean_per_chain": pins.mean(axis=1).round(3).tolist(),
+            "p_11_pinwheels": float(np.mean(pins >= 11)),
+            "swap_rate": np.mean([r[4] for r in chosen], axis=0).round(3).tolist()
+            if kind == "tempered" else [],
+        })  # fmt: skip
+    base = rows[-1]["tau_pinwheels_cpu_s"]
+    for row in rows:
+        row["tau_cpu_s_ratio_vs_augmented"] = base / row["tau_pinwheels_cpu_s"]
+        row.update(table_fields(row))
+    head = ("sampler", "ladder", "budget", "CPU ms/draw", "tau draws", "tau CPU s", "x speed")
+    print("{:>10} {:>16} {:>12} {:>11} {:>9} {:>9} {:>7} R-hat  P(11)".format(*head))
+    for r in rows:
+        print(f"{r['sampler']:>10} {r['ladder']:>16} {r['budget']:>12} "
+              f"{1000 * r['cpu_s_per_draw']:11.1f} {r['tau_pinwheels_draws']:9.1f} "
+              f"{r['tau_pinwheels_cpu_s']:9.2f} {r['tau_cpu_s_ratio_vs_augmented']:7.1f} "
+              f"{r['rhat_pinwheels']:6.3f} {r['p_11_pinwheels']:6.3f}")  # fmt: skip
+    result = {
+        "benchmark": "vonmises_pinwheel_mixing",
+        "quick": False,
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "elapsed_s": time.time() - wall,
+        "problem": "demo map 50x50 R=5 fitted at kappa 5 (kappa_obs 2, 25% missing)",
+        "chains": chains,
+        "tune": tune,
+        "wall_s": time.time() - wall,
+        "load_average": list(__import__("os").getloadavg()),
+        "rows": rows,
+    }
+    path = Path(out or Path(__file__).parent / "results" / "vonmises_pinwheel_mixing.json")
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
 def main(argv):
-    if argv[0] == "tau":
+    if argv[0] == "compare":
+        numbers = [float(a) for a in argv[1:]]
+        n_replicas = int(numbers[0]) if numbers else 8
+        kappa_min = numbers[1] if len(numbers) > 1 else 4.0
+        tune, draws = (int(numbers[2]), int(numbers[3])) if len(numbers) > 3 else (1000, 3000)
+        compare(n_replicas, kappa_min, tune, draws)
+    elif argv[0] == "tau":
         print(tau_table(argv[1], *(int(a) for a in argv[2:5])))
     else:
         times, cpu = escape_times(argv[1], pair_states(), int(argv[2]), int(argv[3]))
