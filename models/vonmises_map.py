@@ -489,8 +489,10 @@ def _spec():
         "thousand sweeps, most often when kappa is larger than the data favour (more "
         "pinwheels than the prior holds): choose kappa by held-out pixels "
         "(pmctx.vonmises.select.cross_validate, or pmctx.models.vonmises_select.reconstruct_cv)"
-        ", or run longer (e.g. draws=4000, or n_sweeps=32 kernel sweeps per draw; the default "
-        "is 8) and compare the chains' pinwheel counts",
+        "; if kappa is fixed on purpose, sampler='tempered' (replica exchange down to 0.8 "
+        "kappa, fixed kappa_obs) changes layouts far more often per CPU second; or run longer "
+        "(e.g. draws=4000, or n_sweeps=32 kernel sweeps per draw; the default is 8) and "
+        "compare the chains' pinwheel counts",
         demo_seconds=(58, 6),
     )
 
