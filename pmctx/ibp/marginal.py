@@ -302,6 +302,7 @@ def integrated_log_likelihood(
     n_importance: int = 256,
     random_seed=0,
     parts_dtype="float64",
+    joint_dtype="float64",
 ):
     """Integrated log-likelihoods of every posterior draw, as an ``xarray.Dataset``.
 
@@ -318,9 +319,9 @@ def integrated_log_likelihood(
         As in :func:`trial_logliks`.
     random_seed : int or Generator
         For the stochastic terms (reproducible).
-    parts_dtype : dtype, default "float64"
-        Of ``F`` and ``X`` (``joint`` is always ``float64``); ``"float32"`` halves them for
-        large fits (``az.loo`` on ``float32`` moves elpd by about 1e-6 of its standard error).
+    parts_dtype, joint_dtype : dtype, default "float64"
+        Of ``F`` and ``X``, and of ``joint``; ``"float32"`` halves them for large fits
+        (``az.loo`` on ``float32`` moves elpd by about 1e-6 of its standard error).
 
     Returns
     -------
@@ -350,7 +351,7 @@ def integrated_log_likelihood(
     Y = posterior["Y"].values if X is not None else None
     names = ["joint"] + (["F"] if F is not None else []) + (["X"] if X is not None else [])
     out = {
-        name: np.empty((n_chain, n_draw, n), np.float64 if name == "joint" else parts_dtype)
+        name: np.empty((n_chain, n_draw, n), joint_dtype if name == "joint" else parts_dtype)
         for name in names
     }
     for c in range(n_chain):

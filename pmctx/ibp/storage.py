@@ -11,13 +11,13 @@ Per default (``store="auto"``) a fit keeps
   :data:`pmctx.memory.PER_DRAW_BYTES` (256 MiB), else only its per-chain posterior mean and
   sd, accumulated while sampling (group ``posterior_moments``; convergence is then judged on
   ``n_active``, ``loglik`` and the reconstructions kept per draw);
-* the integrated per-trial log-likelihood at every draw (``joint`` in ``float64``, the parts
-  ``F`` and ``X`` in ``float32``: ``az.loo`` on ``float32`` moves elpd by about 1e-6 of its
-  standard error); the conditional one (given each trial's sampled ``z_i``, not for LOO) only
-  when it takes at most ``PER_DRAW_BYTES``;
+* the integrated per-trial log-likelihood at every draw (``joint`` in ``float64`` up to
+  ``PER_DRAW_BYTES``, else ``float32``; the parts ``F`` and ``X`` in ``float32``: ``az.loo`` on
+  ``float32`` moves elpd by about 1e-6 of its standard error); the conditional one (given
+  each trial's sampled ``z_i``, not for LOO) only when it takes at most ``PER_DRAW_BYTES``;
 * a posterior predictive of ``F`` and ``X`` (``X`` as ``int8``) at every draw when
-  ``pm.sample_posterior_predictive``'s ``int64`` arrays take at most ``PER_DRAW_BYTES``,
-  else at as many evenly spaced draws as fit in it (``az.plot_ppc`` works on either;
+  ``pm.sample_posterior_predictive``'s ``int64`` arrays take at most :data:`PREDICTIVE_BYTES`
+  (64 MiB), else at as many evenly spaced draws as fit in it (``az.plot_ppc`` works on either;
   ``az.loo_pit`` needs every draw: ``store="all"``).
 
 ``store="all"`` keeps every draw of everything (the reconstructions in ``float32``) and a
@@ -32,7 +32,7 @@ Examples
 >>> plan.per_draw["Z"], plan.moments
 ('int8', ['X_prob'])
 >>> round(sum(output_bytes(model, plan, draws=1000, chains=4).values()) / 1e9, 2)
-1.07
+0.67
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from pmctx.memory import (
 )
 
 __all__ = [
+    "PREDICTIVE_BYTES",
     "STORE_CHOICES",
     "StoragePlan",
     "check_memory",
@@ -59,6 +60,9 @@ __all__ = [
 ]
 
 STORE_CHOICES = ("auto", "all")
+#: ``store="auto"`` draws the posterior predictive at the draws whose ``int64`` arrays (what
+#: ``pm.sample_posterior_predictive`` builds, before ``X`` becomes ``int8``) fit this size.
+PREDICTIVE_BYTES = 64 * 2**20
 
 _BINARY = ("Z", "Y")
 _RECONSTRUCTIONS = ("F_hat", "X_prob")
@@ -73,6 +77,10 @@ class StoragePlan:
     log_likelihood: bool = True
     conditional: bool = False
     predictive_draws: int = 0  # per chain; 0: no posterior predictive
+
+
+def _joint_dtype(chains, draws, n) -> str:
+    return "float64" if nbytes((chains, draws, n)) <= PER_DRAW_BYTES else "float32"
 
 
 def _dims(model) -> dict:
@@ -156,7 +164,9 @@ def storage_plan(
         if store == "all":
             plan.predictive_draws = draws
         else:
-            plan.predictive_draws = subset_draws(chains, draws, per_draw_obs)
+            plan.predictive_draws = subset_draws(
+                chains, draws, per_draw_obs, budget=PREDICTIVE_BYTES
+            )
     return plan
 
 
@@ -189,9 +199,8 @@ def output_bytes(model, plan: StoragePlan, *, draws: int, chains: int) -> dict:
     observed = {v.name: _per_draw_shape(model, v.name, dims) for v in model.observed_RVs}
     if plan.log_likelihood:
         parts = len(observed) if len(observed) > 1 else 0
-        out["log_likelihood"] = nbytes((chains, draws, n)) + parts * nbytes(
-            (chains, draws, n), "float32"
-        )
+        joint = nbytes((chains, draws, n), _joint_dtype(chains, draws, n))
+        out["log_likelihood"] = joint + parts * nbytes((chains, draws, n), "float32")
     if plan.conditional:
         out["conditional_log_likelihood"] = sum(
             nbytes((chains, draws, *shape)) for shape in observed.values()
@@ -281,7 +290,11 @@ def finish(idata, model, plan: StoragePlan, trace: StoreTrace, *, random_seed=No
             )
         )
     if plan.log_likelihood:  # per-trial likelihood with z_i summed out: the one LOO needs
-        add_integrated_log_likelihood(idata, model, random_seed=random_seed, parts_dtype="float32")
+        post = idata.posterior
+        joint = _joint_dtype(post.sizes["chain"], post.sizes["draw"], post.sizes["trial"])
+        add_integrated_log_likelihood(
+            idata, model, random_seed=random_seed, parts_dtype="float32", joint_dtype=joint
+        )
     if plan.predictive_draws:
         add_predictive(idata, model, plan, random_seed=random_seed)
     return idata

@@ -1,0 +1,155 @@
+"""Peak resident memory and wall time of fits at package defaults, against their size.
+
+Cases (``--cases``, default all that fit a 2-CPU machine in minutes): IBP visuo-motor fits of
+``visuomotor_data(N)`` (``ibp:N``), von Mises map reconstructions of an ``S x S`` pinwheel
+map (``map:S``) and GUM NUTS fits of ``y ~ f(x)`` with ``R`` Poisson rows (``gum:R``). Each
+case runs in its own Python process (``--child``), which reports its peak resident memory
+(``resource.getrusage(RUSAGE_SELF).ru_maxrss``) and that of the chain processes PyMC starts
+(``RUSAGE_CHILDREN``: the largest one), and the wall time of the fit call; the table adds the
+two peaks as ``peak_gb`` (an upper bound on the memory the fit needed at once).
+
+``--draws``/``--tune`` override the defaults (1000/1000) for a quicker look; rows say what they
+used. ``--before PATH`` runs the same cases on another checkout of the package (e.g.
+``git archive <commit> | tar -x -C PATH`` with ``models/`` copied to ``PATH/pmctx/models``),
+for before/after tables. Results: ``benchmarks/results/memory_scale.json`` (rows appended
+per label, one current file).
+
+Examples
+--------
+``python benchmarks/bench_memory_scale.py --cases ibp:1000 --draws 200 --tune 200``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+RESULTS = Path(__file__).parent / "results" / "memory_scale.json"
+DEFAULT_CASES = ("ibp:1000", "ibp:10000", "map:128", "map:256", "gum:10000")
+
+
+def _fit(case: str, draws: int, tune: int) -> None:
+    import numpy as np
+
+    kind, size = case.split(":")
+    size = int(size)
+    kw = dict(draws=draws, tune=tune, random_seed=1, progressbar=False)
+    if kind == "ibp":
+        from pmctx.models import ibp
+
+        from pmctx.ibp.data import visuomotor_data
+
+        data = visuomotor_data(size, random_seed=1)
+        idata = ibp.sample(data.F, data.X, K_max=10, **kw)
+        return {"n_active_rhat": _rhat(idata, "n_active")}
+    if kind == "map":
+        from pmctx.models import vonmises_map as vm
+
+        rng = np.random.default_rng(1)
+        y, x = np.mgrid[0:size, 0:size] / size * 4 * np.pi
+        theta = np.mod(np.arctan2(np.sin(y), np.cos(x)) / 2 + rng.vonmises(0, 8, (size, size)) / 2,
+                       np.pi)  # fmt: skip
+        vm.reconstruct(theta, kappa=2.0, kappa_obs=3.0, rank=3, **kw)
+        return {}
+    if kind == "gum":
+        from pmctx.models import gum
+
+        x = rng_x = np.random.default_rng(1).uniform(0, 2, size)
+        y = np.random.default_rng(2).poisson(np.exp(np.sin(rng_x)))
+        g = gum.gum("y ~ f(x, max_points=8)", {"x": x, "y": y}, family="poisson")
+        g.sample(**kw)
+        return {}
+    raise ValueError(f"unknown case {case!r}; expected ibp:N, map:S or gum:R")
+
+
+def _rhat(idata, name):
+    import arviz as az
+
+    return float(az.rhat(idata.posterior[name]).to_array().max())
+
+
+def child(case: str, draws: int, tune: int) -> None:
+    """Run one case in this process and print a JSON line with its measurements."""
+    warnings.simplefilter("ignore")
+    start = time.perf_counter()
+    extra = _fit(case, draws, tune)
+    wall = time.perf_counter() - start
+    self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    row = {"case": case, "draws": draws, "tune": tune, "wall_s": round(wall, 1),
+           "peak_main_gb": round(self_kb / 2**20, 2), "peak_chain_gb": round(kids_kb / 2**20, 2),
+           **extra}  # fmt: skip
+    print("RESULT " + json.dumps(row), flush=True)
+
+
+def run_case(case, draws, tune, *, label, pythonpath=None, timeout=3600):
+    env = dict(os.environ, PYTHONWARNINGS="ignore", PMCTX_NO_PROGRESS="1")
+    if pythonpath:
+        env["PYTHONPATH"] = str(pythonpath)
+    cmd = [sys.executable, __file__, "--child", case, "--draws", str(draws), "--tune", str(tune)]
+    start = time.perf_counter()
+    # Own session, so a timeout ends the case and the chain processes PyMC started for it.
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=pythonpath or None, start_new_session=True)  # fmt: skip
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return {"case": case, "label": label, "status": f"timed out after {timeout} s"}
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rows = [line[7:] for line in stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode or not rows:
+        status = "killed (out of memory?)" if proc.returncode in (-9, 137) else "failed"
+        return {"case": case, "label": label, "status": f"{status}, rc {proc.returncode}",
+                "stderr_tail": stderr[-400:],
+                "elapsed_s": round(time.perf_counter() - start, 1),
+                "peak_any_child_gb": round(usage.ru_maxrss / 2**20, 2)}  # fmt: skip
+    row = json.loads(rows[-1])
+    row["peak_gb"] = round(row["peak_main_gb"] + row["peak_chain_gb"], 2)
+    return {"label": label, "status": "ok", **row}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", nargs="*", default=list(DEFAULT_CASES))
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--before", type=Path, help="checkout to run as 'before'")
+    parser.add_argument("--label", default="after")
+    parser.add_argument("--timeout", type=int, default=3600)
+    parser.add_argument("--child")
+    args = parser.parse_args(argv)
+    if args.child:
+        return child(args.child, args.draws, args.tune)
+    rows = []
+    for case in args.cases:
+        if args.before:
+            rows.append(run_case(case, args.draws, args.tune, label="before",
+                                 pythonpath=args.before, timeout=args.timeout))  # fmt: skip
+            print(rows[-1], flush=True)
+        rows.append(run_case(case, args.draws, args.tune, label=args.label, timeout=args.timeout))
+        print(rows[-1], flush=True)
+    print(f"\n{'case':>11} {'label':>7} {'draws':>5} {'wall s':>7} {'peak GB':>8}  status")
+    for r in rows:
+        print(f"{r['case']:>11} {r['label']:>7} {r.get('draws', ''):>5} "
+              f"{r.get('wall_s', ''):>7} {r.get('peak_gb', r.get('peak_any_child_gb', '')):>8}  "
+              f"{r['status']}")  # fmt: skip
+    old = json.loads(RESULTS.read_text())["rows"] if RESULTS.exists() else []
+    keep = {(r["case"], r["label"], r.get("draws")) for r in rows}
+    merged = [r for r in old if (r["case"], r["label"], r.get("draws")) not in keep] + rows
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps({"benchmark": "memory_scale", "rows": merged}, indent=1))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
