@@ -116,10 +116,12 @@ def _filter_kernel(
     log_present = np.empty(T + 1)
     log_absent = np.empty(T + 1)
     log_total = np.empty(T + 1)
+    inv_total = np.empty(T + 1)  # 1 / (n + a + b): predictives are products, not divisions
     for n in range(T + 1):
         log_present[n] = np.log(n + a)
         log_absent[n] = np.log(n + b_absent)
         log_total[n] = np.log(n + a + b)
+        inv_total[n] = 1.0 / (n + a + b)
     # Per-particle state has room for ``cap`` causes, grown (doubled) when a particle needs
     # more: memory and cache traffic follow the causes in use, not the n_slots allowed.
     cap = min(n_slots, 8)
@@ -208,13 +210,14 @@ def _filter_kernel(
                     mx = lxk
                 c0 = counts[m, k, 0, 0]
                 c1 = counts[m, k, 0, 1]
-                pus[k] = (c1 + a) / (c0 + c1 + a + b)
+                pus[k] = (c1 + a) * inv_total[c0 + c1]
             # V_t: the cause posterior without the US feature, then its US prediction. One
             # exp per cause: the US's predictive multiplies in as a ratio of counts.
             s1 = 0.0
             v = 0.0
+            inv_prior = 1.0 / total
             for k in range(n_o):
-                e = lp[k] / total * np.exp(lx[k] - mx) if lp[k] > 0.0 else 0.0
+                e = lp[k] * inv_prior * np.exp(lx[k] - mx) if lp[k] > 0.0 else 0.0
                 prob[m, k] = e
                 s1 += e
                 v += e * pus[k]
@@ -225,14 +228,15 @@ def _filter_kernel(
                 for k in range(n_o):
                     c0 = counts[m, k, 0, 0]
                     c1 = counts[m, k, 0, 1]
-                    q = pus[k] if f_us == 1 else (c0 + b_absent) / (c0 + c1 + a + b)
+                    q = pus[k] if f_us == 1 else (c0 + b_absent) * inv_total[c0 + c1]
                     prob[m, k] *= q
                     s2 += prob[m, k]
             else:
                 s2 = s1
             logw[m] = mx + np.log(s2)
+            inv_s2 = 1.0 / s2
             for k in range(n_o):
-                prob[m, k] /= s2
+                prob[m, k] *= inv_s2
             if local_map:
                 # The greedy choice compares log posteriors computed term by term.
                 for k in range(n_o):
