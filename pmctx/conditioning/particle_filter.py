@@ -27,6 +27,10 @@ Examples
 ((11,), True)
 """
 
+# Long because the compiled filter is one function (about 250 lines: the trial loop, the
+# growth of the per-particle storage and the resampling share their arrays in one loop nest)
+# and particle_filter's docstring documents each of its 17 options.
+
 from __future__ import annotations
 
 import numba
