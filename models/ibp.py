@@ -231,8 +231,9 @@ def sample(
         one, ``False`` leaves them out.
     posterior_predictive : bool, default True
         Add the ``posterior_predictive`` group (``F``, ``X`` redrawn, ``X`` as int8) for
-        ``az.plot_ppc``, at every draw when it takes at most 256 MiB, else at evenly spaced
-        draws that fit in it (``store="all"``: every draw, as ``az.loo_pit`` needs).
+        ``az.plot_ppc``, at every draw when its int64 draws take at most 64 MiB, else at
+        evenly spaced draws that fit in it (``store="all"``: every draw, as ``az.loo_pit``
+        needs).
         Predictions for new trials: :func:`predict`.
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` when ``n_active``, ``loglik`` or the
@@ -255,7 +256,7 @@ def sample(
     conditional_log_likelihood : bool, optional
         Keep the log-likelihood given each trial's sampled ``z_i`` (group
         ``conditional_log_likelihood``, not for LOO); default: with ``log_likelihood`` when
-        it takes at most 256 MiB (or ``store="all"``).
+        it takes at most 64 MiB (or ``store="all"``).
     initvals : dict or list of dict, optional
         ``pm.sample``'s start values (one dict per chain), e.g. a warm start from the draws
         of an earlier fit (what :func:`pmctx.compare`'s refits use); replaces ``start``.

@@ -14,7 +14,8 @@ Per default (``store="auto"``) a fit keeps
 * the integrated per-trial log-likelihood at every draw (``joint`` in ``float64`` up to
   ``PER_DRAW_BYTES``, else ``float32``; the parts ``F`` and ``X`` in ``float32``: ``az.loo`` on
   ``float32`` moves elpd by about 1e-6 of its standard error); the conditional one (given
-  each trial's sampled ``z_i``, not for LOO) only when it takes at most ``PER_DRAW_BYTES``;
+  each trial's sampled ``z_i``, not for LOO) only when it takes at most
+  :data:`CONDITIONAL_BYTES` (64 MiB);
 * a posterior predictive of ``F`` and ``X`` (``X`` as ``int8``) at every draw when
   ``pm.sample_posterior_predictive``'s ``int64`` arrays take at most :data:`PREDICTIVE_BYTES`
   (64 MiB), else at as many evenly spaced draws as fit in it (``az.plot_ppc`` works on either;
@@ -51,6 +52,7 @@ from pmctx.memory import (
 )
 
 __all__ = [
+    "CONDITIONAL_BYTES",
     "PREDICTIVE_BYTES",
     "STORE_CHOICES",
     "StoragePlan",
@@ -63,6 +65,8 @@ STORE_CHOICES = ("auto", "all")
 #: ``store="auto"`` draws the posterior predictive at the draws whose ``int64`` arrays (what
 #: ``pm.sample_posterior_predictive`` builds, before ``X`` becomes ``int8``) fit this size.
 PREDICTIVE_BYTES = 64 * 2**20
+#: ``store="auto"`` keeps the conditional log-likelihood (diagnostics only) up to this size.
+CONDITIONAL_BYTES = 64 * 2**20
 
 _BINARY = ("Z", "Y")
 _RECONSTRUCTIONS = ("F_hat", "X_prob")
@@ -120,7 +124,7 @@ def storage_plan(
         Whether the integrated per-trial log-likelihood is added.
     conditional_log_likelihood : bool, optional
         Keep the log-likelihood given each trial's sampled ``z_i``; default: when
-        ``log_likelihood`` and (``store="all"`` or it takes at most ``PER_DRAW_BYTES``).
+        ``log_likelihood`` and (``store="all"`` or it takes at most :data:`CONDITIONAL_BYTES`).
     posterior_predictive : bool, default True
         Whether a posterior predictive group is added.
 
@@ -157,7 +161,7 @@ def storage_plan(
     observed = [_per_draw_shape(model, v.name, dims) for v in model.observed_RVs]
     per_draw_obs = sum(int(np.prod(shape)) for shape in observed)
     if conditional_log_likelihood is None:
-        small = nbytes((n_draws, per_draw_obs)) <= PER_DRAW_BYTES
+        small = nbytes((n_draws, per_draw_obs)) <= CONDITIONAL_BYTES
         conditional_log_likelihood = bool(log_likelihood) and (store == "all" or small)
     plan.conditional = bool(conditional_log_likelihood)
     if posterior_predictive and observed:

@@ -20,6 +20,7 @@ def fits():
     full = ibp.sample(data.F, data.X, store="all", **KW)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(storage, "PER_DRAW_BYTES", 1000)  # every per-trial array is "big"
+        mp.setattr(storage, "CONDITIONAL_BYTES", 1000)
         mp.setattr(storage, "PREDICTIVE_BYTES", 2 * 30 * 38 * 8 * 3)  # three draws per chain
         slim = ibp.sample(data.F, data.X, **KW)
     return full, slim
