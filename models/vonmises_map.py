@@ -337,7 +337,7 @@ def reconstruct(
     thin = map_thin(model, draws=draws, chains=chains, store=store)
     check_map_memory(model, draws=draws, tune=tune, chains=chains, log_likelihood=log_likelihood,
                      posterior_predictive=posterior_predictive, thin=thin)  # fmt: skip
-    trace = map_trace(model, draws=draws, thin=thin) if thin > 1 else None
+    trace = None if thin is None else map_trace(model, draws=draws, thin=thin)
     kept = {"log_likelihood": "z" in model.named_vars, **(idata_kwargs or {})}
     if trace is not None:  # o is not in pm.sample's posterior: finish_thinned adds the group
         kept["log_likelihood"] = False

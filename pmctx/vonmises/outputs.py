@@ -160,13 +160,13 @@ def check_map_memory(
     chains: int,
     log_likelihood=True,
     posterior_predictive=True,
-    thin: int = 1,
+    thin: int | None = None,
 ) -> int:
     """Warn :class:`pmctx.exceptions.MemoryWarning` before a map reconstruction whose outputs
     would pass half the available memory (:func:`pmctx.memory.check_output_memory`).
 
     ``pm.sample`` keeps ``o`` and ``theta`` (float64, every node) for the tuning and the kept
-    draws, or with ``thin > 1`` (:mod:`pmctx.vonmises.storage`) every ``thin``-th draw in
+    draws, or with ``thin`` (:mod:`pmctx.vonmises.storage`) every ``thin``-th kept draw in
     float32; the log-likelihood and the posterior predictive of ``z`` take one value per
     observed node and kept draw.
 
@@ -178,8 +178,9 @@ def check_map_memory(
         As passed to ``pm.sample``.
     log_likelihood, posterior_predictive : bool, default True
         Whether those groups are kept.
-    thin : int, default 1
-        Every ``thin``-th draw kept (:func:`pmctx.vonmises.storage.map_thin`).
+    thin : int, optional
+        Every ``thin``-th draw kept (:func:`pmctx.vonmises.storage.map_thin`); ``None``: as
+        ``pm.sample`` keeps them.
 
     Returns
     -------
@@ -200,7 +201,7 @@ def check_map_memory(
     """
     nodes = int(np.prod(model["o"].shape.eval()))
     n_obs = int(np.prod(model["z"].shape.eval())) if "z" in model.named_vars else 0
-    if thin == 1:
+    if thin is None:
         maps = {
             "posterior o and theta (tuning included)": 2 * nbytes((chains, draws + tune, nodes))
         }

@@ -17,7 +17,7 @@ Examples
 >>> from pmctx.models.vonmises_map import build_model
 >>> model = build_model(np.zeros((512, 512)), kappa=2.0, kappa_obs=3.0, rank=3)
 >>> map_thin(model, draws=1000, chains=4), map_thin(model, draws=1000, chains=4, store="all")
-(32, 1)
+(32, None)
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ STORE_CHOICES = ("auto", "all")
 _MAPS = ("o", "theta")
 
 
-def map_thin(model, *, draws: int, chains: int, store: str = "auto") -> int:
-    """Keep every ``thin``-th draw: 1 when ``o`` and ``theta`` fit in float64, else the
-    smallest ``thin`` whose float32 draws fit :data:`pmctx.memory.PER_DRAW_BYTES`."""
+def map_thin(model, *, draws: int, chains: int, store: str = "auto") -> int | None:
+    """``None`` when ``o`` and ``theta`` fit :data:`pmctx.memory.PER_DRAW_BYTES` in float64 at
+    every draw (``pm.sample`` keeps them), else the smallest ``thin`` whose float32 draws fit
+    it (1: every draw in float32, after tuning only)."""
     if store not in STORE_CHOICES:
         raise ValueError(
             f"store must be one of {STORE_CHOICES}; got {store!r}. 'auto' keeps every k-th "
@@ -44,7 +45,7 @@ def map_thin(model, *, draws: int, chains: int, store: str = "auto") -> int:
         )
     nodes = int(np.prod(model["o"].shape.eval()))
     if store == "all" or 2 * nbytes((chains, draws, nodes)) <= PER_DRAW_BYTES:
-        return 1
+        return None
     return math.ceil(2 * nbytes((chains, draws, nodes), "float32") / PER_DRAW_BYTES)
 
 
@@ -62,16 +63,18 @@ def finish_thinned(idata, model, trace: StoreTrace, *, log_likelihood: bool = Tr
     ``idata`` (changed in place)."""
     import pymc as pm
 
-    trace.attach(idata)
-    thinned = idata["posterior_thinned"]
-    del idata["posterior_thinned"]
-    if "posterior" in idata.groups():
-        rest = idata.posterior.isel(draw=thinned["draw"].values)
-        post = rest.assign({name: thinned[name] for name in thinned.data_vars})
-        post.attrs = {**idata.posterior.attrs, "thin": trace.thin}
-        idata.posterior = post
-    else:
-        idata.add_groups(posterior=thinned)
+    trace.attach(idata)  # thin 1: into the posterior; else into posterior_thinned
+    if "posterior_thinned" in idata.groups():
+        thinned = idata["posterior_thinned"]
+        del idata["posterior_thinned"]
+        if "posterior" in idata.groups():
+            rest = idata.posterior.isel(draw=thinned["draw"].values)
+            post = rest.assign({name: thinned[name] for name in thinned.data_vars})
+            post.attrs = dict(idata.posterior.attrs)
+            idata.posterior = post
+        else:
+            idata.add_groups(posterior=thinned)
+    idata.posterior.attrs["thin"] = trace.thin
     if log_likelihood and "z" in model.named_vars:
         o64 = idata.posterior.assign(o=idata.posterior["o"].astype("float64"))
         import arviz as az

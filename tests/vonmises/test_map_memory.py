@@ -60,3 +60,18 @@ def test_big_maps_keep_every_kth_draw_in_float32_with_matching_groups(monkeypatc
                                     chains=2, cores=1, random_seed=1, check_convergence=False,
                                     store="all")  # fmt: skip
     np.testing.assert_allclose(post["o"], full.posterior["o"].values[:, ::4], atol=1e-6)
+
+
+def test_maps_that_fit_in_float32_keep_every_draw_after_tuning(monkeypatch):
+    from pmctx.vonmises import storage
+
+    # o and theta of 1 x 30 draws of a 10 x 10 map: 48 kB in float64, 24 kB in float32.
+    monkeypatch.setattr(storage, "PER_DRAW_BYTES", 30_000)
+    theta = np.full((10, 10), 0.7)
+    theta[0, :3] = np.nan
+    idata = vonmises_map.reconstruct(theta, kappa=2.0, kappa_obs=3.0, rank=3, draws=30, tune=10,
+                                     chains=1, random_seed=0, check_convergence=False)  # fmt: skip
+    post = idata.posterior
+    assert post.attrs["thin"] == 1 and post.sizes["draw"] == 30
+    assert post["o"].dtype == post["theta"].dtype == np.float32
+    assert idata.log_likelihood["z"].shape == (1, 30, 97)
