@@ -135,13 +135,21 @@ def recovery_report(idata, Z_true, F_true_mean=None, X_true_prob=None) -> dict:
         "p_k_true": float(np.mean(n_active == k_true)),
         "k_mode": int(np.argmax(counts)),
     }
-    if F_true_mean is not None and "F_hat" in idata.posterior:
-        f_hat = idata.posterior["F_hat"].mean(("chain", "draw")).values
+    f_hat, x_prob = _posterior_mean(idata, "F_hat"), _posterior_mean(idata, "X_prob")
+    if F_true_mean is not None and f_hat is not None:
         report["F_rmse"] = float(np.sqrt(np.mean((f_hat - F_true_mean) ** 2)))
-    if X_true_prob is not None and "X_prob" in idata.posterior:
-        x_prob = idata.posterior["X_prob"].mean(("chain", "draw")).values
+    if X_true_prob is not None and x_prob is not None:
         report["X_prob_mae"] = float(np.mean(np.abs(x_prob - X_true_prob)))
     return report
+
+
+def _posterior_mean(idata, name):
+    """Posterior mean of ``name`` from its draws or, for big fits, its running moments."""
+    if name in idata.posterior:
+        return idata.posterior[name].mean(("chain", "draw")).values
+    if "posterior_moments" in idata.groups() and name in idata.posterior_moments:
+        return idata.posterior_moments[name].sel(moment="mean").mean("chain").values
+    return None
 
 
 @numba.njit(cache=True)

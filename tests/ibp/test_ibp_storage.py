@@ -35,6 +35,15 @@ def test_slim_fit_keeps_the_same_draws_compactly(fits):
     assert "X_prob" not in slim.posterior and "F_hat" not in slim.posterior
     assert "conditional_log_likelihood" not in slim.groups()
     assert "conditional_log_likelihood" in full.groups()
+    # Recovery reports read the running means where the draws are not kept.
+    from pmctx.ibp.diagnostics import recovery_report
+
+    Z = full.posterior["Z"].values[0, -1]
+    a = recovery_report(full, Z, full.posterior["F_hat"].values[0, -1], Z @ np.ones((10, 36)))
+    b = recovery_report(slim, Z, full.posterior["F_hat"].values[0, -1], Z @ np.ones((10, 36)))
+    assert a.keys() == b.keys() and {"F_rmse", "X_prob_mae"} <= set(b)
+    np.testing.assert_allclose([a["F_rmse"], a["X_prob_mae"]], [b["F_rmse"], b["X_prob_mae"]],
+                               rtol=1e-5)  # fmt: skip
     # Running per-chain moments equal the moments of the per-draw values (float32 draws).
     for name in ("X_prob", "F_hat"):
         moments = slim.posterior_moments[name]
