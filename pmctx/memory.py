@@ -104,6 +104,17 @@ def available_memory() -> int:
 def nbytes(shape: Iterable[int], dtype="float64") -> int:
     """Bytes of an array of ``shape`` and ``dtype``.
 
+    Parameters
+    ----------
+    shape : iterable of int
+        The array's shape.
+    dtype : dtype, default "float64"
+        Its dtype.
+
+    Returns
+    -------
+    int
+
     Examples
     --------
     >>> nbytes((4, 1000, 10_000), "int8")
@@ -115,6 +126,21 @@ def nbytes(shape: Iterable[int], dtype="float64") -> int:
 def subset_draws(chains: int, draws: int, values_per_draw: int, *, itemsize: int = 8,
                  budget: int = PER_DRAW_BYTES) -> int:  # fmt: skip
     """Draws per chain whose ``values_per_draw`` values fit ``budget`` bytes (1 to ``draws``).
+
+    Parameters
+    ----------
+    chains, draws : int
+        Chains and draws per chain of the fit.
+    values_per_draw : int
+        Values one draw of the array holds.
+    itemsize : int, default 8
+        Bytes per value.
+    budget : int, default PER_DRAW_BYTES
+        Bytes the array may take.
+
+    Returns
+    -------
+    int
 
     Examples
     --------
@@ -128,6 +154,17 @@ def subset_draws(chains: int, draws: int, values_per_draw: int, *, itemsize: int
 def even_draws(n_draw: int, keep: int) -> np.ndarray:
     """Indices of ``keep`` evenly spaced draws out of ``n_draw`` (first and last included).
 
+    Parameters
+    ----------
+    n_draw : int
+        Draws per chain.
+    keep : int
+        How many to keep.
+
+    Returns
+    -------
+    numpy.ndarray of int
+
     Examples
     --------
     >>> even_draws(10, 4).tolist()
@@ -138,6 +175,15 @@ def even_draws(n_draw: int, keep: int) -> np.ndarray:
 
 def format_bytes(n: float) -> str:
     """``n`` bytes as a short text (``"1.2 GB"``, decimal units).
+
+    Parameters
+    ----------
+    n : float
+        Bytes.
+
+    Returns
+    -------
+    str
 
     Examples
     --------
@@ -231,6 +277,11 @@ class StoreTrace(NDArray):
     drop : iterable of str, optional
         Variables not kept at all (e.g. the transformed copy ``o_circular__`` of a big
         variable kept in ``per_draw``).
+    vars : list of variables, optional
+        What ``NDArray`` keeps (default: the model's other variables); PyMC passes it when it
+        slices a trace.
+    **kwargs
+        Passed to ``NDArray`` (``fn``, ``var_shapes``, ``var_dtypes`` when PyMC slices).
 
     Examples
     --------
@@ -301,7 +352,17 @@ class StoreTrace(NDArray):
         self._chains = {}  # shared by the per-chain copies pm.sample makes
 
     def setup(self, draws, chain, sampler_vars=None) -> None:
-        """Allocate this chain's arrays (``pm.sample`` calls it on a copy per chain)."""
+        """Allocate this chain's arrays (``pm.sample`` calls it on a copy per chain).
+
+        Parameters
+        ----------
+        draws : int
+            Iterations of the chain, tuning included.
+        chain : int
+            The chain's number.
+        sampler_vars : list of dict, optional
+            The samplers' statistics and their dtypes.
+        """
         self.samples, self._stats = {}, None  # copies must not share the template's arrays
         super().setup(draws, chain, sampler_vars)
         self._seen = 0
@@ -319,7 +380,17 @@ class StoreTrace(NDArray):
         return self.draw_idx  # NDArray's says 0 when it keeps no variable (every one is big)
 
     def record(self, point, sampler_stats=None, *, in_warmup: bool) -> None:
-        """Record one iteration; the big variables only after tuning."""
+        """Record one iteration; the big variables only after tuning.
+
+        Parameters
+        ----------
+        point : dict
+            Values of the model's value variables.
+        sampler_stats : list of dict, optional
+            The samplers' statistics.
+        in_warmup : bool
+            Whether the iteration is a tuning one.
+        """
         super().record(point, sampler_stats, in_warmup=in_warmup)
         if not self._big or in_warmup:
             return
@@ -338,6 +409,16 @@ class StoreTrace(NDArray):
 
         ``per_draw`` variables go to ``posterior`` (``thin == 1``) or ``thinned_group``,
         moments to :data:`MOMENTS_GROUP`, with the model's dims and coordinates.
+
+        Parameters
+        ----------
+        idata : arviz.InferenceData
+            What ``pm.sample`` returned with this trace.
+
+        Returns
+        -------
+        arviz.InferenceData
+            ``idata``.
         """
         import xarray as xr
 

@@ -74,7 +74,21 @@ _RECONSTRUCTIONS = ("F_hat", "X_prob")
 
 @dataclass
 class StoragePlan:
-    """Which variables an IBP fit keeps per draw (and in which dtype), as moments, or not."""
+    """Which variables an IBP fit keeps per draw (and in which dtype), as moments, or not.
+
+    Parameters
+    ----------
+    per_draw : dict
+        Variable name to the dtype its draws are kept in.
+    moments : list of str
+        Variables kept as per-chain running mean and sd.
+    log_likelihood : bool
+        Whether the integrated per-trial log-likelihood is added.
+    conditional : bool
+        Whether the log-likelihood given each trial's sampled ``z_i`` is kept.
+    predictive_draws : int
+        Draws per chain of the posterior predictive (0: none).
+    """
 
     per_draw: dict = field(default_factory=dict)
     moments: list = field(default_factory=list)
@@ -224,6 +238,15 @@ def check_memory(model, plan: StoragePlan, *, draws: int, chains: int) -> int:
     """Warn :class:`pmctx.exceptions.MemoryWarning` before sampling when the outputs of the
     fit would pass a share of the available memory (:func:`pmctx.memory.check_output_memory`).
 
+    Parameters
+    ----------
+    model : pm.Model
+        From :func:`pmctx.models.ibp.build_model`.
+    plan : StoragePlan
+        From :func:`storage_plan`.
+    draws, chains : int
+        Draws per chain and chains.
+
     Returns
     -------
     int
@@ -241,13 +264,44 @@ def check_memory(model, plan: StoragePlan, *, draws: int, chains: int) -> int:
 
 
 def make_trace(model, plan: StoragePlan, *, draws: int) -> StoreTrace:
-    """The ``pm.sample`` trace that keeps what ``plan`` says."""
+    """The ``pm.sample`` trace that keeps what ``plan`` says.
+
+    Parameters
+    ----------
+    model : pm.Model
+        From :func:`pmctx.models.ibp.build_model`.
+    plan : StoragePlan
+        From :func:`storage_plan`.
+    draws : int
+        Draws per chain after tuning.
+
+    Returns
+    -------
+    pmctx.memory.StoreTrace
+    """
     return StoreTrace(model, draws=draws, per_draw=plan.per_draw, moments=plan.moments)
 
 
 def add_predictive(idata, model, plan: StoragePlan, *, random_seed=None):
     """Add ``posterior_predictive`` for ``plan.predictive_draws`` evenly spaced draws per chain
-    (``X`` as ``int8``); returns ``idata``."""
+    (``X`` as ``int8``).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        The fit; changed in place.
+    model : pm.Model
+        The model sampled.
+    plan : StoragePlan
+        From :func:`storage_plan`.
+    random_seed : int, optional
+        Seed of the predictive draws.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``idata``.
+    """
     import pymc as pm
 
     k = plan.predictive_draws
@@ -273,7 +327,26 @@ def add_predictive(idata, model, plan: StoragePlan, *, random_seed=None):
 
 def finish(idata, model, plan: StoragePlan, trace: StoreTrace, *, random_seed=None):
     """After ``pm.sample``: attach what ``trace`` kept, add the log-likelihood groups and the
-    posterior predictive that ``plan`` asks for; returns ``idata`` (changed in place)."""
+    posterior predictive that ``plan`` asks for.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        What ``pm.sample`` returned; changed in place.
+    model : pm.Model
+        The model sampled.
+    plan : StoragePlan
+        From :func:`storage_plan`.
+    trace : pmctx.memory.StoreTrace
+        The trace ``pm.sample`` recorded into (:func:`make_trace`).
+    random_seed : int, optional
+        Seed of the integrated log-likelihood's stochastic terms and the predictive draws.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``idata``.
+    """
     from pmctx.ibp.marginal import add_integrated_log_likelihood
 
     trace.attach(idata)

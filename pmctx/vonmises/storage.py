@@ -37,7 +37,21 @@ _MAPS = ("o", "theta")
 def map_thin(model, *, draws: int, chains: int, store: str = "auto") -> int | None:
     """``None`` when ``o`` and ``theta`` fit :data:`pmctx.memory.PER_DRAW_BYTES` in float64 at
     every draw (``pm.sample`` keeps them), else the smallest ``thin`` whose float32 draws fit
-    it (1: every draw in float32, after tuning only)."""
+    it (1: every draw in float32, after tuning only).
+
+    Parameters
+    ----------
+    model : pm.Model
+        From :func:`pmctx.models.vonmises_map.build_model`.
+    draws, chains : int
+        Draws per chain and chains.
+    store : {"auto", "all"}, default "auto"
+        ``"all"``: always ``None``.
+
+    Returns
+    -------
+    int or None
+    """
     if store not in STORE_CHOICES:
         raise ValueError(
             f"store must be one of {STORE_CHOICES}; got {store!r}. 'auto' keeps every k-th "
@@ -51,7 +65,21 @@ def map_thin(model, *, draws: int, chains: int, store: str = "auto") -> int | No
 
 def map_trace(model, *, draws: int, thin: int) -> StoreTrace:
     """The ``pm.sample`` trace keeping every ``thin``-th draw of ``o`` and ``theta``
-    (float32) and no copy of the transformed ``o``."""
+    (float32) and no copy of the transformed ``o``.
+
+    Parameters
+    ----------
+    model : pm.Model
+        From :func:`pmctx.models.vonmises_map.build_model`.
+    draws : int
+        Draws per chain after tuning.
+    thin : int
+        From :func:`map_thin`.
+
+    Returns
+    -------
+    pmctx.memory.StoreTrace
+    """
     transformed = [v.name for v in model.unobserved_value_vars if v.name.startswith("o_")]
     return StoreTrace(model, draws=draws, per_draw=dict.fromkeys(_MAPS, "float32"), thin=thin,
                       thinned_group="posterior_thinned", drop=transformed)  # fmt: skip
@@ -59,8 +87,24 @@ def map_trace(model, *, draws: int, thin: int) -> StoreTrace:
 
 def finish_thinned(idata, model, trace: StoreTrace, *, log_likelihood: bool = True):
     """Make the thinned draws the posterior: the other posterior variables at the same draws,
-    ``o`` and ``theta`` from ``trace``, then the log-likelihood of ``z`` (float32); returns
-    ``idata`` (changed in place)."""
+    ``o`` and ``theta`` from ``trace``, then the log-likelihood of ``z`` (float32).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        What ``pm.sample`` returned; changed in place.
+    model : pm.Model
+        The model sampled.
+    trace : pmctx.memory.StoreTrace
+        From :func:`map_trace`, after sampling.
+    log_likelihood : bool, default True
+        Add the ``log_likelihood`` group of ``z``.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``idata``.
+    """
     import pymc as pm
 
     trace.attach(idata)  # thin 1: into the posterior; else into posterior_thinned
