@@ -31,6 +31,8 @@ MODULES = [
     "pmctx.vonmises.start",
     "pmctx.vonmises.average",
     "pmctx.models.vonmises_select",
+    "pmctx.vonmises.tempering",
+    "pmctx.steps.vonmises_tempering",
 ]
 
 
