@@ -42,6 +42,7 @@ __all__ = [
     "MEMORY_SHARE",
     "MOMENTS_GROUP",
     "PER_DRAW_BYTES",
+    "PREDICTIVE_BYTES",
     "StoreTrace",
     "available_memory",
     "check_output_memory",
@@ -60,6 +61,9 @@ MOMENTS_GROUP = "posterior_moments"
 #: per-trial reconstruction) are kept at every draw, in their own dtype, up to this size;
 #: above it fits keep a compact dtype, moments or a subset of draws (each fit says which).
 PER_DRAW_BYTES = 256 * 2**20
+#: A posterior predictive (for ``az.plot_ppc``) is drawn at the draws whose values fit this
+#: size; every draw when they all do.
+PREDICTIVE_BYTES = 64 * 2**20
 
 
 def available_memory() -> int:

@@ -36,7 +36,7 @@ from pmctx.gum.families import DISPERSION
 from pmctx.gum.predict import as_dataarray, predict_draws, response_draws
 from pmctx.gum.streams import stream
 from pmctx.io import to_inference_data
-from pmctx.memory import PER_DRAW_BYTES, even_draws, nbytes, subset_draws
+from pmctx.memory import PER_DRAW_BYTES, PREDICTIVE_BYTES, even_draws, nbytes, subset_draws
 
 __all__ = [
     "add_posterior_predictive",
@@ -164,7 +164,7 @@ def log_likelihood_draws(design, hsgp: dict, posterior) -> dict | None:
 def add_posterior_predictive(self, idata, *, random_seed=0):
     """Add a ``posterior_predictive`` group (response draws at the training inputs), so
     ``az.plot_ppc`` and ``az.loo_pit`` work on GUM fits: at every draw when its values take at
-    most :data:`pmctx.memory.PER_DRAW_BYTES` (256 MiB), else at evenly spaced draws that fit in
+    most :data:`pmctx.memory.PREDICTIVE_BYTES` (64 MiB), else at evenly spaced draws that fit in
     it (enough for ``az.plot_ppc``; ``az.loo_pit`` needs every draw).
 
     Parameters
@@ -194,8 +194,8 @@ def add_posterior_predictive(self, idata, *, random_seed=0):
     d = self.design
     columns = self._training_columns
     post = idata.posterior
-    keep = subset_draws(post.sizes["chain"], post.sizes["draw"], d.n_obs, budget=PER_DRAW_BYTES)
-    source = idata  # every draw, or evenly spaced ones whose draws fit PER_DRAW_BYTES
+    keep = subset_draws(post.sizes["chain"], post.sizes["draw"], d.n_obs, budget=PREDICTIVE_BYTES)
+    source = idata  # every draw, or evenly spaced ones whose draws fit PREDICTIVE_BYTES
     if keep < post.sizes["draw"]:
         source = az.InferenceData(posterior=post.isel(draw=even_draws(post.sizes["draw"], keep)))
     rho, noise = predict_draws(self, columns, d.n_obs, source, random_seed=random_seed)

@@ -26,7 +26,13 @@ import numpy as np
 import pandas as pd
 
 from pmctx.gum.basis import quantile_bins
-from pmctx.memory import PER_DRAW_BYTES, check_output_memory, nbytes, subset_draws
+from pmctx.memory import (
+    PER_DRAW_BYTES,
+    PREDICTIVE_BYTES,
+    check_output_memory,
+    nbytes,
+    subset_draws,
+)
 from pmctx.validation import check_int
 
 __all__ = [
@@ -290,7 +296,8 @@ def check_fit_memory(design, *, draws: int, chains: int, posterior_predictive=Tr
 
     The pointwise ``log_likelihood`` keeps one value per row and draw (float32 once float64
     would pass :data:`pmctx.memory.PER_DRAW_BYTES`); the posterior predictive keeps the draws
-    that fit that size; the posterior itself holds function values on their grids (small).
+    that fit :data:`pmctx.memory.PREDICTIVE_BYTES`; the posterior itself holds function values
+    on their grids (small).
 
     Parameters
     ----------
@@ -314,7 +321,7 @@ def check_fit_memory(design, *, draws: int, chains: int, posterior_predictive=Tr
     >>> g = gum("y ~ f(x, max_points=8)", {"x": x, "y": rng.poisson(1.0, x.size)},
     ...         family="poisson")
     >>> round(check_fit_memory(g.design, draws=1000, chains=4) / 1e9, 2)
-    2.13
+    1.73
     """
     n = int(design.n_obs)
     ll = nbytes((chains, draws, n))
@@ -325,7 +332,7 @@ def check_fit_memory(design, *, draws: int, chains: int, posterior_predictive=Tr
         "posterior (free values)": 2 * nbytes((chains, draws, design.n_free)),
     }
     if posterior_predictive:
-        kept = subset_draws(chains, draws, n, budget=PER_DRAW_BYTES)
+        kept = subset_draws(chains, draws, n, budget=PREDICTIVE_BYTES)
         outputs["posterior_predictive"] = 2 * nbytes((chains, kept, n))  # predictor + draws
     return check_output_memory(
         outputs,

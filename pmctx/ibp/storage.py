@@ -44,6 +44,7 @@ import numpy as np
 
 from pmctx.memory import (
     PER_DRAW_BYTES,
+    PREDICTIVE_BYTES,
     StoreTrace,
     check_output_memory,
     even_draws,
@@ -63,8 +64,8 @@ __all__ = [
 
 STORE_CHOICES = ("auto", "all")
 #: ``store="auto"`` draws the posterior predictive at the draws whose ``int64`` arrays (what
-#: ``pm.sample_posterior_predictive`` builds, before ``X`` becomes ``int8``) fit this size.
-PREDICTIVE_BYTES = 64 * 2**20
+#: ``pm.sample_posterior_predictive`` builds, before ``X`` becomes ``int8``) fit
+#: ``PREDICTIVE_BYTES`` (:data:`pmctx.memory.PREDICTIVE_BYTES`, 64 MiB).
 #: ``store="auto"`` keeps the conditional log-likelihood (diagnostics only) up to this size.
 CONDITIONAL_BYTES = 64 * 2**20
 

@@ -1,5 +1,5 @@
 """GUM outputs of big fits: float32 pointwise log-likelihood and a posterior predictive at a
-subset of draws once they would pass pmctx.memory.PER_DRAW_BYTES (set tiny here)."""
+subset of draws once they would pass pmctx.memory's limits (set tiny here)."""
 
 import numpy as np
 import pymc as pm
@@ -34,7 +34,7 @@ def test_big_posterior_predictive_uses_evenly_spaced_draws(monkeypatch):
     idata = g.laplace(draws=50, random_seed=1, posterior_predictive=False)
     full = g.add_posterior_predictive(idata.copy(), random_seed=0).posterior_predictive
     assert full.sizes["draw"] == 50
-    monkeypatch.setattr(assemble, "PER_DRAW_BYTES", 8 * 60 * 5)  # five draws of 60 values
+    monkeypatch.setattr(assemble, "PREDICTIVE_BYTES", 8 * 60 * 5)  # five draws of 60 values
     part = g.add_posterior_predictive(idata, random_seed=0).posterior_predictive
     assert part.sizes["draw"] == 5 and part["y"].shape == (1, 5, 60)
     np.testing.assert_array_equal(part["draw"].values, [0, 12, 24, 37, 49])
