@@ -20,11 +20,11 @@ run directly (no PyMC), so ``time.process_time`` measures the sweeps alone.
 
 3. ``compare``: replica exchange (:mod:`pmctx.vonmises.tempering`, a ladder of ``K`` rungs
    from ``kappa_min`` up to 5, augmented sweeps at every rung, one tempered step per stored
-   draw) against the default augmented run (8 sweeps per draw), 4 chains each, chains in
-   parallel processes: the pinwheel count's autocorrelation time in stored draws and CPU
-   seconds, and its R-hat at the default budget (4 x (1000 + 1000) draws of 8 sweeps; the
-   tempered run's first 1000 draws after 1000 tuning steps of 8 rungs cost the same) and at
-   twice it (all 3000 draws). Writes ``benchmarks/results/vonmises_pinwheel_mixing.json``.
+   draw) against the default augmented run (4 x (1000 + 1000) draws of 8 sweeps), 4 chains
+   each, chains in parallel processes: the pinwheel count's autocorrelation time in stored
+   draws and CPU seconds, and its R-hat after the default run's number of draws, after the
+   draws whose CPU (tuning included) is twice the default run's, and after all draws.
+   Writes ``benchmarks/results/vonmises_pinwheel_mixing.json``.
 
 Usage: ``python -m benchmarks.vonmises_pinwheel_mixing tau augmented 8 400 150``,
 ``python -m benchmarks.vonmises_pinwheel_mixing escape augmented 300 12`` or
@@ -41,6 +41,8 @@ import time
 import numpy as np
 
 NODE = (17, 5)
+#: ``reconstruct``'s default run: 1000 tuning and 1000 stored draws of 8 sweeps, per chain.
+DEFAULT_TUNE, DEFAULT_DRAWS = 1000, 1000
 
 
 def demo_problem(seed: int = 0):
@@ -194,15 +196,15 @@ def table_fields(row):
     return {
         "benchmark": "vonmises-pinwheel-mixing",
         "variant": f"{row['sampler']} {row['ladder']}".replace(" -", ""),
-        "size": f"50x50 R=5 kappa 5, 4 chains, {row['budget']} default budget",
+        "size": f"50x50 R=5 kappa 5, 4 chains, {row['budget']} of the default run",
         "seconds_per_sweep": row["cpu_s_per_draw"] / 8,
         "sweeps_per_s": 8 / row["cpu_s_per_draw"],
         "ess_per_s": 1.0 / row["tau_pinwheels_cpu_s"],
-        "baseline": "augmented, 8 sweeps/draw, 1x budget",
+        "baseline": "augmented, 8 sweeps/draw, 4 x (1000 + 1000)",
         "ratio_vs_baseline": row["tau_cpu_s_ratio_vs_augmented"],
         "notes": f"pinwheel count: ESS/CPU s, R-hat {row['rhat_pinwheels']:.3f}, tau "
         f"{row['tau_pinwheels_draws']:.1f} draws, P(11 pinwheels) {row['p_11_pinwheels']:.3f}; "
-        f"a tempered step (8 rungs) costs 8 sweeps",
+        f"{row['draws_per_chain']} draws per chain",
     }
 
 
@@ -215,28 +217,37 @@ def compare(n_replicas=8, kappa_min=4.0, tune=1000, draws=3000, chains=4, out=No
     import arviz as az
 
     jobs = [("tempered", c, tune, draws, n_replicas, kappa_min) for c in range(chains)]
-    jobs += [("augmented", c, tune, draws // 3, 1, 5.0) for c in range(chains)]
+    jobs += [("augmented", c, DEFAULT_TUNE, DEFAULT_DRAWS, 1, 5.0) for c in range(chains)]
     wall = time.time()
     with multiprocessing.get_context("spawn").Pool(4) as pool:
         results = pool.map(one_chain, jobs)
-    rows = []
-    for kind, budget_draws in (("tempered", draws // 3), ("tempered", draws), ("augmented", None)):
+
+    def cpu_per_draw(kind):
         chosen = [r for job, r in zip(jobs, results) if job[0] == kind]
-        n = budget_draws or len(chosen[0][0])
+        return sum(r[2] for r in chosen) / sum(len(r[0]) for r in chosen)
+
+    default_cpu = (DEFAULT_TUNE + DEFAULT_DRAWS) * cpu_per_draw("augmented")
+    # Stored draws after ``tune`` whose CPU (tuning included) is twice the default run's.
+    twice_cpu = int(2 * default_cpu / cpu_per_draw("tempered")) - tune
+    budgets = sorted({DEFAULT_DRAWS, min(twice_cpu, draws), draws})
+    rows = []
+    for kind, n in [("tempered", n) for n in budgets] + [("augmented", DEFAULT_DRAWS)]:
+        chosen = [r for job, r in zip(jobs, results) if job[0] == kind]
         pins = np.array([r[0][:n] for r in chosen])
         angles = np.array([r[1][:n] for r in chosen])
-        cpu_per_draw = sum(r[2] for r in chosen) / sum(len(r[0]) for r in chosen)
+        per_draw = cpu_per_draw(kind)
         tau_pin = pins.size / float(az.ess(pins, method="bulk"))
         tau_theta = max(pins.size / float(az.ess(f(a), method="bulk")) for f in (np.cos, np.sin)
                         for a in (angles,))  # fmt: skip
+        run_tune = tune if kind == "tempered" else DEFAULT_TUNE
         rows.append({
             "sampler": kind,
             "ladder": (f"{n_replicas} rungs {kappa_min:g}..5" if kind == "tempered" else "-"),
-            "budget": f"{(tune + n) * (n_replicas if kind == 'tempered' else 8) / 16000:g}x",
+            "budget": f"{(run_tune + n) * per_draw / default_cpu:.2f}x CPU",
             "draws_per_chain": n,
-            "cpu_s_per_draw": cpu_per_draw,
+            "cpu_s_per_draw": per_draw,
             "tau_pinwheels_draws": tau_pin,
-            "tau_pinwheels_cpu_s": tau_pin * cpu_per_draw,
+            "tau_pinwheels_cpu_s": tau_pin * per_draw,
             "tau_theta_node_draws": tau_theta,
             "rhat_pinwheels": float(az.rhat(pins)),
             "pinwheel_mean_per_chain": pins.mean(axis=1).round(3).tolist(),
