@@ -152,6 +152,7 @@ VALIDATED = [
     "pmctx.steps.ibp_gibbs",
     "pmctx.steps.registration",
     "pmctx.steps.vonmises",
+    "pmctx.steps.vonmises_tempering",
     "pmctx.steps.vonmises_chain_collapsed",
     "pmctx.summarize",
     "pmctx.testing",
@@ -178,6 +179,7 @@ VALIDATED = [
     "pmctx.vonmises.simulate",
     "pmctx.vonmises.start",
     "pmctx.vonmises.storage",
+    "pmctx.vonmises.tempering",
     # the test oracles hold to the same standard
     "tests.oracles.ibp_reference",
     "tests.oracles.vonmises_exact",
