@@ -1,6 +1,7 @@
 """Peak resident memory and wall time of fits at package defaults, against their size.
 
-Cases (``--cases``, default all that fit a 2-CPU machine in minutes): IBP visuo-motor fits of
+Cases (``--cases``; default ``DEFAULT_CASES`` at package defaults, which takes hours on a
+shared 2-CPU machine; ``--draws``/``--tune`` or ``run(quick=True)`` for less): IBP fits of
 ``visuomotor_data(N)`` (``ibp:N``), von Mises map reconstructions of an ``S x S`` pinwheel
 map (``map:S``) and GUM NUTS fits of ``y ~ f(x)`` with ``R`` Poisson rows (``gum:R``). Each
 case runs in its own Python process (``--child``), which reports its peak resident memory
@@ -115,7 +116,26 @@ def run_case(case, draws, tune, *, label, pythonpath=None, timeout=3600):
                 "peak_any_child_gb": round(usage.ru_maxrss / 2**20, 2)}  # fmt: skip
     row = json.loads(rows[-1])
     row["peak_gb"] = round(row["peak_main_gb"] + row["peak_chain_gb"], 2)
-    return {"label": label, "status": "ok", **row}
+    return {**_columns(case, label, draws, tune, row), "label": label, "status": "ok", **row}
+
+
+def _columns(case, label, draws, tune, row):
+    """The columns ``python -m benchmarks`` prints (no sweep timings here: memory)."""
+    return {"benchmark": "memory_scale", "variant": label, "size": f"{case} {draws}+{tune}",
+            "seconds_per_sweep": None, "sweeps_per_s": None, "ess_per_s": None,
+            "baseline": "before" if label != "before" else None, "ratio_vs_baseline": None,
+            "notes": f"peak {row['peak_main_gb']} GB main + {row['peak_chain_gb']} GB chain, "
+                     f"{row['wall_s']} s"}  # fmt: skip
+
+
+def run(quick: bool = False) -> list[dict]:
+    """Rows for ``python -m benchmarks memory_scale``: small cases with ``quick``, else the
+    default cases at package defaults (hours on a shared 2-CPU machine)."""
+    if quick:
+        cases = [("ibp:300", 100, 100), ("map:64", 100, 100), ("gum:2000", 200, 200)]
+    else:
+        cases = [(case, 1000, 1000) for case in DEFAULT_CASES]
+    return [run_case(case, draws, tune, label="after") for case, draws, tune in cases]
 
 
 def main(argv=None):

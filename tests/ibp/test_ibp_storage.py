@@ -81,3 +81,21 @@ def test_store_and_reconstructions_are_checked():
         ibp.sample(data.F, data.X, store="some", draws=5, tune=0, chains=1)
     with pytest.raises(ValueError, match="reconstructions must be True, False, 'draws' or"):
         ibp.sample(data.F, data.X, reconstructions="mean", draws=5, tune=0, chains=1)
+
+
+def test_integrated_likelihood_in_blocks_of_trials_is_the_same(monkeypatch):
+    from pmctx.ibp import marginal
+
+    rng = np.random.default_rng(0)
+    n, k = 300, 8
+    Z = (rng.random((n, k)) < 0.3).astype(np.int8)
+    Z[:, 6:] = 0  # two inactive columns: the stratified term draws from the generator
+    A, Y = rng.normal(size=(k, 2)), (rng.random((k, 12)) < 0.3).astype(int)
+    F, X = Z @ A + 0.3 * rng.normal(size=(n, 2)), (rng.random((n, 12)) < 0.4).astype(int)
+    pi = np.r_[np.full(6, 0.3), 0.01, 0.02]
+    kw = dict(sigma_n=0.3, lam=0.9, eps=0.05)
+    whole = marginal.trial_logliks(F, X, Z, A, Y, pi, rng=np.random.default_rng(1), **kw)
+    monkeypatch.setattr(marginal, "BLOCK_BYTES", 2000)  # a few trials per block
+    blocks = marginal.trial_logliks(F, X, Z, A, Y, pi, rng=np.random.default_rng(1), **kw)
+    for name in ("joint", "F", "X"):
+        np.testing.assert_array_equal(blocks[name], whole[name])
