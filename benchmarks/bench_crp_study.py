@@ -11,8 +11,10 @@
   give the recovery: how often the best variant (log evidence) is the generating one, the
   BMS expected frequencies against the generating ones, and the rank correlation of fitted
   and generating alpha and a among subjects whose best variant is the generating one.
-* ``crp_posterior``: the per-subject posterior of ``lcm`` (``sample_subject``, PMMH + NUTS,
-  2 chains); target < 20 s with R-hat <= 1.01.
+* ``crp_posterior``: the per-subject posterior of ``lcm`` (``sample_subject``, 2 chains),
+  before (random-walk PMMH on alpha, a; NUTS on gain, level, sd) and after ((level, gain)
+  integrated out of PMMH's acceptance and redrawn exactly; grid-fitted t independence
+  proposal after tuning; NUTS on sd); target < 20 s with R-hat <= 1.01.
 
 Times are wall-clock (``seconds_per_sweep`` = seconds per call) with the process CPU time in
 the notes: on a shared 2-CPU machine the wall time also measures the queue.
@@ -185,7 +187,28 @@ def bench_study(quick, n=None):
     ]
 
 
-def bench_posterior(quick):
+@contextlib.contextmanager
+def _old_posterior_sampler():
+    """The PMMH sampler before issue 27's fix: random walk only, NUTS on (gain, level, sd)."""
+    from pmctx.conditioning import posterior
+
+    class RandomWalkOnly(posterior.ParticleMarginalMH):
+        def __init__(self, *args, **kwargs):
+            kwargs.update(independence_prob=0.0, collapse=None)
+            super().__init__(*args, **kwargs)
+
+    saved = posterior.ParticleMarginalMH, posterior._GaussianBlock.build
+    posterior.ParticleMarginalMH = RandomWalkOnly
+    posterior._GaussianBlock.build = classmethod(lambda cls, *args: None)
+    try:
+        yield
+    finally:
+        posterior.ParticleMarginalMH = saved[0]
+        posterior._GaussianBlock.build = saved[1]
+
+
+def bench_posterior(quick, draws=None):
+    """Before (random-walk PMMH + NUTS) and after (collapsed (level, gain), grid proposal)."""
     import arviz as az
 
     from pmctx.conditioning.fitting import recovery_design, simulate_subject
@@ -194,22 +217,43 @@ def bench_posterior(quick):
     design = recovery_design(100)
     truth = {"alpha": 0.5, "a": 1.0, "gain": 1.0, "sd": 0.1}
     data = simulate_subject(design, truth, variant="lcm", rng=0)
-    draws = 300 if quick else 1000
-    start, cpu = time.perf_counter(), time.process_time()
-    idata = sample_subject(data["responses"], design, variant="lcm", draws=draws, tune=draws,
-                           chains=2, random_seed=2)  # fmt: skip
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    rhat = float(az.rhat(idata).to_array().max())
-    return [
-        _row(
-            "crp_posterior",
-            "sample_subject lcm (PMMH + NUTS, 2 chains)",
-            f"T=100, M=100, {draws}+{draws} draws/chain",
-            seconds,
-            notes=f"CPU {cpu:.1f} s; max R-hat {rhat:.3f}; target < 20 s with R-hat <= 1.01: "
-            f"{'met' if seconds < 20 and rhat <= 1.01 else 'NOT met'}",
+    draws = draws or (300 if quick else 1000)
+    names = ["alpha", "a", "gain", "level", "sd"]
+    rows, seconds = [], {}
+    for label in ("before", "after"):
+        patch = _old_posterior_sampler() if label == "before" else contextlib.nullcontext()
+        with patch:
+            start, cpu = time.perf_counter(), time.process_time()
+            idata = sample_subject(data["responses"], design, variant="lcm", draws=draws,
+                                   tune=draws, chains=2, random_seed=2)  # fmt: skip
+            seconds[label], cpu = time.perf_counter() - start, time.process_time() - cpu
+        rhat = az.rhat(idata, var_names=names)
+        ess = az.ess(idata, var_names=names)
+        max_rhat = float(rhat.to_array().max())
+        min_ess = float(ess.to_array().min())
+        accept = float(idata.sample_stats["accepted"].mean())
+        per = ", ".join(f"{n} {float(rhat[n]):.3f}/{float(ess[n]):.0f}" for n in names)
+        met = seconds[label] < 20 and max_rhat <= 1.01
+        rows.append(
+            _row(
+                "crp_posterior",
+                f"sample_subject lcm, {label} (2 chains): "
+                + (
+                    "random-walk PMMH + NUTS"
+                    if label == "before"
+                    else "PMMH, (level, gain) collapsed, grid t proposal + NUTS on sd"
+                ),
+                f"T=100, M=100, {draws}+{draws} draws/chain",
+                seconds[label],
+                baseline="before" if label == "after" else None,
+                base_seconds=seconds["before"] if label == "after" else None,
+                notes=f"CPU {cpu:.1f} s; max R-hat {max_rhat:.3f}; min ESS {min_ess:.0f}; "
+                f"R-hat/ESS {per}; PMMH acceptance {accept:.2f}; target < 20 s with R-hat <= "
+                f"1.01: {'met' if met else 'NOT met'}",
+            )
         )
-    ]
+        print(rows[-1])
+    return rows
 
 
 def run(quick: bool = False) -> list[dict]:
@@ -219,14 +263,31 @@ def run(quick: bool = False) -> list[dict]:
 
 def main(argv=None) -> int:
     """``python -m benchmarks.bench_crp_study --subjects 50``: the study row alone, at any
-    size, written to ``benchmarks/results/crp_study_subjects<N>.json``."""
+    size, written to ``benchmarks/results/crp_study_subjects<N>.json``; ``--posterior 300``:
+    the posterior rows alone (before/after), replacing those of ``crp_study.json``."""
     import argparse
     import json
     import platform
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_crp_study")
     parser.add_argument("--subjects", type=int, default=50)
+    parser.add_argument(
+        "--posterior",
+        type=int,
+        metavar="DRAWS",
+        help="run only the posterior rows (before/after) at DRAWS+DRAWS draws per chain and "
+        "replace the crp_posterior rows of benchmarks/results/crp_study.json",
+    )
     args = parser.parse_args(argv)
+    if args.posterior:
+        path = Path(__file__).resolve().parent / "results" / "crp_study.json"
+        record = json.loads(path.read_text())
+        new = bench_posterior(True, draws=args.posterior)
+        kept = [r for r in record["rows"] if r["benchmark"] != "crp_posterior"]
+        record["rows"] = kept + new
+        path.write_text(json.dumps(record, indent=1))
+        print(json.dumps(new, indent=1))
+        return 0
     start = time.perf_counter()
     rows = bench_study(False, n=args.subjects)
     out = Path(__file__).resolve().parent / "results" / f"crp_study_subjects{args.subjects}.json"

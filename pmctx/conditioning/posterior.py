@@ -11,7 +11,11 @@ a PyTensor ``Op`` maps the free filter parameters (alpha, a, b, stickiness, deca
 filter's random numbers. The default ``sampler="pmmh"`` targets exactly that posterior:
 :class:`~pmctx.conditioning.pmmh.ParticleMarginalMH` (pseudo-marginal MH, fresh random numbers
 at every proposal, the current state's stored) on the filter parameters and NUTS on the
-response parameters given the stored ``V``. With ``method="local_map"`` the filter is
+response parameters given the stored ``V``. For the linear-Gaussian CR model with normal
+priors on (level, gain) and the default half-normal ``sd`` prior, PMMH integrates (level,
+gain) out and redraws them exactly with the filter parameters (``_GaussianBlock``), and
+NUTS updates ``sd`` alone. (This module is long because the model, its Op, that block and
+the sampler driver share the model's conventions.) With ``method="local_map"`` the filter is
 deterministic and the likelihood exact. The older ``"demz"`` / ``"demz+nuts"`` samplers
 freeze one set of random numbers per chain (common random numbers): they sample the
 posterior *given that noise realisation*, which is narrower and shifted (kept for
@@ -240,6 +244,7 @@ def build_subject_model(
     T = lik.F.shape[0]
     coords = {"trial": np.arange(T), "response": seen}
     op = FilterV(lik)
+    collapse = None
     with pm.Model(coords=coords) as model:
         params = {}
         for p in _ORDER:
@@ -265,6 +270,8 @@ def build_subject_model(
                 mu = gain * Vs
             sd = _prior("sd", priors, ("halfnormal", 2 * s))
             pm.Normal("cr", mu=mu, sigma=sd, observed=yo, dims="response")
+            if resp.intercept:
+                collapse = _GaussianBlock.build(priors, s, yo, seen)
         elif isinstance(resp, BinaryChoice):
             bias = _prior("bias", priors, ("normal", 0.0, 2.0))
             eta = bias + _prior("slope", priors, ("normal", 0.0, 10.0)) * (Vs - 0.5)
@@ -286,8 +293,72 @@ def build_subject_model(
                 "cr", eta=slope * Vs, cutpoints=cuts, observed=yo.astype(int), dims="response"
             )
     model.filter_op = op
+    model.collapse = collapse
     model.filter_free = tuple(p for p in _ORDER if p in free)
     return model
+
+
+class _GaussianBlock:
+    """(level, gain) given ``V`` and ``sd``: Gaussian (normal priors, linear-Gaussian CR).
+
+    Parameters
+    ----------
+    prior_mean, prior_sd : numpy.ndarray (2,)
+        The normal priors of (level, gain).
+    y : numpy.ndarray
+        The observed responses.
+    seen : numpy.ndarray of int
+        The trials they belong to.
+    sd : float, optional
+        A fixed response sd (default: read ``sd_log__`` from the point).
+    """
+
+    names = ("level", "gain")
+
+    def __init__(self, prior_mean, prior_sd, y, seen, sd=None):
+        self.prior_mean = np.asarray(prior_mean, dtype=float)
+        self.prior_prec = 1.0 / np.asarray(prior_sd, dtype=float) ** 2
+        self.y, self.seen, self.sd = np.asarray(y, dtype=float), np.asarray(seen), sd
+
+    @classmethod
+    def build(cls, priors, s, y, seen):
+        """The block for the default-shaped model, or None (a non-normal or non-default prior)."""
+        spec = {
+            "level": tuple((priors or {}).get("level", ("normal", float(np.mean(y)), 2 * s))),
+            "gain": tuple((priors or {}).get("gain", ("normal", 0.0, 5 * s))),
+            "sd": tuple((priors or {}).get("sd", ("halfnormal", 2 * s))),
+        }
+        if spec["level"][0] != "normal" or spec["gain"][0] != "normal":
+            return None
+        if spec["sd"][0] != "halfnormal":
+            return None
+        mean = np.array([spec["level"][1], spec["gain"][1]], dtype=float)
+        sd = np.array([spec["level"][2], spec["gain"][2]], dtype=float)
+        return cls(mean, sd, y, seen)
+
+    def conditional(self, point, V):
+        """Mean and Cholesky factor of (level, gain) given ``V`` and ``point``'s ``sd``.
+
+        Parameters
+        ----------
+        point : dict
+            Value variables (``sd_log__`` is read).
+        V : numpy.ndarray (trial,)
+            The filter's predictions.
+
+        Returns
+        -------
+        mean : numpy.ndarray (2,)
+        chol : numpy.ndarray (2, 2)
+            Lower Cholesky factor of the conditional covariance.
+        """
+        log_sd = np.log(self.sd) if self.sd is not None else float(point["sd_log__"])
+        prec_y = np.exp(-2.0 * log_sd)
+        X = np.column_stack([np.ones(self.seen.size), V[self.seen] - 0.5])
+        P = prec_y * (X.T @ X) + np.diag(self.prior_prec)
+        cov = np.linalg.inv(P)
+        mean = cov @ (prec_y * (X.T @ self.y) + self.prior_prec * self.prior_mean)
+        return mean, np.linalg.cholesky(cov)
 
 
 class _OrderedStartNormalRV(NormalRV):
@@ -317,8 +388,12 @@ def _steps(model, sampler, n_filter_runs="auto"):
     filt = [model[p] for p in model.filter_free]
     rest = [v for v in model.free_RVs if v.name not in model.filter_free]
     if sampler == "pmmh":
-        pmmh = ParticleMarginalMH(filt, model.filter_op, n_filter_runs=n_filter_runs)
+        pmmh = ParticleMarginalMH(
+            filt, model.filter_op, n_filter_runs=n_filter_runs, collapse=model.collapse
+        )
         steps = [pmmh] if filt else []
+        if filt and model.collapse is not None:  # PMMH redraws (level, gain) exactly
+            rest = [v for v in rest if v.name not in model.collapse.names]
         return steps + ([pm.NUTS(rest, target_accept=0.9)] if rest else [])
     # S sized to the stepped variables (DEMetropolisZ's default is sized to the whole model).
     if sampler == "demz":
@@ -397,11 +472,12 @@ def sample_subject(
     n_particles : int, default 100
     sampler : {"pmmh", "demz+nuts", "demz"}
         ``"pmmh"`` (default): :class:`~pmctx.conditioning.pmmh.ParticleMarginalMH` on the
-        filter parameters and NUTS on the response ones; exact for the model whose ``V`` is
-        one filter run. ``"demz+nuts"``: DEMetropolisZ on the filter parameters with one
-        frozen set of random numbers per chain, NUTS on the response ones; ``"demz"``: one
-        ``DEMetropolisZ`` over all parameters. Both frozen-noise samplers target the
-        posterior given that chain's noise, not the model's posterior.
+        filter parameters (with (level, gain) collapsed into it for the linear-Gaussian CR
+        model with normal priors) and NUTS on the other response ones; exact for the model
+        whose ``V`` is one filter run. ``"demz+nuts"``: DEMetropolisZ on the filter
+        parameters with one frozen set of random numbers per chain, NUTS on the response
+        ones; ``"demz"``: one ``DEMetropolisZ`` over all parameters. Both frozen-noise
+        samplers target the posterior given that chain's noise, not the model's posterior.
     n_filter_runs : "auto" or int, default "auto"
         PMMH only: filter runs averaged per likelihood estimate (``"auto"``: chosen during
         tuning so that the log-likelihood estimate's sd is at most 1.2, at most 16 runs);

@@ -11,7 +11,9 @@ random numbers, the old per-chain scheme: TV 0.24 with 10 bins) must fail the sa
 With ``R = 4`` averaged filter runs (response sd 0.1, where one run's log-likelihood sd is
 2.3-3.3) the same check passes (TV 0.030 and 0.038 at seeds 1, 2), and averaging the runs'
 *log* likelihoods instead of their likelihoods fails it (TV 0.31; taking the best run: 0.09).
-The stationary-distribution runs take ~30 s on a loaded 2-core machine (slow).
+The default step (random walk during tuning, then the grid-fitted t independence proposal)
+is checked with 16,000 draws per seed; the broken samplers at 4,000. The
+stationary-distribution runs take ~3 min on a loaded 2-core machine (slow).
 """
 
 import dataclasses
@@ -118,7 +120,10 @@ def _compare(idata, edges):
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_pmmh_matches_exact_posterior(edges, seed):
-    result = _compare(run_step(ParticleMarginalMH, seed), edges)
+    # 16,000 draws (ESS ~6,400): the default step's independence proposal mixes well, so
+    # its ESS at 4,000 draws (~1,700) made the chi-square test sharp enough that seed 2 fell
+    # just under alpha 0.001 by chance (TV 0.047); at 16,000 draws TV 0.011, p 0.43.
+    result = _compare(run_step(ParticleMarginalMH, seed, draws=16000), edges)
     assert result.passed, result
 
 
