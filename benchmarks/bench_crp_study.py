@@ -264,7 +264,8 @@ def run(quick: bool = False) -> list[dict]:
 def main(argv=None) -> int:
     """``python -m benchmarks.bench_crp_study --subjects 50``: the study row alone, at any
     size, written to ``benchmarks/results/crp_study_subjects<N>.json``; ``--posterior 300``:
-    the posterior rows alone (before/after), replacing those of ``crp_study.json``."""
+    the posterior rows alone (before/after), replacing those of that size in
+    ``crp_study.json``."""
     import argparse
     import json
     import platform
@@ -276,14 +277,19 @@ def main(argv=None) -> int:
         type=int,
         metavar="DRAWS",
         help="run only the posterior rows (before/after) at DRAWS+DRAWS draws per chain and "
-        "replace the crp_posterior rows of benchmarks/results/crp_study.json",
+        "replace the crp_posterior rows of that size in benchmarks/results/crp_study.json",
     )
     args = parser.parse_args(argv)
     if args.posterior:
         path = Path(__file__).resolve().parent / "results" / "crp_study.json"
         record = json.loads(path.read_text())
         new = bench_posterior(True, draws=args.posterior)
-        kept = [r for r in record["rows"] if r["benchmark"] != "crp_posterior"]
+        size = f"{args.posterior}+{args.posterior} draws/chain"
+        kept = [
+            r
+            for r in record["rows"]
+            if not (r["benchmark"] == "crp_posterior" and r["size"].endswith(size))
+        ]
         record["rows"] = kept + new
         path.write_text(json.dumps(record, indent=1))
         print(json.dumps(new, indent=1))
