@@ -124,10 +124,10 @@ class _VonMisesMapStep(PmctxStep):
         optional = ("signal",) if "signal" in model.named_vars else ()
         self._parameters = ModelParameters(self, (*_PARAMETERS, *optional))
 
-    def step(self, point):
-        params = self._parameters(point)
-        kappa = float(params["kappa"])
-        field = natural_field(
+    @staticmethod
+    def _field(params) -> np.ndarray:
+        """The natural field of the data (and the optional node prior) at ``params``."""
+        return natural_field(
             params["z_filled"],
             params["obs_mask"],
             float(params["kappa_obs"]),
@@ -135,6 +135,11 @@ class _VonMisesMapStep(PmctxStep):
             prior_kappa=float(params["prior_kappa"]),
             signal=params.get("signal"),
         )
+
+    def step(self, point):
+        params = self._parameters(point)
+        kappa = float(params["kappa"])
+        field = self._field(params)
         key = self.value_names[0]
         o = wrap_angle(point[key])
         for _ in range(self.n_sweeps):

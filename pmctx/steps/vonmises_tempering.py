@@ -22,7 +22,7 @@ from pmctx.steps.vonmises import _VonMisesMapStep
 from pmctx.vonmises import SWEEPS
 from pmctx.vonmises._numba_vector import log_joint_compiled
 from pmctx.vonmises.maps import smoothness
-from pmctx.vonmises.potentials import natural_field, wrap_angle
+from pmctx.vonmises.potentials import wrap_angle
 from pmctx.vonmises.tempering import kappa_ladder, tempered_sweep
 
 __all__ = ["TemperedVonMisesGibbs", "default_n_replicas"]
@@ -194,14 +194,7 @@ class TemperedVonMisesGibbs(_VonMisesMapStep):
         """
         params = self._parameters(point)
         kappa = float(params["kappa"])
-        field = natural_field(
-            params["z_filled"],
-            params["obs_mask"],
-            float(params["kappa_obs"]),
-            prior_mean=params["prior_mean"],
-            prior_kappa=float(params["prior_kappa"]),
-            signal=params.get("signal"),
-        )
+        field = self._field(params)
         key = self.value_names[0]
         ladder = self.ladder(kappa)
         if (
