@@ -29,10 +29,7 @@ def test_committed_with_outputs(path):
 
 # The committed outputs are a full-settings run (make notebooks): the fits a tutorial shows must
 # have converged there. Known gaps are strict xfails, so they fail once fixed until unmarked.
-NOT_CONVERGED_YET = {
-    "vonmises_orientation_map": "issue 26 item 6: at full settings (kappa 3) cell 6's theta bulk "
-    "ESS is 195 < 200 and one of cell 9's three 2-chain fits warns (theta R-hat 1.16)",
-}
+NOT_CONVERGED_YET: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(
