@@ -165,7 +165,8 @@ def add_posterior_predictive(self, idata, *, random_seed=0):
     """Add a ``posterior_predictive`` group (response draws at the training inputs), so
     ``az.plot_ppc`` and ``az.loo_pit`` work on GUM fits: at every draw when its values take at
     most :data:`pmctx.memory.PREDICTIVE_BYTES` (64 MiB), else at evenly spaced draws that fit in
-    it (enough for ``az.plot_ppc``; ``az.loo_pit`` needs every draw).
+    it (enough for ``az.plot_ppc``; ``az.loo_pit`` needs every draw). Count and binary draws
+    are kept as ``int32``.
 
     Parameters
     ----------
@@ -202,6 +203,9 @@ def add_posterior_predictive(self, idata, *, random_seed=0):
     if d.family in DISPERSION and noise is None:
         return idata  # dispersion neither fixed nor sampled: nothing to draw from
     values = response_draws(d.family, d.link, rho, stream(random_seed, 2), noise_sd=noise)
+    del rho
+    if values.dtype.kind == "i":  # counts and 0/1 responses: int32 is plenty, half of int64
+        values = values.astype(np.int32)
     group = xr.Dataset({d.response: as_dataarray(values, d.response)})
     group = group.assign_coords(draw=source.posterior["draw"].values)  # the draws it used
     if "posterior_predictive" in idata.groups():

@@ -46,6 +46,7 @@ __all__ = [
     "BACKENDS",
     "NUTPIE_MIN_ITERATIONS",
     "CompileFallbackWarning",
+    "add_log_likelihood_group",
     "choose_backend",
     "compile_nutpie",
     "nutpie_available",
@@ -188,6 +189,7 @@ def sample_nutpie(
     loglik_model: pm.Model | None = None,
     log_likelihood=None,
     drop: tuple = (),
+    before_log_likelihood=None,
 ):
     """NUTS by nutpie with ``log_likelihood`` and ``observed_data``
     (``observed``: name -> values) groups like ``pm.sample`` with
@@ -221,6 +223,9 @@ def sample_nutpie(
         :func:`pymc.compute_log_likelihood` on ``loglik_model`` (which compiles a function).
     drop : tuple of str
         Posterior variables and coordinates to remove (the whitened coordinates).
+    before_log_likelihood : callable, optional
+        ``idata -> None``, run before the log-likelihood is computed (the posterior
+        predictive: its transient arrays then come and go before the biggest array exists).
 
     Returns
     -------
@@ -259,16 +264,44 @@ def sample_nutpie(
         arrays = {name: np.asarray(value) for name, value in observed.items()}
         dims = {n: ("obs", *(f"{n}_dim_{i}" for i in range(1, a.ndim))) for n, a in arrays.items()}
         idata.add_groups(observed_data=xr.Dataset({n: (dims[n], a) for n, a in arrays.items()}))
+    if before_log_likelihood is not None:
+        before_log_likelihood(idata)
+    return add_log_likelihood_group(idata, loglik_model or model, log_likelihood)
+
+
+def add_log_likelihood_group(idata, model: pm.Model, log_likelihood=None):
+    """Add the pointwise ``log_likelihood`` group (dims ``chain``, ``draw``, ``obs``) to
+    ``idata`` in place and return it.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Posterior draws of ``model``.
+    model : pymc.Model
+        The model whose observed variables give the group when ``log_likelihood`` is None or
+        returns None.
+    log_likelihood : callable, optional
+        ``posterior -> {observed name: array (chain, draw, obs)}`` or None
+        (``GumModel.log_likelihood_draws``: NumPy, float32 for big fits); default and
+        fallback: :func:`pymc.compute_log_likelihood` (compiles a function, float64).
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``idata``.
+    """
+    import xarray as xr
+
     values = None if log_likelihood is None else log_likelihood(idata.posterior)
     if values is None:
-        pm.compute_log_likelihood(
-            idata, model=loglik_model or model, extend_inferencedata=True, progressbar=False
-        )
-    else:
-        coords = {name: idata.posterior[name].values for name in ("chain", "draw")}
-        dataset = xr.Dataset(
-            {name: (("chain", "draw", "obs"), array) for name, array in values.items()},
-            coords={**coords, "obs": np.arange(next(iter(values.values())).shape[-1])},
-        )
-        idata.add_groups(log_likelihood=dataset)
+        pm.compute_log_likelihood(idata, model=model, extend_inferencedata=True, progressbar=False)
+        return idata
+    coords = {name: idata.posterior[name].values for name in ("chain", "draw")}
+    dataset = xr.Dataset(
+        {name: (("chain", "draw", "obs"), array) for name, array in values.items()},
+        coords={**coords, "obs": np.arange(next(iter(values.values())).shape[-1])},
+    )
+    if "log_likelihood" in idata.groups():
+        del idata["log_likelihood"]
+    idata.add_groups(log_likelihood=dataset)
     return idata

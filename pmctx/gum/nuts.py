@@ -129,8 +129,10 @@ def sample(
     Parameters
     ----------
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
-        As in :func:`pymc.sample` (same defaults); ``idata_kwargs`` always includes
-        ``log_likelihood=True``.
+        As in :func:`pymc.sample` (same defaults); the ``log_likelihood`` group is added
+        unless ``idata_kwargs={"log_likelihood": False}`` (computed after the posterior
+        predictive, by the design's NumPy likelihood: float32 once float64 would pass
+        :data:`pmctx.memory.PER_DRAW_BYTES`).
     init_at_map : bool, default True
         Start every chain at the multi-start Laplace MAP (``target_accept`` defaults to
         0.9).
@@ -168,9 +170,13 @@ def sample(
     >>> idata = g.sample(draws=200, tune=200, chains=2)  # doctest: +SKIP
     """
     from pmctx.convergence import report_after_fit
-    from pmctx.gum.backends import choose_backend, sample_nutpie
+    from pmctx.gum.backends import add_log_likelihood_group, choose_backend, sample_nutpie
     from pmctx.gum.outputs import check_fit_memory, convergence_check
     from pmctx.sampling import run_sampler
+
+    def predictive(idata):  # before the log-likelihood, the biggest array: lower peak memory
+        if posterior_predictive:
+            self.add_posterior_predictive(idata, random_seed=random_seed)
 
     check_fit_memory(self.design, draws=draws, chains=chains,
                      posterior_predictive=posterior_predictive)  # fmt: skip
@@ -196,9 +202,8 @@ def sample(
             loglik_model=self.model,
             log_likelihood=self.log_likelihood_draws,
             drop=(WHITE_NAME, WHITE_DIM),
+            before_log_likelihood=predictive,
         )
-        if posterior_predictive:
-            self.add_posterior_predictive(idata, random_seed=random_seed)
         report_after_fit(idata, convergence_check(), check=check_convergence)
         return idata
     target_accept = kwargs.pop("target_accept", 0.9)
@@ -220,10 +225,11 @@ def sample(
         cores=cores,
         random_seed=random_seed,
         progressbar=progressbar,
-        idata_kwargs={"log_likelihood": True, **(idata_kwargs or {})},
+        idata_kwargs={**(idata_kwargs or {}), "log_likelihood": False},
         **kwargs,
     )
-    if posterior_predictive:
-        self.add_posterior_predictive(idata, random_seed=random_seed)
+    predictive(idata)
+    if {"log_likelihood": True, **(idata_kwargs or {})}["log_likelihood"]:
+        add_log_likelihood_group(idata, self.model, self.log_likelihood_draws)
     report_after_fit(idata, convergence_check(), check=check_convergence)
     return idata
