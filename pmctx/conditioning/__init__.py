@@ -4,7 +4,8 @@
 * :mod:`~pmctx.conditioning.particle_filter`: the sequential particle filter and local MAP,
   with the CRP or the time-sensitive (temporal-kernel) prior; its settings
   (:mod:`~pmctx.conditioning.filter_settings`) and result
-  (:mod:`~pmctx.conditioning.filter_result`) are shared with the exact filter.
+  (:mod:`~pmctx.conditioning.filter_result`) are shared with the exact filter; the compiled
+  kernel (one state per distinct particle history) is :mod:`~pmctx.conditioning.filter_kernel`.
 * :mod:`~pmctx.conditioning.inputs`: the CRP model's data file (``pmctx fit crp``).
 * :mod:`~pmctx.conditioning.exact`: exact filtering by enumerating partitions (short runs).
 * :mod:`~pmctx.conditioning.response`: response models (LCM linear-Gaussian CR, logistic /

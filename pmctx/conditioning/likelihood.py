@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from pmctx.conditioning.design import Design, Phase, as_feature_matrix
+from pmctx.conditioning.filter_kernel import _filter_kernel, _filter_V_many
 from pmctx.conditioning.filter_settings import (
     FEATURE_PRIORS,
     _common_checks,
@@ -30,7 +31,7 @@ from pmctx.conditioning.filter_settings import (
     temporal_settings,
     trial_times,
 )
-from pmctx.conditioning.particle_filter import _filter_kernel, _filter_V_many, common_uniforms
+from pmctx.conditioning.particle_filter import common_uniforms
 from pmctx.conditioning.response import get_response_model
 from pmctx.validation import as_float_array, as_rng, check_choice, check_int
 

@@ -1,20 +1,24 @@
-"""The compact-storage CRP filter kernel against the earlier kernel (the oracle), and the
-batched evaluation of many parameter points against one call per point.
+"""The CRP filter kernel against the earlier kernels (the oracles), and the batched
+evaluation of many parameter points against one call per point.
 
-The kernel keeps per-particle counts in arrays sized by the causes in use and multiplies the
-US predictive in as a ratio of counts; the oracle (``tests/oracles/crp_filter_reference.py``)
-is the kernel before that rewrite. Same uniforms in, so the same resampling and cause
-choices: assignments and cause counts equal exactly, ``V``, ``V_weighted``, the predictive
-log likelihoods and the cause posterior to 1e-12 (rounding only: sums of exps taken in a
-different order).
+The kernel keeps one state per node (particles sharing their whole cause history) in arrays
+sized by the causes in use and multiplies the US predictive in as a ratio of counts. Two
+oracles: ``tests/oracles/crp_filter_reference.py`` is the kernel before the compact storage
+(same uniforms in, so the same resampling and cause choices: assignments and cause counts
+equal exactly, ``V``, ``V_weighted``, the predictive log likelihoods and the cause posterior
+to 1e-12, rounding only: sums of exps taken in a different order);
+``tests/oracles/crp_filter_compact.py`` is the per-particle kernel before the nodes, which
+the node kernel equals bit for bit (its sums run over the particles in the same order).
 """
 
 import numpy as np
 import pytest
 
+from pmctx.conditioning.filter_kernel import _filter_kernel, _guide_table, _guided_search
 from pmctx.conditioning.filter_settings import absent_pseudo_count
 from pmctx.conditioning.likelihood import SubjectLikelihood, recovery_design
-from pmctx.conditioning.particle_filter import _filter_kernel, common_uniforms
+from pmctx.conditioning.particle_filter import common_uniforms
+from tests.oracles.crp_filter_compact import filter_kernel as compact_kernel
 from tests.oracles.crp_filter_reference import filter_kernel as reference_kernel
 
 
@@ -24,6 +28,7 @@ def _random_design(rng, T, D):
     return F
 
 
+NAMES = ["V", "V_weighted", "log_pred", "post", "n_causes", "assign"]
 CASES = [
     # alpha, a, b, feature_prior, stickiness, max_causes, temporal (kind, timescale, decay)
     (0.5, 1.0, 1.0, "beta", 0.0, None, (0, 1.0, 0.0)),
@@ -51,13 +56,44 @@ def test_kernel_matches_reference(case, local_map):
                 u, v, times, kind, timescale, decay)  # fmt: skip
         new = _filter_kernel(*args)
         old = reference_kernel(*args)
-        for name, x, y in zip(
-            ["V", "V_weighted", "log_pred", "post", "n_causes", "assign"], new, old, strict=True
-        ):
+        for name, x, y in zip(NAMES, new, old, strict=True):
             if name in ("n_causes", "assign"):
                 np.testing.assert_array_equal(x, y, err_msg=name)
             else:
                 np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_node_kernel_equals_per_particle_kernel_bit_for_bit(case):
+    alpha, a, b, prior, stick, max_causes, (kind, timescale, decay) = case
+    rng = np.random.default_rng([7, CASES.index(case)])
+    # Particle counts from one (a single node) to many more particles than nodes.
+    for T, D, M in [(25, 3, 1), (40, 5, 7), (50, 4, 300), (30, 6, 64)]:
+        F = _random_design(rng, T, D)
+        u, v = common_uniforms(T, M, rng)
+        n_slots = T if max_causes is None else min(max_causes, T)
+        times = np.cumsum(rng.exponential(1.0, T))
+        args = (F, alpha, a, b, absent_pseudo_count(a, b, prior), stick, n_slots, False,
+                u, v, times, kind, timescale, decay)  # fmt: skip
+        for x, y, name in zip(_filter_kernel(*args), compact_kernel(*args), NAMES, strict=True):
+            np.testing.assert_array_equal(x, y, err_msg=name)
+
+
+def test_guided_search_equals_searchsorted():
+    rng = np.random.default_rng(11)
+    for M in (1, 2, 5, 100, 1000):
+        # Weights with zeros, ties, tiny and huge values: flat and steep stretches of cw.
+        w = rng.choice([0.0, 1e-300, 1e-12, 0.3, 1.0, 7.0, 1e9], size=M)
+        w[rng.integers(M)] = 1.0
+        cw = np.cumsum(w)
+        acc = cw[-1]
+        cw[-1] = np.inf
+        guide = np.empty(M + 1, np.int64)
+        _guide_table(cw, acc, guide)
+        u = np.concatenate([rng.random(2000), [0.0, np.nextafter(1.0, 0.0)],
+                            np.arange(M + 1) / M * (1 - 1e-16)])  # fmt: skip
+        got = [_guided_search(cw, guide, x, acc) for x in u]
+        np.testing.assert_array_equal(got, np.searchsorted(cw, u * acc, side="right"))
 
 
 @pytest.mark.parametrize("method", ["particle", "local_map"])
