@@ -92,19 +92,25 @@ def _interval_stats(draws, truth):
     return mean, covered
 
 
-def gp_reconstruct(z, observed, rng, n_draws: int = 400):
-    """Complex GP posterior draws (doubled angles) at the missing pixels."""
+def gp_reconstruct(z, observed, rng, n_draws: int = 400, fit_pixels: int | None = None):
+    """Complex GP posterior draws (doubled angles) at the missing pixels.
+
+    ``fit_pixels``: the kernel's hyperparameters maximise the marginal likelihood of at most
+    this many observed pixels (a random subset; default all), the prediction uses them all."""
     rows, cols = np.indices(z.shape)
     coords = np.stack([rows.ravel(), cols.ravel()], axis=1).astype(np.float64)
     obs = observed.ravel()
     x_obs, x_mis = coords[obs], coords[~obs]
     y = np.exp(1j * z.ravel()[obs])
-    y_stack = np.stack([y.real, y.imag], axis=1)
-    sq_obs = np.sum((x_obs[:, None] - x_obs[None]) ** 2, axis=-1)
+    subset = np.arange(len(y))
+    if fit_pixels is not None and len(y) > fit_pixels:
+        subset = np.sort(rng.choice(len(y), size=fit_pixels, replace=False))
+    y_stack = np.stack([y.real, y.imag], axis=1)[subset]
+    sq_fit = np.sum((x_obs[subset][:, None] - x_obs[subset][None]) ** 2, axis=-1)
 
     def neg_log_marginal(log_params):
         var, length, noise = np.exp(log_params)
-        cov = var * np.exp(-sq_obs / (2 * length**2)) + (noise + 1e-8) * np.eye(len(y))
+        cov = var * np.exp(-sq_fit / (2 * length**2)) + (noise + 1e-8) * np.eye(len(subset))
         try:
             factor = cho_factor(cov, lower=True)
         except np.linalg.LinAlgError:
@@ -120,6 +126,7 @@ def gp_reconstruct(z, observed, rng, n_draws: int = 400):
         bounds=[(-6, 3), (np.log(0.5), np.log(30.0)), (-8, 2)],
     )
     var, length, noise = np.exp(fit.x)
+    sq_obs = np.sum((x_obs[:, None] - x_obs[None]) ** 2, axis=-1)
     cov = var * np.exp(-sq_obs / (2 * length**2)) + (noise + 1e-8) * np.eye(len(y))
     factor = cho_factor(cov, lower=True)
     sq_cross = np.sum((x_mis[:, None] - x_obs[None]) ** 2, axis=-1)

@@ -35,7 +35,6 @@ from __future__ import annotations
 import numpy as np
 
 from pmctx.validation import as_angle_array, as_rng, check_choice, check_int
-from pmctx.vonmises.augmented import augmented_sweep
 from pmctx.vonmises.average import (
     PICK_RULES,
     cv_average,
@@ -45,6 +44,7 @@ from pmctx.vonmises.average import (
 )
 from pmctx.vonmises.hyper import kappa_obs_statistics, sample_kappa_obs
 from pmctx.vonmises.potentials import natural_field, wrap_angle
+from pmctx.vonmises.second_neighbour import second_neighbour_sweep
 from pmctx.vonmises.select import cross_validate
 from pmctx.vonmises.start import smoothed_start
 
@@ -92,7 +92,17 @@ def grid_weights(cv, method: str = "stacking", *, random_seed=None) -> np.ndarra
 
 
 def grid_posterior(
-    z, observed, kappa, rank, *, draws=200, tune=100, kappa_obs=None, signal=None, random_seed=None
+    z,
+    observed,
+    kappa,
+    rank,
+    *,
+    draws=200,
+    tune=100,
+    kappa_obs=None,
+    signal=None,
+    kappa2=0.0,
+    random_seed=None,
 ):
     """Posterior draws of the whole map at one ``(kappa, rank)`` (``kappa_obs`` learned).
 
@@ -112,6 +122,8 @@ def grid_posterior(
         Fixed observation concentration (default: learned, starting at 2).
     signal : numpy.ndarray (M, N), optional
         Relative signal strength per pixel.
+    kappa2 : float, default 0.0
+        Signed second-neighbour strength (:mod:`pmctx.vonmises.second_neighbour`).
     random_seed : int or numpy.random.Generator, optional
         Random seed or generator.
 
@@ -135,7 +147,8 @@ def grid_posterior(
     o = smoothed_start(z, observed)
     o_draws, k_draws = [], []
     for sweep in range(tune + draws):
-        o = augmented_sweep(o, natural_field(z, observed, k_obs, signal=signal), kappa, rank, rng)
+        field = natural_field(z, observed, k_obs, signal=signal)
+        o = second_neighbour_sweep(o, field, kappa, rank, rng, kappa2=kappa2)
         if learn:
             k_obs = sample_kappa_obs(kappa_obs_statistics(o, z, observed, signal), k_obs, rng)
         if sweep >= tune:
@@ -159,6 +172,7 @@ def reconstruct_cv(
     draws: int = 200,
     tune: int = 100,
     min_weight: float = 0.01,
+    kappa2_ratios=(0.0,),
     random_seed=None,
 ):
     """Reconstruct a map with ``(kappa, rank)`` weighted or chosen by held-out pixels.
@@ -185,6 +199,13 @@ def reconstruct_cv(
         Pooled draws, and burn-in sweeps of each grid point's fit.
     min_weight : float, default 0.01
         Grid points below this weight are dropped (the rest renormalised) before fitting.
+    kappa2_ratios : sequence of float, default (0.0,)
+        Second-neighbour couplings to weigh as well, as ratios ``kappa2 / kappa``
+        (:mod:`pmctx.vonmises.second_neighbour`; negative values favour maps smooth at the
+        pixel scale, as orientation maps with a column spacing of many pixels are). The
+        grid becomes every ``(kappa, rank, ratio)``; ``(0.0,)`` is the nearest-neighbour
+        prior alone. With more than one ratio ``method`` must be "stacking", "pseudo_bma"
+        or "best".
     random_seed : int or numpy.random.Generator, optional
         Random seed or generator (as in :func:`pymc.sample`).
 
@@ -192,7 +213,8 @@ def reconstruct_cv(
     -------
     arviz.InferenceData
         ``posterior``: ``o``, ``theta`` (1 chain, ``draws``), ``kappa_obs``, and ``kappa`` and
-        ``rank`` of the grid point each draw came from; ``cv``: the CV curve over ``grid``
+        ``rank`` (and, with ``kappa2_ratios``, ``kappa2_ratio``) of the grid point each
+        draw came from; ``cv``: the CV curve over ``grid``
         with ``weight``; ``constant_data``: ``obs_mask``. ``cv.attrs`` holds ``method``,
         ``heldout`` and the weighted ``kappa``.
 
@@ -208,6 +230,18 @@ def reconstruct_cv(
 
     method = check_choice(method, "method", list(METHODS))
     draws = check_int(draws, "draws", minimum=1)
+    ratios = tuple(float(q) for q in np.atleast_1d(kappa2_ratios))
+    if not ratios or not np.all(np.isfinite(ratios)):
+        raise ValueError(
+            f"kappa2_ratios must be a non-empty sequence of finite numbers, got {kappa2_ratios!r}."
+            " Pass e.g. (0.0, -0.2, -0.3), or (0.0,) for the nearest-neighbour prior alone."
+        )
+    extended = any(q != 0.0 for q in ratios)
+    if extended and method in ("one_se", "elbow"):
+        raise ValueError(
+            f"method={method!r} orders the grid by kappa and rank only, so it cannot choose "
+            f"among kappa2_ratios {ratios}; use 'stacking', 'pseudo_bma' or 'best'."
+        )
     theta_obs = as_angle_array(theta_obs, "theta_obs", ndim=2, low=0.0, high=np.pi, allow_nan=True)
     observed = ~np.isnan(theta_obs) if mask is None else np.asarray(mask).astype(bool)
     z = np.where(observed, wrap_angle(2.0 * np.nan_to_num(theta_obs)), 0.0)
@@ -222,9 +256,11 @@ def reconstruct_cv(
         n_folds=n_folds,
         n_sweeps=cv_sweeps,
         heldout=heldout,
+        kappa2_ratios=ratios,
         random_seed=rng,
     )
     weights = grid_weights(cv, method, random_seed=rng)
+    ratio_of = cv.curve["kappa2_ratio"] if extended else np.zeros(len(cv.curve))
     fit_weights = np.where(weights >= min(min_weight, weights.max()), weights, 0.0)
     fits = [
         grid_posterior(
@@ -236,11 +272,12 @@ def reconstruct_cv(
             tune=tune,
             kappa_obs=kappa_obs,
             signal=signal,
+            kappa2=ratio * kappa,
             random_seed=rng,
         )
         if w > 0
         else None
-        for w, kappa, rank in zip(fit_weights, cv.curve["kappa"], cv.curve["rank"])
+        for w, kappa, rank, ratio in zip(fit_weights, cv.curve["kappa"], cv.curve["rank"], ratio_of)
     ]
     # Pool draw indices, so each map keeps its own kappa_obs draw.
     index, source = cv_average(
@@ -263,14 +300,17 @@ def reconstruct_cv(
         },
     )
     theta = np.mod(o, 2.0 * np.pi) / 2.0
+    posterior = {
+        "o": o[None],
+        "theta": theta[None],
+        "kappa_obs": k_obs[None],
+        "kappa": curve["kappa"].to_numpy()[source][None],
+        "rank": curve["rank"].to_numpy()[source][None],
+    }
+    if extended:
+        posterior["kappa2_ratio"] = curve["kappa2_ratio"].to_numpy()[source][None]
     idata = az.from_dict(
-        posterior={
-            "o": o[None],
-            "theta": theta[None],
-            "kappa_obs": k_obs[None],
-            "kappa": curve["kappa"].to_numpy()[source][None],
-            "rank": curve["rank"].to_numpy()[source][None],
-        },
+        posterior=posterior,
         dims={"o": ["row", "col"], "theta": ["row", "col"]},
         constant_data={"obs_mask": observed.astype(np.int64)},
         constant_data_dims={"obs_mask": ["row", "col"]},

@@ -174,6 +174,7 @@ VALIDATED = [
     "pmctx.vonmises.pointwise",
     "pmctx.vonmises.potentials",
     "pmctx.vonmises.predictive",
+    "pmctx.vonmises.second_neighbour",
     "pmctx.vonmises.select",
     "pmctx.vonmises.series",
     "pmctx.vonmises.simulate",

@@ -33,6 +33,7 @@ MODULES = [
     "pmctx.models.vonmises_select",
     "pmctx.vonmises.tempering",
     "pmctx.steps.vonmises_tempering",
+    "pmctx.vonmises.second_neighbour",
 ]
 
 
