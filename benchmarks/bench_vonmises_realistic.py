@@ -146,6 +146,33 @@ def condition(size, missing, kappa_obs, spacings=SPACINGS, methods=tuple(METHODS
     return rows
 
 
+def _notes(row):
+    cov = "no interval" if row["coverage90"] is None else f"90% coverage {row['coverage90']:.3f}"
+    return (
+        f"missing {row['missing']:.0%}, kappa_obs {row['kappa_obs']:g}: error "
+        f"{row['error_deg']:.2f} deg (maps {row['error_deg_maps']}), {cov}, "
+        f"{row['cpu_seconds_per_map']:.1f} CPU s/map; chosen {row['chosen_maps']}"
+    )
+
+
+def payload(rows, *, note: str = "") -> dict:
+    """The JSON of a run: rows with ``notes`` and ``ratio_vs_baseline`` (error / GP error)."""
+    import platform
+    import sys
+
+    gp = {(r["missing"], r["kappa_obs"]): r["error_deg"] for r in rows if r["variant"] == "gp"}
+    for row in rows:
+        row["notes"] = _notes(row)
+        base = gp.get((row["missing"], row["kappa_obs"]))
+        row["ratio_vs_baseline"] = None if base is None else row["error_deg"] / base
+    return {
+        "benchmark": "vonmises_realistic",
+        "machine": {"python": sys.version.split()[0], "platform": platform.platform()},
+        "note": note,
+        "rows": rows,
+    }
+
+
 def _print_row(row):
     cov = "  -  " if row["coverage90"] is None else f"{row['coverage90']:.3f}"
     print(
@@ -165,7 +192,8 @@ def run(quick: bool = False, *, size=None, n_maps: int = 2, verbose=True) -> lis
         plan = TABLE
         size = size or SIZE
     spacings = tuple(np.linspace(SPACINGS[0], SPACINGS[-1], n_maps))
-    return [row for m, k in plan for row in condition(size, m, k, spacings, verbose=verbose)]
+    rows = [row for m, k in plan for row in condition(size, m, k, spacings, verbose=verbose)]
+    return payload(rows)["rows"]
 
 
 if __name__ == "__main__":  # pragma: no cover
@@ -188,4 +216,4 @@ if __name__ == "__main__":  # pragma: no cover
         rows += condition(args.size, missing, kappa_obs, spacings, methods)
         if args.out:
             with open(args.out, "w") as handle:
-                json.dump(rows, handle, indent=1)
+                json.dump(payload(rows), handle, indent=1)
