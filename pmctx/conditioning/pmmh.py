@@ -65,10 +65,12 @@ Collapsed response block (``collapse``). The response parameters (level, gain) o
 linear-Gaussian CR model are strongly tied to ``V`` (so to alpha and a), and alternating
 PMMH on (alpha, a) with NUTS on (level, gain) mixed slowly (ESS of a: 19 of 600). Given
 ``V`` and ``sd`` they are Gaussian (normal priors), so the step integrates them out: it
-accepts on ``p(theta, u | y, sd)``, computed by Bayes' identity at the block's conditional
-mean ``m``, ``log p(theta, u, m, y) - log N(m; m, C)``, and then redraws the block from
+accepts on ``p(theta, u | y, sd)``, the log prior of every variable but the block (one
+compiled call per point, which also gives the filter's inputs) plus the block's closed-form
+marginal likelihood given each run's ``V`` (NumPy), and then redraws the block from
 ``N(m_k, C_k)`` given the selected run ``V_k``. This is MH on (theta, u, block) with the
-block proposed from its exact conditional, so the target is unchanged.
+block proposed from its exact conditional, so the target is unchanged. The step owns the
+block's variables, so ``pm.sample`` adds no other step for them.
 
 Examples
 --------
@@ -95,8 +97,8 @@ from typing import Any
 import numpy as np
 from pymc.step_methods.compound import StepMethodState
 from pymc.step_methods.state import dataclass_state
-from scipy import stats
-from scipy.special import logsumexp
+from pytensor.graph.traversal import ancestors
+from scipy.special import gammaln
 
 from pmctx.conditioning.particle_filter import common_uniforms
 from pmctx.steps.base import PmctxStep
@@ -108,7 +110,38 @@ _RUN_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 
 
 def _log_mean_exp(x):
-    return float(logsumexp(x) - np.log(len(x)))
+    """log(mean(exp(x))) in NumPy (SciPy's logsumexp costs ~1 ms a call; this ~5 us)."""
+    x = np.asarray(x, dtype=float)
+    mx = np.max(x)
+    if not np.isfinite(mx):
+        return float(mx)
+    return float(mx + np.log(np.mean(np.exp(x - mx))))
+
+
+class _MultivariateT:
+    """Multivariate t (location ``mean``, shape ``shape``, ``df``): draws and log density in
+    NumPy (as ``scipy.stats.multivariate_t``, without its per-call overhead)."""
+
+    def __init__(self, mean, shape, df):
+        self.mean = np.asarray(mean, dtype=float)
+        self.chol = np.linalg.cholesky(np.asarray(shape, dtype=float))
+        self.df = float(df)
+        d = self.mean.size
+        self._const = (
+            gammaln((self.df + d) / 2)
+            - gammaln(self.df / 2)
+            - 0.5 * d * np.log(self.df * np.pi)
+            - np.sum(np.log(np.diag(self.chol)))
+        )
+
+    def draw(self, rng):
+        z = self.chol @ rng.standard_normal(self.mean.size)
+        return self.mean + z / np.sqrt(rng.chisquare(self.df) / self.df)
+
+    def log_density(self, x):
+        z = np.linalg.solve(self.chol, np.asarray(x, dtype=float) - self.mean)
+        d = self.mean.size
+        return float(self._const - 0.5 * (self.df + d) * np.log1p(z @ z / self.df))
 
 
 @dataclass_state
@@ -160,8 +193,10 @@ class ParticleMarginalMH(PmctxStep):
     collapse : object, optional
         Integrates a Gaussian block of response parameters out of the acceptance ratio and
         redraws it from its exact conditional with the filter parameters: ``names`` (their
-        value variables) and ``conditional(point, V) -> (mean, chol)`` (of the block given
-        ``V`` and the other parameters). See the module notes.
+        value variables), ``conditional(point, V) -> (mean, chol)`` (of the block given
+        ``V`` and the other parameters) and ``log_marginal(point, V)`` (the observed
+        responses' log likelihood with the block integrated out). ``filter_op`` then needs
+        ``evaluate(inputs) -> V``. See the module notes.
     tune : bool, default True
     model, rng
         As :class:`~pmctx.steps.base.PmctxStep`.
@@ -222,8 +257,6 @@ class ParticleMarginalMH(PmctxStep):
         self.independence_prob = float(independence_prob)
         self.grid_points = check_int(grid_points, "grid_points", minimum=1)
         self.collapse = collapse
-        self._blocks = None  # the current runs' (mean, chol) of the collapsed block
-        self._run_blocks = []  # those of the last _runs call
         self._auto_runs = isinstance(n_filter_runs, str)
         if self._auto_runs and n_filter_runs != "auto":
             raise ValueError(
@@ -246,8 +279,31 @@ class ParticleMarginalMH(PmctxStep):
         self._uniforms = None  # the recorded run's random numbers
         self._states = None  # the current state's R runs: Op states (uniforms, cached V)
         self._indep = None  # the independence proposal's grid (False: none), see step()
-        self.logp = self.compile_fn(self.model.logp())
+        logp = self.model.logp()
+        self.logp = self.compile_fn(logp)
         self.loglik = self.compile_fn(self.model.observedlogp)
+        if collapse is not None:
+            # The step redraws the block itself: it owns the block's variables, so that
+            # pm.sample assigns them no other step (an extra NUTS update of the block would
+            # leave the target unchanged but cost as much as the rest of the sweep).
+            values = {v.name: v for v in self.model.value_vars}
+            block = {n: values[n] for n in collapse.names}
+            self.vars = [*self.vars, *block.values()]
+            # One call per point: the filter Op's inputs and the log prior density of every
+            # free variable but the block; the block's marginal likelihood is NumPy per run.
+            node = next(
+                v.owner
+                for v in ancestors([logp])
+                if v.owner is not None and v.owner.op is filter_op
+            )
+            rest = [
+                rv
+                for rv in self.model.free_RVs
+                if self.model.rvs_to_values[rv] not in block.values()
+            ]
+            self._point_fn = self.compile_fn(
+                [*node.inputs, self.model.logp(vars=rest)], inputs=self.model.value_vars
+            )
 
     # --- the state ------------------------------------------------------------------------
     def _fresh_uniforms(self):
@@ -288,21 +344,22 @@ class ParticleMarginalMH(PmctxStep):
         return logp_proposed - logp_current
 
     # --- one step -------------------------------------------------------------------------
-    def _logp(self, point, blocks):
-        """Model log density; with ``collapse``, the collapsed block integrated out.
-
-        Bayes' identity at the block's conditional mean ``m``: ``log p(rest, y) = log p(rest,
-        m, y) - log N(m; m, C)`` (``C = L L^T``), exact for a Gaussian conditional.
-        """
-        lp = float(self.logp(point))
+    def _point_terms(self, point):
+        """With ``collapse``: the filter Op's inputs at ``point`` and the log prior density of
+        every free variable but the block (None without ``collapse``)."""
         if self.collapse is None:
-            return lp
-        V = self.op._cache[1]
-        mean, chol = self.collapse.conditional(point, V)
-        blocks.append((mean, chol))
-        at_mean = self._set_block(point, mean)
-        half_log_det = np.sum(np.log(np.diag(chol)))
-        return float(self.logp(at_mean)) + 0.5 * mean.size * np.log(2 * np.pi) + half_log_det
+            return None
+        out = self._point_fn(point)
+        return out[:-1], float(out[-1])
+
+    def _logp(self, point, terms):
+        """Model log density; with ``collapse``, the collapsed block integrated out:
+        ``log p(rest) + log p(y | V, rest)`` with the block's closed-form marginal likelihood
+        (``terms`` from :meth:`_point_terms`; the Op's current run gives ``V``)."""
+        if self.collapse is None:
+            return float(self.logp(point))
+        inputs, log_prior = terms
+        return log_prior + self.collapse.log_marginal(point, self.op.evaluate(inputs))
 
     def _set_block(self, point, values):
         new = dict(point)
@@ -314,24 +371,22 @@ class ParticleMarginalMH(PmctxStep):
         return new
 
     def _runs(self, point, uniforms_list):
-        """Model log densities at ``point``, one per filter run, and the runs' Op states.
-
-        With ``collapse``, the runs' block conditionals are left in ``self._run_blocks``.
-        """
+        """Model log densities at ``point``, one per filter run, and the runs' Op states."""
         log_densities, states = [], []
-        self._run_blocks = []
+        terms = self._point_terms(point)
         for uniforms in uniforms_list:
             self.op.set_uniforms(uniforms)
-            log_densities.append(self._logp(point, self._run_blocks))
+            log_densities.append(self._logp(point, terms))
             states.append(self.op.get_state())
         return np.array(log_densities), states
 
     def _rerun_current(self, point):
         """The current runs' log densities at ``point`` (cached ``V``: no filter rerun)."""
-        log_densities, self._blocks = [], []
+        log_densities = []
+        terms = self._point_terms(point)
         for r, state in enumerate(self._states):
             self.op.set_state(state)
-            log_densities.append(self._logp(point, self._blocks))
+            log_densities.append(self._logp(point, terms))
             self._states[r] = self.op.get_state()
         return np.array(log_densities)
 
@@ -382,17 +437,15 @@ class ParticleMarginalMH(PmctxStep):
             log_hastings = 0.0
         proposal = self._unpack(point, q_new)
         log_proposed, proposed_states = self._runs(proposal, self._draw_uniforms(self.n_runs))
-        proposed_blocks = self._run_blocks
         log_ratio = self.log_acceptance(_log_mean_exp(log_proposed), logp_current) + log_hastings
         if not np.isfinite(log_ratio):
             log_ratio = -np.inf
         accepted = bool(np.log(self.rng.random()) < log_ratio)
         if accepted:
             point, self._states, log_current = proposal, proposed_states, log_proposed
-            self._blocks = proposed_blocks
-        k = self._select_run(log_current, self._states)
+        self._select_run(log_current, self._states)
         if self.collapse is not None:  # the block from its exact conditional given V_k
-            mean, chol = self._blocks[k]
+            mean, chol = self.collapse.conditional(point, self.op._cache[1])
             point = self._set_block(point, mean + chol @ self.rng.standard_normal(mean.size))
         accept = float(np.exp(min(log_ratio, 0.0)))
         if self.tune:
@@ -474,14 +527,14 @@ class ParticleMarginalMH(PmctxStep):
         w /= w.sum()
         mean = w @ centres
         cov = (centres - mean).T @ (w[:, None] * (centres - mean)) + np.diag(width**2 / 12)
-        return stats.multivariate_t(mean, 1.2**2 * cov, df=4)
+        return _MultivariateT(mean, 1.2**2 * cov, df=4.0)
 
     def _grid_draw(self):
-        return np.atleast_1d(self._indep.rvs(random_state=self.rng))
+        return self._indep.draw(self.rng)
 
     def _grid_log_density(self, q):
         """Log density of the independence proposal at ``q``."""
-        return float(self._indep.logpdf(q))
+        return self._indep.log_density(q)
 
     def _adapt(self, q, accept):
         self._n_tuned += 1

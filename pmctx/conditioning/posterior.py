@@ -109,10 +109,25 @@ class FilterV(Op):
         outputs : list of list
             Output storage; ``outputs[0][0]`` receives ``V``.
         """
+        outputs[0][0] = self.evaluate(inputs).copy()
+
+    def evaluate(self, inputs):
+        """``V`` at the five scalar inputs with the current uniforms (cached; do not modify).
+
+        Parameters
+        ----------
+        inputs : sequence of float
+            ``alpha, a, b, stickiness, decay``.
+
+        Returns
+        -------
+        numpy.ndarray (trial,)
+            The filter's ``V``.
+        """
         key = tuple(float(x) for x in inputs)
         if self._cache[0] != key:
             self._cache = (key, self.likelihood.V(dict(zip(_ORDER, key, strict=True))))
-        outputs[0][0] = self._cache[1].copy()
+        return self._cache[1]
 
     def reset(self, uniforms):
         """Use new common random numbers (and drop the cache).
@@ -319,6 +334,9 @@ class _GaussianBlock:
         self.prior_mean = np.asarray(prior_mean, dtype=float)
         self.prior_prec = 1.0 / np.asarray(prior_sd, dtype=float) ** 2
         self.y, self.seen, self.sd = np.asarray(y, dtype=float), np.asarray(seen), sd
+        self._sum_y = float(self.y.sum())
+        self._sum_y2 = float(self.y @ self.y)
+        self._prior_quad = float(np.sum(self.prior_prec * self.prior_mean**2))
 
     @classmethod
     def build(cls, priors, s, y, seen):
@@ -336,6 +354,46 @@ class _GaussianBlock:
         sd = np.array([spec["level"][2], spec["gain"][2]], dtype=float)
         return cls(mean, sd, y, seen)
 
+    def _sd(self, point):
+        return self.sd if self.sd is not None else float(np.exp(point["sd_log__"]))
+
+    def log_marginal(self, point, V):
+        """log p(y | V, sd) with (level, gain) integrated out (their normal priors).
+
+        ``y ~ N(X m0, sd^2 I + X S0 X^T)`` with ``X = [1, V - 0.5]``, by the matrix
+        determinant lemma and Woodbury's identity in the block's 2 x 2 precision ``P``:
+        ``-n/2 log(2 pi sd^2) - (log|S0| + log|P|) / 2 - (y'y / sd^2 + m0' S0^-1 m0 -
+        b' P^-1 b) / 2`` with ``b = X'y / sd^2 + S0^-1 m0``.
+
+        Parameters
+        ----------
+        point : dict
+            Value variables (``sd_log__`` is read).
+        V : numpy.ndarray (trial,)
+            The filter's predictions.
+
+        Returns
+        -------
+        float
+        """
+        sd = self._sd(point)
+        prec_y = 1.0 / (sd * sd)
+        x = V[self.seen] - 0.5
+        sx, sxx, sxy = x.sum(), x @ x, x @ self.y
+        n = self.seen.size
+        p11 = prec_y * n + self.prior_prec[0]
+        p12 = prec_y * sx
+        p22 = prec_y * sxx + self.prior_prec[1]
+        det = p11 * p22 - p12 * p12
+        b1 = prec_y * self._sum_y + self.prior_prec[0] * self.prior_mean[0]
+        b2 = prec_y * sxy + self.prior_prec[1] * self.prior_mean[1]
+        quad = (p22 * b1 * b1 - 2.0 * p12 * b1 * b2 + p11 * b2 * b2) / det
+        return float(
+            -0.5 * n * np.log(2.0 * np.pi * sd * sd)
+            - 0.5 * (np.log(det) - np.sum(np.log(self.prior_prec)))
+            - 0.5 * (prec_y * self._sum_y2 + self._prior_quad - quad)
+        )
+
     def conditional(self, point, V):
         """Mean and Cholesky factor of (level, gain) given ``V`` and ``point``'s ``sd``.
 
@@ -352,13 +410,23 @@ class _GaussianBlock:
         chol : numpy.ndarray (2, 2)
             Lower Cholesky factor of the conditional covariance.
         """
-        log_sd = np.log(self.sd) if self.sd is not None else float(point["sd_log__"])
-        prec_y = np.exp(-2.0 * log_sd)
-        X = np.column_stack([np.ones(self.seen.size), V[self.seen] - 0.5])
-        P = prec_y * (X.T @ X) + np.diag(self.prior_prec)
-        cov = np.linalg.inv(P)
-        mean = cov @ (prec_y * (X.T @ self.y) + self.prior_prec * self.prior_mean)
-        return mean, np.linalg.cholesky(cov)
+        sd = self._sd(point)
+        prec_y = 1.0 / (sd * sd)
+        # X = [1, V - 0.5]: X'X and X'y by sums, the 2 x 2 inverse and Cholesky factor in
+        # closed form (PMMH calls this for every filter run).
+        x = V[self.seen] - 0.5
+        sx, sxx, sxy = x.sum(), x @ x, x @ self.y
+        p11 = prec_y * self.seen.size + self.prior_prec[0]
+        p12 = prec_y * sx
+        p22 = prec_y * sxx + self.prior_prec[1]
+        det = p11 * p22 - p12 * p12
+        c11, c12, c22 = p22 / det, -p12 / det, p11 / det
+        b1 = prec_y * self._sum_y + self.prior_prec[0] * self.prior_mean[0]
+        b2 = prec_y * sxy + self.prior_prec[1] * self.prior_mean[1]
+        mean = np.array([c11 * b1 + c12 * b2, c12 * b1 + c22 * b2])
+        l11 = np.sqrt(c11)
+        l21 = c12 / l11
+        return mean, np.array([[l11, 0.0], [l21, np.sqrt(c22 - l21 * l21)]])
 
 
 class _OrderedStartNormalRV(NormalRV):
