@@ -1,11 +1,14 @@
 """Latent-cause fits for a whole study (issue 27 items 3-4), before and after in one run.
 
 * ``crp_filter``: the particle filter kernel (T = 200 renewal design, alpha = 0.1) at
-  M = 1,000 and 10,000 particles, the kernel before its compact-storage rewrite
-  (``tests/oracles/crp_filter_reference.py``) against today's; target M = 10,000 < 0.5 s.
+  M = 1,000 and 10,000 particles: the kernel before its compact-storage rewrite
+  (``tests/oracles/crp_filter_reference.py``), the per-particle compact kernel before the
+  node rewrite (``tests/oracles/crp_filter_compact.py``, "before") and today's (one state
+  per distinct particle history, "after"); target M = 10,000 < 0.5 s.
 * ``crp_ml_fit``: one 100-trial subject (``recovery_design(100)``, linear-Gaussian CR), ML
   fit of ``lcm`` and ``lcm_sticky`` with M = 100 particles (common random numbers) and with
-  the local MAP; "before" runs the reference kernel one grid point per call; target < 2 s.
+  the local MAP; "before" runs the compact per-particle kernel (its grid in one compiled
+  call, as today); target < 2 s.
 * ``crp_study``: ``pmctx batch crp`` (2 workers) on a simulated study (100 subjects, quick:
   12), three variants each, then random-effects BMS; target 100 subjects < 5 min. The notes
   give the recovery: how often the best variant (log evidence) is the generating one, the
@@ -23,6 +26,7 @@ the notes: on a shared 2-CPU machine the wall time also measures the queue.
 from __future__ import annotations
 
 import contextlib
+import functools
 import subprocess
 import sys
 import tempfile
@@ -61,7 +65,8 @@ def _timed(fn, repeats):
 
 
 def bench_filter(quick):
-    from pmctx.conditioning.particle_filter import _filter_kernel
+    from pmctx.conditioning.filter_kernel import _filter_kernel
+    from tests.oracles.crp_filter_compact import filter_kernel as compact
     from tests.oracles.crp_filter_reference import filter_kernel as reference
 
     design = shipped_design("renewal_aba", n_acquisition=80, n_extinction=80, n_test=40)
@@ -72,36 +77,56 @@ def bench_filter(quick):
         rng = np.random.default_rng(0)
         u, v = rng.random((T, M)), rng.random((T, M))
         args = (F, 0.1, 1.0, 1.0, 1.0, 0.0, T, False, u, v, np.zeros(1), 0, 1.0, 0.0)
-        reference(*args[:7], False, u[:, :10], v[:, :10], *args[10:])  # compile / load
-        _filter_kernel(*args[:7], False, u[:, :10], v[:, :10], *args[10:])
+        for kernel in (reference, compact, _filter_kernel):  # compile / load
+            kernel(*args[:7], False, u[:, :10], v[:, :10], *args[10:])
         repeats = 1 if quick and M == 10000 else 3
-        t_old, c_old, _ = _timed(lambda a=args: reference(*a), repeats)
-        t_new, c_new, _ = _timed(lambda a=args: _filter_kernel(*a), repeats)
-        rows.append(_row("crp_filter", "reference kernel (before)", f"T=200, M={M}", t_old,
-                         notes=f"CPU {c_old:.3f} s"))  # fmt: skip
+        t_ref, c_ref, _ = _timed(lambda a=args: reference(*a), repeats)
+        t_old, c_old, old = _timed(lambda a=args: compact(*a), repeats)
+        t_new, c_new, new = _timed(lambda a=args: _filter_kernel(*a), repeats)
+        same = all(np.array_equal(x, y) for x, y in zip(old, new, strict=True))
+        rows.append(_row("crp_filter", "reference kernel (two rewrites ago)", f"T=200, M={M}",
+                         t_ref, notes=f"CPU {c_ref:.3f} s"))  # fmt: skip
+        rows.append(_row("crp_filter", "compact per-particle kernel (before)", f"T=200, M={M}",
+                         t_old, baseline="reference kernel (two rewrites ago)",
+                         base_seconds=t_ref, notes=f"CPU {c_old:.3f} s"))  # fmt: skip
         met = "" if M != 10000 else f"; target < 0.5 s: {'met' if t_new < 0.5 else 'NOT met'}"
-        rows.append(_row("crp_filter", "compact kernel (after)", f"T=200, M={M}", t_new,
-                         baseline="reference kernel (before)", base_seconds=t_old,
-                         notes=f"CPU {c_new:.3f} s{met}"))  # fmt: skip
+        rows.append(_row("crp_filter", "node kernel (after)", f"T=200, M={M}", t_new,
+                         baseline="compact per-particle kernel (before)", base_seconds=t_old,
+                         notes=f"CPU {c_new:.3f} s (before {c_old:.3f} s); same arrays as "
+                         f"before bit for bit: {same}{met}"))  # fmt: skip
     return rows
+
+
+@functools.cache
+def _compact_V_many():
+    """``_filter_V_many`` over the compact per-particle kernel (compiled on first use)."""
+    import numba
+
+    from tests.oracles.crp_filter_compact import filter_kernel as compact
+
+    @numba.njit
+    def many(F, points, n_slots, local_map, u_resample, u_cause, times, kernel_kind, timescale):
+        out = np.empty((points.shape[0], F.shape[0]))
+        for p in range(points.shape[0]):
+            out[p] = compact(F, points[p, 0], points[p, 1], points[p, 2], points[p, 3],
+                             points[p, 4], n_slots, local_map, u_resample, u_cause, times,
+                             kernel_kind, timescale, points[p, 5])[0]  # fmt: skip
+        return out
+
+    return compact, many
 
 
 @contextlib.contextmanager
 def _before():
-    """The fits as they ran before: the reference kernel, one grid point per call."""
+    """The fits as they ran before: the compact per-particle kernel (grid in one call)."""
     import pmctx.conditioning.likelihood as likelihood
-    from tests.oracles.crp_filter_reference import filter_kernel as reference
 
-    kernel, many = likelihood._filter_kernel, likelihood.SubjectLikelihood.log_likelihoods
-    likelihood._filter_kernel = reference
-    likelihood.SubjectLikelihood.log_likelihoods = lambda self, pts: np.array(
-        [self(p) for p in pts]
-    )
+    saved = likelihood._filter_kernel, likelihood._filter_V_many
+    likelihood._filter_kernel, likelihood._filter_V_many = _compact_V_many()
     try:
         yield
     finally:
-        likelihood._filter_kernel = kernel
-        likelihood.SubjectLikelihood.log_likelihoods = many
+        likelihood._filter_kernel, likelihood._filter_V_many = saved
 
 
 def bench_ml_fits(quick):
@@ -121,7 +146,8 @@ def bench_ml_fits(quick):
 
             fit()  # compile / load both kernels
             with _before():
-                t_old, c_old, old = _timed(fit, 1)
+                fit()
+                t_old, c_old, old = _timed(fit, 1 if quick else 2)
             t_new, c_new, new = _timed(fit, 1 if quick else 2)
             size = "T=100, " + ("M=100, CRN" if method == "particle" else "local MAP")
             rows.append(_row("crp_ml_fit", f"{variant}, before", size, t_old,
@@ -265,7 +291,7 @@ def main(argv=None) -> int:
     """``python -m benchmarks.bench_crp_study --subjects 50``: the study row alone, at any
     size, written to ``benchmarks/results/crp_study_subjects<N>.json``; ``--posterior 300``:
     the posterior rows alone (before/after), replacing those of that size in
-    ``crp_study.json``."""
+    ``crp_study.json``; ``--kernels``: the filter and ML-fit rows alone, replacing them."""
     import argparse
     import json
     import platform
@@ -279,18 +305,29 @@ def main(argv=None) -> int:
         help="run only the posterior rows (before/after) at DRAWS+DRAWS draws per chain and "
         "replace the crp_posterior rows of that size in benchmarks/results/crp_study.json",
     )
+    parser.add_argument(
+        "--kernels",
+        action="store_true",
+        help="run only the filter and ML-fit rows (before/after, full sizes) and replace them "
+        "in benchmarks/results/crp_study.json",
+    )
     args = parser.parse_args(argv)
-    if args.posterior:
-        path = Path(__file__).resolve().parent / "results" / "crp_study.json"
+    path = Path(__file__).resolve().parent / "results" / "crp_study.json"
+    if args.posterior or args.kernels:
         record = json.loads(path.read_text())
-        new = bench_posterior(True, draws=args.posterior)
-        size = f"{args.posterior}+{args.posterior} draws/chain"
-        kept = [
-            r
-            for r in record["rows"]
-            if not (r["benchmark"] == "crp_posterior" and r["size"].endswith(size))
-        ]
-        record["rows"] = kept + new
+        if args.posterior:
+            new = bench_posterior(True, draws=args.posterior)
+            size = f"{args.posterior}+{args.posterior} draws/chain"
+
+            def replaced(r):
+                return r["benchmark"] == "crp_posterior" and r["size"].endswith(size)
+        else:
+            new = [*bench_filter(False), *bench_ml_fits(False)]
+
+            def replaced(r):
+                return r["benchmark"] in ("crp_filter", "crp_ml_fit")
+
+        record["rows"] = [r for r in record["rows"] if not replaced(r)] + new
         path.write_text(json.dumps(record, indent=1))
         print(json.dumps(new, indent=1))
         return 0
