@@ -57,6 +57,7 @@ from pmctx.sampling import (
 )
 from pmctx.steps.ibp_gibbs import HYPER_NAMES, LEARNED_HYPER, IBPAlphaGibbs, IBPGibbs, IBPHyperGibbs
 from pmctx.steps.registration import tag_block
+from pmctx.streaming import memory_view, save_groups
 
 __all__ = [
     "build_model",
@@ -198,7 +199,7 @@ def sample(
     posterior_predictive: bool = True,
     check_convergence: bool = True,
     start: str = "auto",
-    store: str = "auto",
+    store="auto",
     conditional_log_likelihood: bool | None = None,
     initvals=None,
     **hyper,
@@ -252,7 +253,10 @@ def sample(
         what summaries, convergence checks, LOO and plots read (``Z`` and ``Y`` per draw as
         int8, big reconstructions as moments, a predictive at a subset of draws); ``"all"``
         every draw of everything. A :class:`pmctx.exceptions.MemoryWarning` says before
-        sampling when the outputs would take over half the available memory.
+        sampling when the outputs would take over half the available memory. A path ending
+        in ``".zarr"`` streams every draw of ``Z``, ``Y`` and the reconstructions to that
+        Zarr store while sampling and returns the fit read lazily from it
+        (:mod:`pmctx.streaming`).
     conditional_log_likelihood : bool, optional
         Keep the log-likelihood given each trial's sampled ``z_i`` (group
         ``conditional_log_likelihood``, not for LOO); default: with ``log_likelihood`` when
@@ -296,8 +300,9 @@ def sample(
         log_likelihood=log_likelihood, posterior_predictive=posterior_predictive,
         conditional_log_likelihood=conditional_log_likelihood,
     )  # fmt: skip
-    check_memory(model, plan, draws=draws, chains=chains)
-    trace = make_trace(model, plan, draws=draws)
+    if plan.path is None:  # on disk, memory holds one block of draws
+        check_memory(model, plan, draws=draws, chains=chains)
+    trace = make_trace(model, plan, draws=draws, chains=chains)
     subsample = start == "subsample" or (start == "auto" and n_trials >= SUBSAMPLE_START_MIN_TRIALS)
     if initvals is None and subsample:
         initvals = subsample_initvals(model, F, X, chains=chains, random_seed=random_seed)
@@ -323,6 +328,10 @@ def sample(
     )
     finish(idata, model, plan, trace, random_seed=random_seed)
     warn_if_truncated(idata, K_max=int(model.dim_lengths["feature"].eval()))
+    if plan.path is not None:  # every draw on disk, read lazily; convergence on what fits
+        report_after_fit(idata, SPEC, check=False)
+        report_after_fit(memory_view(idata), SPEC, check=check_convergence)
+        return save_groups(idata, plan.path)
     report_after_fit(idata, SPEC, check=check_convergence)
     return idata
 

@@ -51,6 +51,7 @@ from pmctx.steps.vonmises import (
     PointwiseVonMisesGibbs,
 )
 from pmctx.steps.vonmises_tempering import TemperedVonMisesGibbs
+from pmctx.streaming import disk_path, memory_view, save_groups
 from pmctx.validation import (
     as_angle_array,
     as_rng,
@@ -67,7 +68,13 @@ from pmctx.vonmises.outputs import check_map_memory, posterior_orientation
 from pmctx.vonmises.outputs import write_map_outputs as write_outputs
 from pmctx.vonmises.predictive import add_posterior_predictive, predict
 from pmctx.vonmises.simulate import noisy_observations, sample_prior
-from pmctx.vonmises.storage import finish_thinned, map_thin, map_trace
+from pmctx.vonmises.storage import (
+    STORE_CHOICES,
+    finish_on_disk,
+    finish_thinned,
+    map_thin,
+    map_trace,
+)
 
 __all__ = [
     "DEMO_KAPPAS", "STEPS", "build_model", "default_steps", "demo", "demo_data", "fit",
@@ -298,11 +305,14 @@ def reconstruct(
     posterior_predictive : bool, default True
         Add the ``posterior_predictive`` group (observed ``z`` redrawn per draw) for
         ``az.plot_ppc``; :func:`predict` gives predictive observations at missing nodes.
-    store : {"auto", "all"}, default "auto"
+    store : {"auto", "all"} or path ending in ".zarr", default "auto"
         ``"auto"``: maps whose ``o`` and ``theta`` draws would pass 256 MiB keep every k-th
         draw (float32; the smallest k that fits; the posterior's ``attrs["thin"]``), with the
         log-likelihood and predictive at the same draws (:mod:`pmctx.vonmises.storage`);
-        ``"all"``: every draw.
+        ``"all"``: every draw; ``"fit.zarr"``: every draw of ``o`` and ``theta`` (float32)
+        and the log-likelihood written to that Zarr store as they come, the fit returned
+        opened lazily from it (:mod:`pmctx.streaming`; reopen with
+        :func:`pmctx.streaming.open_trace`).
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` when theta (circular R-hat/ESS on cos and
         sin), smoothness or the pinwheel count has not converged.
@@ -334,10 +344,14 @@ def reconstruct(
             "prior maps with sample_prior."
         )
     log_likelihood = (idata_kwargs or {}).get("log_likelihood", True)
-    thin = map_thin(model, draws=draws, chains=chains, store=store)
-    check_map_memory(model, draws=draws, tune=tune, chains=chains, log_likelihood=log_likelihood,
-                     posterior_predictive=posterior_predictive, thin=thin)  # fmt: skip
-    trace = None if thin is None else map_trace(model, draws=draws, thin=thin)
+    disk = disk_path(store, STORE_CHOICES)  # None, or the Zarr store draws stream to
+    thin = 1 if disk else map_thin(model, draws=draws, chains=chains, store=store)
+    if not disk:  # on disk, memory holds one block of draws and a predictive that fits
+        check_map_memory(model, draws=draws, tune=tune, chains=chains, thin=thin,
+                         log_likelihood=log_likelihood,
+                         posterior_predictive=posterior_predictive)  # fmt: skip
+    trace = None if thin is None else map_trace(model, draws=draws, thin=thin, path=disk,
+                                                chains=chains)  # fmt: skip
     kept = {"log_likelihood": "z" in model.named_vars, **(idata_kwargs or {})}
     if trace is not None:  # o is not in pm.sample's posterior: finish_thinned adds the group
         kept["log_likelihood"] = False
@@ -365,6 +379,11 @@ def reconstruct(
         idata_kwargs=kept,
         trace=trace,
     )
+    if disk is not None:  # every draw on disk, read lazily; convergence on the draws that fit
+        finish_on_disk(idata, model, trace, log_likelihood, posterior_predictive, random_seed)
+        report_after_fit(idata, SPEC, check=False)
+        report_after_fit(memory_view(idata), SPEC, check=check_convergence)
+        return save_groups(idata, disk)
     if trace is not None:  # every thin-th draw, the log-likelihood at those draws
         finish_thinned(idata, model, trace, log_likelihood=log_likelihood)
     if posterior_predictive and "z" in model.named_vars:

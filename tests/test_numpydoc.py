@@ -154,6 +154,7 @@ VALIDATED = [
     "pmctx.steps.vonmises",
     "pmctx.steps.vonmises_tempering",
     "pmctx.steps.vonmises_chain_collapsed",
+    "pmctx.streaming",
     "pmctx.summarize",
     "pmctx.testing",
     "pmctx.validation",

@@ -23,7 +23,10 @@ Per default (``store="auto"``) a fit keeps
 
 ``store="all"`` keeps every draw of everything (the reconstructions in ``float32``) and a
 posterior predictive at every draw; :func:`output_bytes` says what either will take, before
-sampling.
+sampling. ``store="fit.zarr"`` (a path ending in ``.zarr``) writes every draw of ``Z``, ``Y``
+(int8) and the reconstructions (float32) to that Zarr store as they come
+(:class:`pmctx.streaming.DiskTrace`), keeps the rest as ``"auto"`` does, writes it there
+after sampling and returns the fit opened lazily from disk.
 
 Examples
 --------
@@ -39,6 +42,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -51,6 +55,7 @@ from pmctx.memory import (
     nbytes,
     subset_draws,
 )
+from pmctx.streaming import DiskTrace, disk_path
 
 __all__ = [
     "CONDITIONAL_BYTES",
@@ -89,6 +94,8 @@ class StoragePlan:
         Whether the log-likelihood given each trial's sampled ``z_i`` is kept.
     predictive_draws : int
         Draws per chain of the posterior predictive (0: none).
+    path : pathlib.Path or None
+        Zarr store the per-draw variables are written to while sampling (``store`` a path).
     """
 
     per_draw: dict = field(default_factory=dict)
@@ -96,6 +103,7 @@ class StoragePlan:
     log_likelihood: bool = True
     conditional: bool = False
     predictive_draws: int = 0  # per chain; 0: no posterior predictive
+    path: Path | None = None  # Zarr store the per-draw variables stream to
 
 
 def _joint_dtype(chains, draws, n) -> str:
@@ -129,7 +137,7 @@ def storage_plan(
         From :func:`pmctx.models.ibp.build_model`.
     draws, chains : int
         Draws per chain and chains.
-    store : {"auto", "all"}, default "auto"
+    store : {"auto", "all"} or path ending in ".zarr", default "auto"
         ``"auto"``: big per-trial arrays as moments or for a subset of draws; ``"all"``: every
         draw of everything.
     reconstructions : bool or {"draws", "moments"}, default True
@@ -147,18 +155,21 @@ def storage_plan(
     -------
     StoragePlan
     """
-    if store not in STORE_CHOICES:
-        raise ValueError(
-            f"store must be one of {STORE_CHOICES}; got {store!r}. 'auto' keeps big per-trial "
-            "arrays as posterior moments or for a subset of draws, 'all' keeps every draw."
-        )
+    path = disk_path(store, STORE_CHOICES)  # None, or the Zarr store draws stream to
+    if path is not None:
+        store = "auto"  # what stays in memory; every draw of the per-draw variables on disk
+        if reconstructions == "moments":
+            raise ValueError(
+                "reconstructions='moments' keeps running moments in memory; with store=<path> "
+                "every draw goes to disk: pass reconstructions=True or False."
+            )
     if reconstructions not in (True, False, "draws", "moments"):
         raise ValueError(
             f"reconstructions must be True, False, 'draws' or 'moments'; got {reconstructions!r}."
         )
     dims = _dims(model)
     n_draws = draws * chains
-    plan = StoragePlan(log_likelihood=bool(log_likelihood))
+    plan = StoragePlan(log_likelihood=bool(log_likelihood), path=path)
     for name in _BINARY:
         if name in model.named_vars:
             plan.per_draw[name] = "int8"
@@ -167,7 +178,7 @@ def storage_plan(
             continue
         size = nbytes((n_draws, *_per_draw_shape(model, name, dims)), "float32")
         keep_draws = reconstructions == "draws" or (
-            reconstructions is True and (store == "all" or size <= PER_DRAW_BYTES)
+            reconstructions is True and (store == "all" or size <= PER_DRAW_BYTES or path)
         )
         if keep_draws:
             plan.per_draw[name] = "float32"
@@ -264,7 +275,7 @@ def check_memory(model, plan: StoragePlan, *, draws: int, chains: int) -> int:
     )
 
 
-def make_trace(model, plan: StoragePlan, *, draws: int) -> StoreTrace:
+def make_trace(model, plan: StoragePlan, *, draws: int, chains: int | None = None):
     """The ``pm.sample`` trace that keeps what ``plan`` says.
 
     Parameters
@@ -275,11 +286,15 @@ def make_trace(model, plan: StoragePlan, *, draws: int) -> StoreTrace:
         From :func:`storage_plan`.
     draws : int
         Draws per chain after tuning.
+    chains : int, optional
+        Chains (needed when ``plan.path`` is set).
 
     Returns
     -------
-    pmctx.memory.StoreTrace
+    pmctx.memory.StoreTrace or pmctx.streaming.DiskTrace
     """
+    if plan.path is not None:
+        return DiskTrace(model, path=plan.path, draws=draws, chains=chains, per_draw=plan.per_draw)
     return StoreTrace(model, draws=draws, per_draw=plan.per_draw, moments=plan.moments)
 
 

@@ -218,7 +218,7 @@ def check_map_memory(
         outputs,
         what=f"map reconstruction ({nodes} nodes, {chains} x {draws} draws)",
         advice="Keep less: fewer draws and tuning sweeps (every draw keeps the whole map), "
-        "posterior_predictive=False, idata_kwargs={'log_likelihood': False}, or reconstruct "
-        "a crop of the map.",
+        "posterior_predictive=False, idata_kwargs={'log_likelihood': False}, reconstruct "
+        "a crop of the map, or stream every draw to disk with store='fit.zarr'.",
         stacklevel=4,
     )

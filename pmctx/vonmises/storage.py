@@ -10,6 +10,10 @@ other variables (``kappa_obs``) and the log-likelihood and posterior predictive 
 follow the same draws (the log-likelihood in float32), so every consumer of the posterior
 (summaries, convergence, plots, LOO) works as on a small map, on fewer, less correlated draws.
 ``sample_stats`` keeps every draw. ``store="all"`` keeps every draw (as ``pm.sample`` does).
+``store="fit.zarr"`` (a path ending in ``.zarr``) streams every draw of ``o`` and ``theta``
+(float32) to that Zarr store as it comes (:class:`pmctx.streaming.DiskTrace`), writes the
+log-likelihood of ``z`` there block by block, draws the predictive at the draws that fit
+:data:`pmctx.memory.PREDICTIVE_BYTES`, and returns the fit opened lazily from disk.
 
 Examples
 --------
@@ -26,9 +30,17 @@ import math
 
 import numpy as np
 
-from pmctx.memory import PER_DRAW_BYTES, StoreTrace, nbytes
+from pmctx.memory import (
+    PER_DRAW_BYTES,
+    PREDICTIVE_BYTES,
+    StoreTrace,
+    even_draws,
+    nbytes,
+    subset_draws,
+)
+from pmctx.streaming import DiskTrace, stream_log_likelihood
 
-__all__ = ["STORE_CHOICES", "finish_thinned", "map_thin", "map_trace"]
+__all__ = ["STORE_CHOICES", "finish_on_disk", "finish_thinned", "map_thin", "map_trace"]
 
 STORE_CHOICES = ("auto", "all")
 _MAPS = ("o", "theta")
@@ -63,9 +75,10 @@ def map_thin(model, *, draws: int, chains: int, store: str = "auto") -> int | No
     return math.ceil(2 * nbytes((chains, draws, nodes), "float32") / PER_DRAW_BYTES)
 
 
-def map_trace(model, *, draws: int, thin: int) -> StoreTrace:
+def map_trace(model, *, draws: int, thin: int, path=None, chains: int | None = None):
     """The ``pm.sample`` trace keeping every ``thin``-th draw of ``o`` and ``theta``
-    (float32) and no copy of the transformed ``o``.
+    (float32) and no copy of the transformed ``o``; with ``path``, every draw streamed to that
+    Zarr store instead (:class:`pmctx.streaming.DiskTrace`).
 
     Parameters
     ----------
@@ -74,14 +87,22 @@ def map_trace(model, *, draws: int, thin: int) -> StoreTrace:
     draws : int
         Draws per chain after tuning.
     thin : int
-        From :func:`map_thin`.
+        From :func:`map_thin` (1 with ``path``).
+    path : pathlib.Path, optional
+        The Zarr store (replaced).
+    chains : int, optional
+        Chains (needed with ``path``).
 
     Returns
     -------
-    pmctx.memory.StoreTrace
+    pmctx.memory.StoreTrace or pmctx.streaming.DiskTrace
     """
     transformed = [v.name for v in model.unobserved_value_vars if v.name.startswith("o_")]
-    return StoreTrace(model, draws=draws, per_draw=dict.fromkeys(_MAPS, "float32"), thin=thin,
+    per_draw = dict.fromkeys(_MAPS, "float32")
+    if path is not None:
+        return DiskTrace(model, path=path, draws=draws, chains=chains, per_draw=per_draw,
+                         thin=thin, drop=transformed)  # fmt: skip
+    return StoreTrace(model, draws=draws, per_draw=per_draw, thin=thin,
                       thinned_group="posterior_thinned", drop=transformed)  # fmt: skip
 
 
@@ -128,4 +149,53 @@ def finish_thinned(idata, model, trace: StoreTrace, *, log_likelihood: bool = Tr
             progressbar=False,
         )  # fmt: skip
         idata.add_groups(log_likelihood=ll.astype("float32"))
+    return idata
+
+
+def finish_on_disk(idata, model, trace: DiskTrace, log_likelihood=True,
+                   posterior_predictive=True, random_seed=None):  # fmt: skip
+    """After ``pm.sample`` with :func:`disk_trace`: the posterior read lazily from disk, the
+    log-likelihood of ``z`` written there block by block (float32), and the posterior
+    predictive at the evenly spaced draws that fit :data:`pmctx.memory.PREDICTIVE_BYTES`.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        What ``pm.sample`` returned; changed in place.
+    model : pm.Model
+        The model sampled.
+    trace : pmctx.streaming.DiskTrace
+        From :func:`map_trace` with ``path``, after sampling.
+    log_likelihood, posterior_predictive : bool, default True
+        Whether to add those groups.
+    random_seed : int, optional
+        Seed of the predictive draws.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``idata`` (its groups not yet written to disk: :func:`pmctx.streaming.save_groups`).
+    """
+    import arviz as az
+
+    from pmctx.vonmises.predictive import add_posterior_predictive
+
+    trace.attach(idata)
+    idata.posterior.attrs["thin"] = 1
+    if "z" not in model.named_vars:
+        return idata
+    if log_likelihood:
+        stream_log_likelihood(idata, model, trace.path, var_names=["z"])
+    if posterior_predictive:
+        post = idata.posterior
+        n_obs = int(np.prod(model["z"].shape.eval()))
+        keep = subset_draws(post.sizes["chain"], post.sizes["draw"], n_obs,
+                            budget=PREDICTIVE_BYTES)  # fmt: skip
+        index = even_draws(post.sizes["draw"], keep)
+        names = [name for name in post.data_vars if name != "theta"]  # o and kappa_obs
+        view = az.InferenceData(posterior=post[names].isel(draw=index).load())
+        for group in ("constant_data", "observed_data"):
+            view.add_groups({group: idata[group]})
+        add_posterior_predictive(view, random_seed)
+        idata.add_groups(posterior_predictive=view.posterior_predictive)
     return idata
