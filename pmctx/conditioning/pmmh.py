@@ -280,7 +280,8 @@ class ParticleMarginalMH(PmctxStep):
         self._states = None  # the current state's R runs: Op states (uniforms, cached V)
         self._indep = None  # the independence proposal's grid (False: none), see step()
         logp = self.model.logp()
-        self.logp = self.compile_fn(logp)
+        # With ``collapse`` the model's logp is never evaluated (see _logp): not compiled.
+        self.logp = self.compile_fn(logp) if collapse is None else None
         self.loglik = self.compile_fn(self.model.observedlogp)
         if collapse is not None:
             # The step redraws the block itself: it owns the block's variables, so that
