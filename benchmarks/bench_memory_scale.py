@@ -1,13 +1,19 @@
 """Peak resident memory and wall time of fits at package defaults, against their size.
 
-Cases (``--cases``; default ``DEFAULT_CASES`` at package defaults, which takes hours on a
-shared 2-CPU machine; ``--draws``/``--tune`` or ``run(quick=True)`` for less): IBP fits of
-``visuomotor_data(N)`` (``ibp:N``), von Mises map reconstructions of an ``S x S`` pinwheel
-map (``map:S``) and GUM NUTS fits of ``y ~ f(x)`` with ``R`` Poisson rows (``gum:R``). Each
+Cases (``--cases``; default ``DEFAULT_CASES``, the table of issue 31, at package defaults,
+which takes hours on a shared 2-CPU machine; ``--shared`` runs ``SHARED_CASES``, the same
+table with fewer draws where defaults take too long; ``--draws``/``--tune`` or
+``run(quick=True)`` for less): IBP fits of ``visuomotor_data(N)`` (``ibp:N``), von Mises map
+reconstructions of an ``S x S`` pinwheel map (``map:S``) and GUM NUTS fits of ``y ~ f(x)``
+with ``R`` Poisson rows (``gum:R``). A case may carry its own draws (``map:512@32+4``: 32
+draws after 4 tuning sweeps; for a 512 x 512 map that keeps as many draws per chain as the
+default 1000 draws thinned by 32 do) and ``/disk`` (``map:512/disk``: ``store="fit.zarr"``,
+draws streamed to a temporary Zarr store, :mod:`pmctx.streaming`). Each
 case runs in its own Python process (``--child``), which reports its peak resident memory
 (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) and that of the chain processes PyMC starts
 (``RUSAGE_CHILDREN``: the largest one), and the wall time of the fit call; the table adds the
-two peaks as ``peak_gb`` (an upper bound on the memory the fit needed at once).
+two peaks as ``peak_gb`` (an upper bound on the memory the fit needed at once). The ``*_gb``
+columns are GiB (``ru_maxrss`` kB / 2**20; 2 GiB = 2.15 GB).
 
 ``--draws``/``--tune`` override the defaults (1000/1000) for a quicker look; rows say what they
 used. ``--before PATH`` runs the same cases on another checkout of the package (e.g.
@@ -34,15 +40,35 @@ import warnings
 from pathlib import Path
 
 RESULTS = Path(__file__).parent / "results" / "memory_scale.json"
-DEFAULT_CASES = ("ibp:1000", "ibp:10000", "map:128", "map:256", "gum:10000")
+DEFAULT_CASES = ("ibp:1000", "ibp:10000", "map:128", "map:256", "map:512", "gum:10000",
+                 "gum:100000")  # fmt: skip
+#: The same table on a shared 2-CPU machine: defaults where they finish in minutes, else fewer
+#: draws (IBP: R-hat of n_active reported; maps: as many kept draws per chain as defaults
+#: where the default thinning keeps 32 or fewer); ``ibp:50000`` is left to ``--cases``.
+SHARED_CASES = ("ibp:1000@200+200", "ibp:10000@100+100", "map:128@32+4", "map:256@32+4",
+                "map:512@32+4", "map:512/disk@32+4", "gum:10000", "gum:100000")  # fmt: skip
+
+
+def parse_case(case: str, draws: int, tune: int) -> tuple[str, int, int]:
+    """``"map:512/disk@32+4"`` -> ``("map:512/disk", 32, 4)``; without ``@``, the given
+    draws and tune."""
+    if "@" in case:
+        case, counts = case.split("@")
+        draws, tune = (int(n) for n in counts.split("+"))
+    return case, draws, tune
 
 
 def _fit(case: str, draws: int, tune: int) -> None:
+    import tempfile
+
     import numpy as np
 
     kind, size = case.split(":")
+    size, _, where = size.partition("/")
     size = int(size)
     kw = dict(draws=draws, tune=tune, random_seed=1, progressbar=False)
+    if where == "disk":
+        kw["store"] = Path(tempfile.mkdtemp(prefix="pmctx_bench_")) / "fit.zarr"
     if kind == "ibp":
         from pmctx.models import ibp
 
@@ -50,7 +76,7 @@ def _fit(case: str, draws: int, tune: int) -> None:
 
         data = visuomotor_data(size, random_seed=1)
         idata = ibp.sample(data.F, data.X, K_max=10, **kw)
-        return {"n_active_rhat": _rhat(idata, "n_active")}
+        return {"n_active_rhat": _rhat(idata, "n_active"), **_disk(kw)}
     if kind == "map":
         from pmctx.models import vonmises_map as vm
 
@@ -58,8 +84,8 @@ def _fit(case: str, draws: int, tune: int) -> None:
         y, x = np.mgrid[0:size, 0:size] / size * 4 * np.pi
         theta = np.mod(np.arctan2(np.sin(y), np.cos(x)) / 2 + rng.vonmises(0, 8, (size, size)) / 2,
                        np.pi)  # fmt: skip
-        vm.reconstruct(theta, kappa=2.0, kappa_obs=3.0, rank=3, **kw)
-        return {}
+        idata = vm.reconstruct(theta, kappa=2.0, kappa_obs=3.0, rank=3, **kw)
+        return {"kept_draws": int(idata.posterior.sizes["draw"]), **_disk(kw)}
     if kind == "gum":
         from pmctx.models import gum
 
@@ -69,6 +95,17 @@ def _fit(case: str, draws: int, tune: int) -> None:
         g.sample(**kw)
         return {}
     raise ValueError(f"unknown case {case!r}; expected ibp:N, map:S or gum:R")
+
+
+def _disk(kw) -> dict:
+    """Size of the Zarr store of a ``/disk`` case (removed after measuring)."""
+    import shutil
+
+    if "store" not in kw:
+        return {}
+    size = sum(f.stat().st_size for f in kw["store"].rglob("*") if f.is_file())
+    shutil.rmtree(kw["store"].parent, ignore_errors=True)
+    return {"disk_gb": round(size / 1e9, 2)}
 
 
 def _rhat(idata, name):
@@ -134,13 +171,14 @@ def run(quick: bool = False) -> list[dict]:
     if quick:
         cases = [("ibp:300", 100, 100), ("map:64", 100, 100), ("gum:2000", 200, 200)]
     else:
-        cases = [(case, 1000, 1000) for case in DEFAULT_CASES]
+        cases = [parse_case(case, 1000, 1000) for case in DEFAULT_CASES]
     return [run_case(case, draws, tune, label="after") for case, draws, tune in cases]
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cases", nargs="*", default=list(DEFAULT_CASES))
+    parser.add_argument("--cases", nargs="*")
+    parser.add_argument("--shared", action="store_true", help="run SHARED_CASES")
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--before", type=Path, help="checkout to run as 'before'")
@@ -150,18 +188,23 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.child:
         return child(args.child, args.draws, args.tune)
+    cases = args.cases or list(SHARED_CASES if args.shared else DEFAULT_CASES)
     rows = []
-    for case in args.cases:
+    for spec in cases:
+        case, draws, tune = parse_case(spec, args.draws, args.tune)
         if args.before:
-            rows.append(run_case(case, args.draws, args.tune, label="before",
+            rows.append(run_case(case, draws, tune, label="before",
                                  pythonpath=args.before, timeout=args.timeout))  # fmt: skip
             print(rows[-1], flush=True)
-        rows.append(run_case(case, args.draws, args.tune, label=args.label, timeout=args.timeout))
+        rows.append(run_case(case, draws, tune, label=args.label, timeout=args.timeout))
         print(rows[-1], flush=True)
-    print(f"\n{'case':>11} {'label':>7} {'draws':>5} {'wall s':>7} {'peak GB':>8}  status")
+    print(f"\n{'case':>16} {'label':>7} {'draws':>9} {'wall s':>7} {'main GiB':>8} "
+          f"{'chain GiB':>9} {'sum GiB':>7}  status")  # fmt: skip
     for r in rows:
-        print(f"{r['case']:>11} {r['label']:>7} {r.get('draws', ''):>5} "
-              f"{r.get('wall_s', ''):>7} {r.get('peak_gb', r.get('peak_any_child_gb', '')):>8}  "
+        print(f"{r['case']:>16} {r['label']:>7} {r.get('draws', '')!s:>4}+{r.get('tune', '')!s:<4} "
+              f"{r.get('wall_s', '')!s:>7} {r.get('peak_main_gb', '')!s:>8} "
+              f"{r.get('peak_chain_gb', '')!s:>9} "
+              f"{r.get('peak_gb', r.get('peak_any_child_gb', ''))!s:>7}  "
               f"{r['status']}")  # fmt: skip
     old = json.loads(RESULTS.read_text())["rows"] if RESULTS.exists() else []
     keep = {(r["case"], r["label"], r.get("draws")) for r in rows}

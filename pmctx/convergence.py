@@ -373,7 +373,7 @@ def convergence_report(
     for name in names:
         da = dataset[name].transpose("chain", "draw", ...)
         period = da.attrs.get("period")
-        values = flatten_elements(da.values)
+        values = np.asarray(da.values).reshape(*da.shape[:2], -1)  # float64: checked ones only
         checked = np.arange(values.shape[2])
         if max_elements is not None and checked.size > max_elements:
             checked = np.unique(np.linspace(0, checked.size - 1, max_elements).astype(int))

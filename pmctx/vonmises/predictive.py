@@ -136,9 +136,15 @@ def add_posterior_predictive(idata, random_seed=None) -> None:
     (1, 5, 3)
     """
     mask = idata.constant_data["obs_mask"].values == 1
-    o = idata.posterior["o"].values[:, :, mask]  # row-major order, as build_model's obs
-    z = as_rng(random_seed).vonmises(o, _kappa_obs_draws(idata))
     post = idata.posterior
+    kappa = np.broadcast_to(_kappa_obs_draws(idata), (*post["o"].shape[:2], 1))
+    rng = as_rng(random_seed)
+    # One chain at a time into float32 (angles): the same stream of draws as one call, with
+    # float64 temporaries a chain big.
+    z = np.empty((*post["o"].shape[:2], int(mask.sum())), np.float32)
+    for chain in range(z.shape[0]):
+        o = np.asarray(post["o"][chain].values, np.float64)[:, mask]  # row-major, as obs
+        z[chain] = rng.vonmises(o, kappa[chain])
     coords = {"chain": post["chain"].values, "draw": post["draw"].values}
     coords["obs"] = idata.observed_data["obs"].values
     idata.add_groups(

@@ -141,14 +141,19 @@ def finish_thinned(idata, model, trace: StoreTrace, *, log_likelihood: bool = Tr
             idata.add_groups(posterior=thinned)
     idata.posterior.attrs["thin"] = trace.thin
     if log_likelihood and "z" in model.named_vars:
-        o64 = idata.posterior.assign(o=idata.posterior["o"].astype("float64"))
         import arviz as az
+        import xarray as xr
 
-        ll = pm.compute_log_likelihood(
-            az.InferenceData(posterior=o64), model=model, extend_inferencedata=False,
-            progressbar=False,
-        )  # fmt: skip
-        idata.add_groups(log_likelihood=ll.astype("float32"))
+        post, parts = idata.posterior, []
+        for chain in range(post.sizes["chain"]):  # float64 copies one chain big
+            one = post.isel(chain=[chain])
+            one = one.assign(o=one["o"].astype("float64"))
+            ll = pm.compute_log_likelihood(
+                az.InferenceData(posterior=one), model=model, var_names=["z"],
+                extend_inferencedata=False, progressbar=False,
+            )  # fmt: skip
+            parts.append(ll.astype("float32"))
+        idata.add_groups(log_likelihood=xr.concat(parts, dim="chain"))
     return idata
 
 
