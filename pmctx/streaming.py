@@ -28,6 +28,9 @@ Examples
 ('Array', (1, 20, 3))
 """
 
+# Long because each public piece (the trace, the group writer, the lazy readers, LOO and the
+# memory view) carries a numpydoc docstring; the trace and its writer belong together.
+
 from __future__ import annotations
 
 import os
