@@ -233,8 +233,17 @@ def _old_posterior_sampler():
         posterior._GaussianBlock.build = saved[1]
 
 
+def _cpu_with_children():
+    """CPU seconds of this process and of its waited-for children (forked chains)."""
+    import resource
+
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + child.ru_utime + child.ru_stime
+
+
 def bench_posterior(quick, draws=None):
-    """Before (random-walk PMMH + NUTS) and after (collapsed (level, gain), grid proposal)."""
+    """Before (random-walk PMMH + NUTS) and after (collapsed (level, gain), grid proposal),
+    the latter also with its two chains in forked processes (``cores=2``)."""
     import arviz as az
 
     from pmctx.conditioning.fitting import recovery_design, simulate_subject
@@ -246,13 +255,14 @@ def bench_posterior(quick, draws=None):
     draws = draws or (300 if quick else 1000)
     names = ["alpha", "a", "gain", "level", "sd"]
     rows, seconds = [], {}
-    for label in ("before", "after"):
+    for label in ("before", "after", "after, cores=2"):
         patch = _old_posterior_sampler() if label == "before" else contextlib.nullcontext()
         with patch:
-            start, cpu = time.perf_counter(), time.process_time()
+            start, cpu = time.perf_counter(), _cpu_with_children()
             idata = sample_subject(data["responses"], design, variant="lcm", draws=draws,
-                                   tune=draws, chains=2, random_seed=2)  # fmt: skip
-            seconds[label], cpu = time.perf_counter() - start, time.process_time() - cpu
+                                   tune=draws, chains=2, random_seed=2,
+                                   cores=2 if "cores" in label else 1)  # fmt: skip
+            seconds[label], cpu = time.perf_counter() - start, _cpu_with_children() - cpu
         rhat = az.rhat(idata, var_names=names)
         ess = az.ess(idata, var_names=names)
         max_rhat = float(rhat.to_array().max())
@@ -268,11 +278,12 @@ def bench_posterior(quick, draws=None):
                     "random-walk PMMH + NUTS"
                     if label == "before"
                     else "PMMH, (level, gain) collapsed, grid t proposal + NUTS on sd"
+                    + (" (chains in 2 forked processes, same draws)" if "cores" in label else "")
                 ),
                 f"T=100, M=100, {draws}+{draws} draws/chain",
                 seconds[label],
-                baseline="before" if label == "after" else None,
-                base_seconds=seconds["before"] if label == "after" else None,
+                baseline=None if label == "before" else "before",
+                base_seconds=None if label == "before" else seconds["before"],
                 notes=f"CPU {cpu:.1f} s; max R-hat {max_rhat:.3f}; min ESS {min_ess:.0f}; "
                 f"R-hat/ESS {per}; PMMH acceptance {accept:.2f}; target < 20 s with R-hat <= "
                 f"1.01: {'met' if met else 'NOT met'}",

@@ -514,6 +514,32 @@ def _add_log_likelihood(idata, lik):
     idata.add_groups(log_likelihood=data)
 
 
+def _forked_chain(c):
+    return _FORK_JOB["run"](c)
+
+
+_FORK_JOB = {}
+
+
+def _map_chains(run_chain, chains, cores):
+    """``[run_chain(c) for c in range(chains)]``, in up to ``cores`` forked processes.
+
+    Forked children inherit the built model and compiled steps (nothing is pickled but the
+    chain index and the returned draws). Where fork is unavailable, chains run here.
+    """
+    import multiprocessing as mp
+
+    n = min(cores, chains)
+    if n == 1 or "fork" not in mp.get_all_start_methods():
+        return [run_chain(c) for c in range(chains)]
+    _FORK_JOB["run"] = run_chain
+    try:
+        with mp.get_context("fork").Pool(n) as pool:
+            return pool.map(_forked_chain, range(chains), chunksize=1)
+    finally:
+        _FORK_JOB.clear()
+
+
 def sample_subject(
     responses,
     features,
@@ -522,6 +548,7 @@ def sample_subject(
     draws=1000,
     tune=1000,
     chains=2,
+    cores=1,
     random_seed=None,
     progressbar=False,
     n_particles=100,
@@ -536,7 +563,11 @@ def sample_subject(
     responses, features, variant
         As :func:`~.fitting.fit_subject`.
     draws, tune, chains, random_seed, progressbar
-        As ``pm.sample`` (chains run one after another, one ``pm.sample`` call each).
+        As ``pm.sample`` (one ``pm.sample`` call per chain).
+    cores : int, default 1
+        Chains run at once in up to this many processes, forked after the model and its
+        steps are built and compiled; the draws are those of a run with ``cores=1`` (each
+        chain's random numbers and seed are drawn up front, in the same order).
     n_particles : int, default 100
     sampler : {"pmmh", "demz+nuts", "demz"}
         ``"pmmh"`` (default): :class:`~pmctx.conditioning.pmmh.ParticleMarginalMH` on the
@@ -567,35 +598,46 @@ def sample_subject(
     )
     op = model.filter_op
     T, M = op.likelihood.F.shape[0], op.likelihood.n_particles
-    parts = []
+    draws = check_int(draws, "draws", minimum=1)
+    tune = check_int(tune, "tune", minimum=0)
+    cores = check_int(cores, "cores", minimum=1)
+    # Each chain's common random numbers and seed, drawn in the order a sequential run uses.
+    plan = []
+    for _ in range(chains):
+        uniforms = common_uniforms(T, M, gen)
+        plan.append((uniforms, int(gen.integers(2**31 - 1))))
     with model:
         # The steps are built (their functions compiled) once; each chain starts from their
         # initial sampling state, as a freshly built step would (pm.sample's own sequential
-        # chains do the same).
+        # chains do the same), and pm.sample seeds every step's generator from the chain's
+        # seed: a chain's draws depend on its plan only, in this process or a forked one.
         steps = _steps(model, sampler, n_filter_runs)
         initial = [step.sampling_state for step in steps]
-        for _ in range(chains):
-            op.reset(common_uniforms(T, M, gen))
-            for step, state in zip(steps, initial, strict=True):
-                step.sampling_state = state
-            parts.append(
-                pm.sample(
-                    draws=check_int(draws, "draws", minimum=1),
-                    tune=check_int(tune, "tune", minimum=0),
-                    chains=1,
-                    cores=1,
-                    step=steps,
-                    random_seed=int(gen.integers(2**31 - 1)),
-                    progressbar=progressbar,
-                    compute_convergence_checks=False,
-                    # The pointwise log likelihood is computed below from each draw's recorded
-                    # V, for every sampler: PMMH's V depends on the draw's stored random
-                    # numbers, and PyMC's compute_log_likelihood cannot convert the ordinal
-                    # model (its cutpoints carry an initial value) -- it raised
-                    # NotImplementedError for response="ordinal" with the demz samplers.
-                    idata_kwargs={"log_likelihood": False},
-                )
+
+    def run_chain(c):
+        uniforms, seed = plan[c]
+        op.reset(uniforms)
+        for step, state in zip(steps, initial, strict=True):
+            step.sampling_state = state
+        with model:
+            return pm.sample(
+                draws=draws,
+                tune=tune,
+                chains=1,
+                cores=1,
+                step=steps,
+                random_seed=seed,
+                progressbar=progressbar,
+                compute_convergence_checks=False,
+                # The pointwise log likelihood is computed below from each draw's recorded
+                # V, for every sampler: PMMH's V depends on the draw's stored random
+                # numbers, and PyMC's compute_log_likelihood cannot convert the ordinal
+                # model (its cutpoints carry an initial value) -- it raised
+                # NotImplementedError for response="ordinal" with the demz samplers.
+                idata_kwargs={"log_likelihood": False},
             )
+
+    parts = _map_chains(run_chain, chains, cores)
     idata = az.concat(parts, dim="chain") if chains > 1 else parts[0]
     _add_log_likelihood(idata, op.likelihood)
     # Particle noise of the likelihood at the posterior mean, over fresh uniforms.

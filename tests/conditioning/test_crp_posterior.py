@@ -79,6 +79,19 @@ def test_sample_subject_runs_chains_with_their_own_uniforms(data):
     assert a({"alpha": 1.0}) != b({"alpha": 1.0})
 
 
+@pytest.mark.slow
+def test_chains_in_forked_processes_give_the_sequential_draws(data):
+    """cores=2 forks the chains after the steps are compiled: every draw, sampler stat and
+    the noise attribute equal those of the sequential run with the same seed."""
+    kwargs = dict(variant="lcm", draws=15, tune=15, chains=2, n_particles=10, random_seed=4)
+    seq = sample_subject(data["responses"], DESIGN, **kwargs)
+    par = sample_subject(data["responses"], DESIGN, cores=2, **kwargs)
+    for name in seq.posterior.data_vars:
+        np.testing.assert_array_equal(par.posterior[name], seq.posterior[name], err_msg=name)
+    np.testing.assert_array_equal(par.sample_stats["loglik"], seq.sample_stats["loglik"])
+    assert par.posterior.attrs["particle_loglik_sd"] == seq.posterior.attrs["particle_loglik_sd"]
+
+
 def test_binary_and_ordinal_models_build(data):
     y = (data["V"] > 0.5).astype(float)
     m = build_subject_model(y, DESIGN, variant="lcm_one_cause", response="logistic", n_particles=5)
