@@ -57,6 +57,7 @@ VALIDATED = [
     "pmctx.conditioning.marginal",
     "pmctx.conditioning.outputs",
     "pmctx.conditioning.particle_filter",
+    "pmctx.conditioning.filter_kernel",
     "pmctx.conditioning.plots",
     "pmctx.conditioning.pmmh",
     "pmctx.conditioning.posterior",
