@@ -9,8 +9,8 @@ nodes two pixels apart along rows and columns, of signed strength ``kappa2``::
 
 with ``u(o) = (cos o, sin o)`` and the ``R + 1`` mode vectors ``r_k`` of the
 nearest-neighbour potential (``a`` is the upper or left end; a repulsive potential is
-symmetric in its ends when ``R + 1`` is even, as at the default rank 5). A positive ``kappa2`` pulls the two angles together (a wider
-smoothing kernel); a negative one pushes ``o_c`` towards ``o_a + pi``, which with attractive
+symmetric in its ends when ``R + 1`` is even, as at the default rank 5). A positive
+``kappa2`` pulls the two angles together (a wider smoothing kernel); a negative one pushes ``o_c`` towards ``o_a + pi``, which with attractive
 nearest neighbours penalises curvature rather than slope (a Gaussian field with nearest
 couplings ``-4`` and second-neighbour ``+1`` in its precision is the second-order random
 walk, whose spectrum favours smooth maps; stronger repulsion favours a wavelength, as in the
