@@ -7,12 +7,12 @@ nodes two pixels apart along rows and columns, of signed strength ``kappa2``::
 
     psi2(o_a, o_c) = sum_{k=0}^{R} exp(|kappa2| r_k . (u(o_a) + sign(kappa2) u(o_c))),
 
-with ``u(o) = (cos o, sin o)`` and the ``R + 1`` mode vectors ``r_k`` of the
-nearest-neighbour potential (``a`` is the upper or left end; a repulsive potential is
-symmetric in its ends when ``R + 1`` is even, as at the default rank 5). A positive
-``kappa2`` pulls the two angles together (a wider smoothing kernel); a negative one pushes ``o_c`` towards ``o_a + pi``, which with attractive
-nearest neighbours penalises curvature rather than slope (a Gaussian field with nearest
-couplings ``-4`` and second-neighbour ``+1`` in its precision is the second-order random
+with ``u(o) = (cos o, sin o)`` and the ``R + 1`` mode vectors ``r_k`` of the nearest-neighbour
+potential (``a`` is the upper or left end; a repulsive potential is symmetric in its ends when
+``R + 1`` is even, as at the default rank 5). A positive ``kappa2`` pulls the two angles
+together (a wider smoothing kernel); a negative one pushes ``o_c`` towards ``o_a + pi``, which
+with attractive nearest neighbours penalises curvature rather than slope (a Gaussian field with
+nearest couplings ``-4`` and second-neighbour ``+1`` in its precision is the second-order random
 walk, whose spectrum favours smooth maps; stronger repulsion favours a wavelength, as in the
 Swift-Hohenberg model of orientation maps).
 
