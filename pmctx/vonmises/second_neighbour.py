@@ -41,7 +41,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from pmctx.vonmises.augmented import augmented_sweep, sample_edge_modes
-from pmctx.vonmises.potentials import log_edge_potential, mode_vectors
+from pmctx.vonmises.potentials import log_joint, mode_vectors
 
 __all__ = ["log_joint_second", "log_second_potential", "second_field", "second_neighbour_sweep"]
 
@@ -179,9 +179,7 @@ def log_joint_second(o, field, kappa: float, rank: int, kappa2: float) -> float:
         The unnormalised log density.
     """
     o = np.asarray(o, dtype=np.float64)
-    total = float(np.sum(field[..., 0] * np.cos(o) + field[..., 1] * np.sin(o)))
-    total += float(np.sum(log_edge_potential(o[:, :-1], o[:, 1:], kappa, rank)))
-    total += float(np.sum(log_edge_potential(o[:-1, :], o[1:, :], kappa, rank)))
+    total = log_joint(o, field, kappa, rank)
     if kappa2 != 0.0:
         total += float(np.sum(log_second_potential(o[:, :-2], o[:, 2:], kappa2, rank)))
         total += float(np.sum(log_second_potential(o[:-2, :], o[2:, :], kappa2, rank)))
