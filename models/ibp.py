@@ -52,6 +52,7 @@ from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     check_sample_kwargs,
     demo_sections,
+    dim_length,
     fit_with_sampler,
     run_sampler,
 )
@@ -294,7 +295,7 @@ def sample(
     if start not in START_CHOICES:
         raise ValueError(f"start must be one of {START_CHOICES}; got {start!r}.")
     model = build_model(F, X, K_max=K_max, reconstructions=bool(reconstructions), **hyper)
-    n_trials = int(model.dim_lengths["trial"].eval())
+    n_trials = dim_length(model, "trial")
     plan = storage_plan(
         model, draws=draws, chains=chains, store=store, reconstructions=reconstructions,
         log_likelihood=log_likelihood, posterior_predictive=posterior_predictive,
@@ -327,7 +328,7 @@ def sample(
         trace=trace,
     )
     finish(idata, model, plan, trace, random_seed=random_seed)
-    warn_if_truncated(idata, K_max=int(model.dim_lengths["feature"].eval()))
+    warn_if_truncated(idata, K_max=dim_length(model, "feature"))
     if plan.path is not None:  # every draw on disk, read lazily; convergence on what fits
         report_after_fit(idata, SPEC, check=False)
         report_after_fit(memory_view(idata), SPEC, check=check_convergence)

@@ -13,8 +13,10 @@ from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     SAMPLE_KWARGS,
     check_sample_kwargs,
+    dim_length,
     run_sampler,
     usable_cores,
+    variable_shape,
 )
 
 ENTRY_POINTS = {
@@ -143,3 +145,16 @@ def test_fit_with_sampler_documents_the_sampler_keywords_after_data():
     assert lines[at + 1] == SAMPLER_PARAMETERS[1]
     assert lines[at + 2] == "" and lines[at + 3].startswith("formula")
     assert _with_sampler_parameters(fit.__doc__) == fit.__doc__  # entered once
+
+
+def test_variable_shape_and_dim_length_agree_with_compiled_shapes():
+    model = vonmises_map.build_model(np.zeros((3, 4)), kappa=2.0, kappa_obs=3.0, rank=2)
+    for name in ("o", "z"):
+        assert variable_shape(model, name) == tuple(int(s) for s in model[name].shape.eval())
+    assert [dim_length(model, d) for d in ("row", "col")] == [3, 4]
+    with pm.Model() as free:  # no dims: static type shape, then the compiled fallback
+        pm.Normal("fixed", shape=(2, 5))
+        n = pm.Data("n", np.zeros(3))
+        pm.Normal("dynamic", shape=n.shape)
+    assert variable_shape(free, "fixed") == (2, 5)
+    assert variable_shape(free, "dynamic") == (3,)

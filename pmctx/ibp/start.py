@@ -27,6 +27,7 @@ import numpy as np
 
 from pmctx.ibp.hyper import HYPER_NAMES, HYPER_PRIORS, update_hyper
 from pmctx.ibp.sampler import IBPHyper, IBPState, gibbs_sweep
+from pmctx.sampling import dim_length
 from pmctx.validation import as_rng, check_int
 
 __all__ = ["START_HYPER", "subsample_initvals", "subsample_start"]
@@ -205,8 +206,8 @@ def subsample_initvals(model, F, X, *, chains, random_seed=None) -> list | None:
             fixed[name] = float(model[name].get_value())
         else:
             return None
-    k_max = int(model.dim_lengths["feature"].eval())
-    n = int(model.dim_lengths["trial"].eval())
+    k_max = dim_length(model, "feature")
+    n = dim_length(model, "trial")
     F = np.zeros((n, 0)) if F is None else np.asarray(F, dtype=np.float64)
     X = np.zeros((n, 0), np.int64) if X is None else np.asarray(X, dtype=np.int64)
     points = []

@@ -55,6 +55,7 @@ from pmctx.memory import (
     nbytes,
     subset_draws,
 )
+from pmctx.sampling import dim_length
 from pmctx.streaming import DiskTrace, disk_path
 
 __all__ = [
@@ -111,7 +112,7 @@ def _joint_dtype(chains, draws, n) -> str:
 
 
 def _dims(model) -> dict:
-    return {name: int(length.eval()) for name, length in model.dim_lengths.items()}
+    return {name: dim_length(model, name) for name in model.dim_lengths}
 
 
 def _per_draw_shape(model, name, dims) -> tuple:

@@ -22,6 +22,7 @@ from pmctx.ibp.conditionals import sample_pi_logit
 from pmctx.ibp.hyper import HYPER_NAMES, HYPER_PRIORS, update_hyper
 from pmctx.ibp.sampler import MOVES, IBPHyper, IBPState, gibbs_sweep
 from pmctx.ibp.split_merge import split_merge_move
+from pmctx.sampling import dim_length
 from pmctx.steps.base import PmctxStep
 from pmctx.validation import check_int
 
@@ -167,8 +168,8 @@ class IBPGibbs(PmctxStep):
         if transform is not None and not isinstance(transform, LogOddsTransform):
             raise ValueError(f"pi must use the default logodds transform, not {transform}.")
         self._pi_logit_space = transform is not None
-        self.k_max = int(model["Z"].type.shape[1] or model.dim_lengths["feature"].eval())
-        n = int(model.dim_lengths["trial"].eval())
+        self.k_max = int(model["Z"].type.shape[1] or dim_length(model, "feature"))
+        n = dim_length(model, "trial")
         self._F = np.zeros((n, 0)) if self.F is None else np.asarray(self.F, dtype=np.float64)
         self._X = np.zeros((n, 0), np.int64) if self.X is None else self.X.astype(np.int64)
         self._offset_fn = _force_offset_fn(self, model)
@@ -322,7 +323,7 @@ class IBPAlphaGibbs(PmctxStep):
         transform = model.rvs_to_transforms.get(model["alpha"])
         self._log_space = transform is not None
         self.shape, self.rate = (float(v) for v in prior)
-        self.k_max = int(model.dim_lengths["feature"].eval())
+        self.k_max = dim_length(model, "feature")
         self._pi_key = model.rvs_to_values[model["pi"]].name
         self._pi_logit = isinstance(model.rvs_to_transforms.get(model["pi"]), LogOddsTransform)
 
@@ -431,10 +432,10 @@ class IBPHyperGibbs(PmctxStep):
         self._keys = {n: model.rvs_to_values[model[n]].name for n in learned}
         self._transformed = {n: model.rvs_to_transforms.get(model[n]) is not None for n in learned}
         self.priors = {**HYPER_PRIORS, **(priors or {})}
-        self.k_max = int(model.dim_lengths["feature"].eval())
+        self.k_max = dim_length(model, "feature")
         self.F = _observed(model, "F")
         self.X = _observed(model, "X")
-        n = int(model.dim_lengths["trial"].eval())
+        n = dim_length(model, "trial")
         self._F = np.zeros((n, 0)) if self.F is None else np.asarray(self.F, dtype=np.float64)
         self._X = np.zeros((n, 0), np.int64) if self.X is None else self.X.astype(np.int64)
         hyper = model.replace_rvs_by_values([model[h] for h in HYPER_NAMES])

@@ -16,12 +16,14 @@ Examples
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 
 from pmctx.io import save_figure, write_standard_outputs
 from pmctx.memory import check_output_memory, nbytes
+from pmctx.sampling import variable_shape
 from pmctx.validation import as_angle_array
 from pmctx.vonmises.maps import circular_moments
 from pmctx.vonmises.plots import plot_angle_series, plot_reconstruction, plot_smoothness_trace
@@ -199,8 +201,8 @@ def check_map_memory(
     >>> round(size / 1e9, 1), round(thinned / 1e9, 2)
     (50.3, 0.81)
     """
-    nodes = int(np.prod(model["o"].shape.eval()))
-    n_obs = int(np.prod(model["z"].shape.eval())) if "z" in model.named_vars else 0
+    nodes = math.prod(variable_shape(model, "o"))
+    n_obs = math.prod(variable_shape(model, "z")) if "z" in model.named_vars else 0
     if thin is None:
         maps = {
             "posterior o and theta (tuning included)": 2 * nbytes((chains, draws + tune, nodes))

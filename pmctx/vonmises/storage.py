@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from pmctx.memory import (
     PER_DRAW_BYTES,
     PREDICTIVE_BYTES,
@@ -38,6 +36,7 @@ from pmctx.memory import (
     nbytes,
     subset_draws,
 )
+from pmctx.sampling import variable_shape
 from pmctx.streaming import DiskTrace, stream_log_likelihood
 
 __all__ = ["STORE_CHOICES", "finish_on_disk", "finish_thinned", "map_thin", "map_trace"]
@@ -69,7 +68,7 @@ def map_thin(model, *, draws: int, chains: int, store: str = "auto") -> int | No
             f"store must be one of {STORE_CHOICES}; got {store!r}. 'auto' keeps every k-th "
             "draw of maps too big to keep whole, 'all' keeps every draw."
         )
-    nodes = int(np.prod(model["o"].shape.eval()))
+    nodes = math.prod(variable_shape(model, "o"))
     if store == "all" or 2 * nbytes((chains, draws, nodes)) <= PER_DRAW_BYTES:
         return None
     return math.ceil(2 * nbytes((chains, draws, nodes), "float32") / PER_DRAW_BYTES)
@@ -193,7 +192,7 @@ def finish_on_disk(idata, model, trace: DiskTrace, log_likelihood=True,
         stream_log_likelihood(idata, model, trace.path, var_names=["z"])
     if posterior_predictive:
         post = idata.posterior
-        n_obs = int(np.prod(model["z"].shape.eval()))
+        n_obs = math.prod(variable_shape(model, "z"))
         keep = subset_draws(post.sizes["chain"], post.sizes["draw"], n_obs,
                             budget=PREDICTIVE_BYTES)  # fmt: skip
         index = even_draws(post.sizes["draw"], keep)
