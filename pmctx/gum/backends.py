@@ -190,6 +190,7 @@ def sample_nutpie(
     log_likelihood=None,
     drop: tuple = (),
     before_log_likelihood=None,
+    log_likelihood_thin: int = 1,
 ):
     """NUTS by nutpie with ``log_likelihood`` and ``observed_data``
     (``observed``: name -> values) groups like ``pm.sample`` with
@@ -226,11 +227,15 @@ def sample_nutpie(
     before_log_likelihood : callable, optional
         ``idata -> None``, run before the log-likelihood is computed (the posterior
         predictive: its transient arrays then come and go before the biggest array exists).
+    log_likelihood_thin : int, default 1
+        Keep the log-likelihood at every this many draws (:func:`add_log_likelihood_group`);
+        0: no ``log_likelihood`` group.
 
     Returns
     -------
     arviz.InferenceData
-        Posterior, sample stats, ``log_likelihood`` (and ``observed_data``).
+        Posterior, sample stats, ``log_likelihood`` unless ``log_likelihood_thin`` is 0 (and
+        ``observed_data``).
     """
     import nutpie
     import xarray as xr
@@ -266,10 +271,13 @@ def sample_nutpie(
         idata.add_groups(observed_data=xr.Dataset({n: (dims[n], a) for n, a in arrays.items()}))
     if before_log_likelihood is not None:
         before_log_likelihood(idata)
-    return add_log_likelihood_group(idata, loglik_model or model, log_likelihood)
+    if not log_likelihood_thin:
+        return idata
+    return add_log_likelihood_group(idata, loglik_model or model, log_likelihood,
+                                    thin=log_likelihood_thin)  # fmt: skip
 
 
-def add_log_likelihood_group(idata, model: pm.Model, log_likelihood=None):
+def add_log_likelihood_group(idata, model: pm.Model, log_likelihood=None, *, thin: int = 1):
     """Add the pointwise ``log_likelihood`` group (dims ``chain``, ``draw``, ``obs``) to
     ``idata`` in place and return it.
 
@@ -284,23 +292,32 @@ def add_log_likelihood_group(idata, model: pm.Model, log_likelihood=None):
         ``posterior -> {observed name: array (chain, draw, obs)}`` or None
         (``GumModel.log_likelihood_draws``: NumPy, float32 for big fits); default and
         fallback: :func:`pymc.compute_log_likelihood` (compiles a function, float64).
+    thin : int, default 1
+        Keep every ``thin``-th draw (draws ``0, thin, 2 thin, ...`` with their posterior
+        ``draw`` labels; ``attrs["thin"]``): ``az.loo`` reads the shorter group as it is.
 
     Returns
     -------
     arviz.InferenceData
         ``idata``.
     """
+    import arviz as az
     import xarray as xr
 
-    values = None if log_likelihood is None else log_likelihood(idata.posterior)
+    posterior = idata.posterior if thin == 1 else idata.posterior.isel(draw=slice(None, None, thin))
+    values = None if log_likelihood is None else log_likelihood(posterior)
     if values is None:
-        pm.compute_log_likelihood(idata, model=model, extend_inferencedata=True, progressbar=False)
-        return idata
-    coords = {name: idata.posterior[name].values for name in ("chain", "draw")}
-    dataset = xr.Dataset(
-        {name: (("chain", "draw", "obs"), array) for name, array in values.items()},
-        coords={**coords, "obs": np.arange(next(iter(values.values())).shape[-1])},
-    )
+        dataset = pm.compute_log_likelihood(
+            az.InferenceData(posterior=posterior), model=model, extend_inferencedata=False,
+            progressbar=False,
+        )  # fmt: skip
+    else:
+        coords = {name: posterior[name].values for name in ("chain", "draw")}
+        dataset = xr.Dataset(
+            {name: (("chain", "draw", "obs"), array) for name, array in values.items()},
+            coords={**coords, "obs": np.arange(next(iter(values.values())).shape[-1])},
+        )
+    dataset.attrs["thin"] = int(thin)
     if "log_likelihood" in idata.groups():
         del idata["log_likelihood"]
     idata.add_groups(log_likelihood=dataset)

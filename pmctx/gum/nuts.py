@@ -30,13 +30,18 @@ Examples
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pymc as pm
 
 from pmctx.gum.coordinates import free_dispersion
+from pmctx.memory import LOG_LIKELIHOOD_BYTES, format_bytes
 from pmctx.sampling import SAMPLE_DEFAULTS
 
 __all__ = ["laplace_potential", "nutpie_model", "sample"]
+
+_log = logging.getLogger(__name__)
 
 
 def nutpie_model(gum_model, whiten: bool, init_at_map: bool):
@@ -121,6 +126,7 @@ def sample(
     check_convergence: bool = True,
     backend: str = "auto",
     whiten: bool = True,
+    log_likelihood="auto",
     **kwargs,
 ):
     """NUTS via ``pm.sample`` or nutpie, with ``log_likelihood`` and
@@ -151,6 +157,12 @@ def sample(
     whiten : bool, default True
         nutpie: sample :attr:`whitened_model` with a diagonal mass matrix when
         ``init_at_map`` and every free variable is in the Laplace vector.
+    log_likelihood : {"auto", "all"}, int or False, default "auto"
+        Draws of the pointwise ``log_likelihood`` group: ``"auto"`` every draw while the
+        float32 array fits :data:`pmctx.memory.LOG_LIKELIHOOD_BYTES` (1 GiB), else every k-th
+        draw, the smallest k that fits (an INFO log line and ``log_likelihood.attrs["thin"]``
+        say so; ``az.loo`` reads it as is); ``"all"`` every draw; an integer k every k-th
+        draw; False none (as ``idata_kwargs={"log_likelihood": False}``).
     **kwargs
         Passed to :func:`pymc.sample` (``target_accept``, ``step``, ``initvals``, ...).
 
@@ -171,14 +183,27 @@ def sample(
     """
     from pmctx.convergence import report_after_fit
     from pmctx.gum.backends import add_log_likelihood_group, choose_backend, sample_nutpie
-    from pmctx.gum.outputs import check_fit_memory, convergence_check
+    from pmctx.gum.outputs import check_fit_memory, convergence_check, log_likelihood_thin
     from pmctx.sampling import run_sampler
 
     def predictive(idata):  # before the log-likelihood, the biggest array: lower peak memory
         if posterior_predictive:
             self.add_posterior_predictive(idata, random_seed=random_seed)
 
-    check_fit_memory(self.design, draws=draws, chains=chains,
+    keep = "auto" if log_likelihood is True else log_likelihood
+    thin = 0
+    if keep is not False:
+        thin = log_likelihood_thin(self.design.n_obs, draws=draws, chains=chains, keep=keep)
+    if not {"log_likelihood": True, **(idata_kwargs or {})}["log_likelihood"]:
+        thin = 0
+    if thin > 1 and keep == "auto":
+        _log.info(
+            "GUM NUTS fit: the pointwise log-likelihood (%d rows x %d x %d draws, float32) "
+            "would pass pmctx.memory.LOG_LIKELIHOOD_BYTES (%s); it is kept at one draw in %d "
+            "(log_likelihood.attrs['thin']); log_likelihood='all' keeps every draw.",
+            self.design.n_obs, chains, draws, format_bytes(LOG_LIKELIHOOD_BYTES), thin,
+        )  # fmt: skip
+    check_fit_memory(self.design, draws=draws, chains=chains, log_likelihood_thin=thin,
                      posterior_predictive=posterior_predictive)  # fmt: skip
     nutpie_ok = {"target_accept", "compute_convergence_checks", "init"}
     chosen = choose_backend(
@@ -201,6 +226,7 @@ def sample(
             low_rank=not white,
             loglik_model=self.model,
             log_likelihood=self.log_likelihood_draws,
+            log_likelihood_thin=thin,
             drop=(WHITE_NAME, WHITE_DIM),
             before_log_likelihood=predictive,
         )
@@ -229,7 +255,7 @@ def sample(
         **kwargs,
     )
     predictive(idata)
-    if {"log_likelihood": True, **(idata_kwargs or {})}["log_likelihood"]:
-        add_log_likelihood_group(idata, self.model, self.log_likelihood_draws)
+    if thin:
+        add_log_likelihood_group(idata, self.model, self.log_likelihood_draws, thin=thin)
     report_after_fit(idata, convergence_check(), check=check_convergence)
     return idata

@@ -27,11 +27,13 @@ import pandas as pd
 
 from pmctx.gum.basis import quantile_bins
 from pmctx.memory import (
+    LOG_LIKELIHOOD_BYTES,
     PER_DRAW_BYTES,
     PREDICTIVE_BYTES,
     check_output_memory,
     nbytes,
     subset_draws,
+    thin_to_fit,
 )
 from pmctx.validation import check_int
 
@@ -45,6 +47,7 @@ __all__ = [
     "explained_variance",
     "function_bands",
     "invariants",
+    "log_likelihood_thin",
 ]
 
 
@@ -290,14 +293,55 @@ def convergence_check():
     return ModelCheck("gum", invariants=invariants, advice=CONVERGENCE_ADVICE)
 
 
-def check_fit_memory(design, *, draws: int, chains: int, posterior_predictive=True) -> int:
+def log_likelihood_thin(n_obs: int, *, draws: int, chains: int, keep="auto") -> int:
+    """Every how many draws a NUTS fit keeps the pointwise log-likelihood (1: every draw).
+
+    ``keep="auto"`` (``GumModel.sample``'s ``log_likelihood`` default): every draw while the
+    float32 array takes at most :data:`pmctx.memory.LOG_LIKELIHOOD_BYTES` (1 GiB), else every
+    k-th draw, the smallest k that fits (100,000 rows x 4 x 1,000 draws: every 2nd draw,
+    0.8 GB instead of 1.6 GB). ``"all"`` keeps every draw, an integer k every k-th.
+
+    Parameters
+    ----------
+    n_obs : int
+        Rows of the data.
+    draws, chains : int
+        Draws per chain and chains.
+    keep : {"auto", "all"} or int, default "auto"
+        The rule, or a thinning interval (1 or more).
+
+    Returns
+    -------
+    int
+        The thinning interval, in ``1..draws``.
+
+    Examples
+    --------
+    >>> log_likelihood_thin(100_000, draws=1000, chains=4), log_likelihood_thin(
+    ...     100_000, draws=1000, chains=4, keep="all")
+    (2, 1)
+    """
+    if isinstance(keep, str) and keep in ("auto", "all"):
+        if keep == "all":
+            return 1
+        return thin_to_fit(chains, draws, n_obs, itemsize=4, budget=LOG_LIKELIHOOD_BYTES)
+    if isinstance(keep, bool) or not isinstance(keep, int | np.integer) or keep < 1:
+        raise ValueError(
+            f"log_likelihood must be 'auto', 'all', False or a thinning interval (an integer "
+            f">= 1), got {keep!r}; pass log_likelihood='all' to keep every draw."
+        )
+    return int(min(keep, max(draws, 1)))
+
+
+def check_fit_memory(design, *, draws: int, chains: int, posterior_predictive=True,
+                     log_likelihood_thin: int = 1) -> int:  # fmt: skip
     """Warn :class:`pmctx.exceptions.MemoryWarning` before a NUTS fit whose outputs would pass
     half the available memory (:func:`pmctx.memory.check_output_memory`).
 
-    The pointwise ``log_likelihood`` keeps one value per row and draw (float32 once float64
-    would pass :data:`pmctx.memory.PER_DRAW_BYTES`); the posterior predictive keeps the draws
-    that fit :data:`pmctx.memory.PREDICTIVE_BYTES`; the posterior itself holds function values
-    on their grids (small).
+    The pointwise ``log_likelihood`` keeps one value per row and kept draw (float32 once
+    float64 would pass :data:`pmctx.memory.PER_DRAW_BYTES`); the posterior predictive keeps
+    the draws that fit :data:`pmctx.memory.PREDICTIVE_BYTES`; the posterior itself holds
+    function values on their grids (small).
 
     Parameters
     ----------
@@ -307,6 +351,9 @@ def check_fit_memory(design, *, draws: int, chains: int, posterior_predictive=Tr
         Draws per chain and chains.
     posterior_predictive : bool, default True
         Whether the posterior predictive group is kept.
+    log_likelihood_thin : int, default 1
+        The log-likelihood is kept at every this many draws (:func:`log_likelihood_thin`);
+        0: not kept.
 
     Returns
     -------
@@ -322,9 +369,12 @@ def check_fit_memory(design, *, draws: int, chains: int, posterior_predictive=Tr
     ...         family="poisson")
     >>> round(check_fit_memory(g.design, draws=1000, chains=4) / 1e9, 2)
     1.73
+    >>> round(check_fit_memory(g.design, draws=1000, chains=4, log_likelihood_thin=2) / 1e9, 2)
+    0.93
     """
     n = int(design.n_obs)
-    ll = nbytes((chains, draws, n))
+    kept = -(-draws // log_likelihood_thin) if log_likelihood_thin else 0
+    ll = nbytes((chains, kept, n))
     if ll > PER_DRAW_BYTES:
         ll //= 2
     outputs = {
@@ -337,6 +387,7 @@ def check_fit_memory(design, *, draws: int, chains: int, posterior_predictive=Tr
     return check_output_memory(
         outputs,
         what=f"GUM NUTS fit ({n} rows, {chains} x {draws} draws)",
-        advice="Keep less: fewer draws, or posterior_predictive=False.",
+        advice="Keep less: fewer draws, posterior_predictive=False, or log_likelihood=k (every "
+        "k-th draw) or False.",
         stacklevel=4,
     )

@@ -93,3 +93,83 @@ def test_pymc_backend_adds_the_numpy_log_likelihood_after_the_predictive():
     np.testing.assert_allclose(idata.log_likelihood["y"].values, reference.values, atol=1e-9)
     bare = g.sample(**kw, idata_kwargs={"log_likelihood": False}, posterior_predictive=False)
     assert "log_likelihood" not in bare.groups() and "posterior_predictive" not in bare.groups()
+
+
+def test_log_likelihood_thin_rule_and_bad_values():
+    from pmctx.gum.outputs import log_likelihood_thin
+
+    assert log_likelihood_thin(10_000, draws=1000, chains=4) == 1  # 160 MB: every draw
+    assert log_likelihood_thin(100_000, draws=1000, chains=4) == 2  # 1.6 GB -> 0.8 GB
+    assert log_likelihood_thin(400_000, draws=1000, chains=4) == 6  # 6.4 GB -> 1.07 GB
+    assert log_likelihood_thin(100_000, draws=1000, chains=4, keep="all") == 1
+    assert log_likelihood_thin(100, draws=10, chains=4, keep=4) == 4
+    for bad in ("every", 0, -2, 1.5, True):
+        with pytest.raises(ValueError, match=r"log_likelihood must be 'auto', 'all', False or"):
+            log_likelihood_thin(100, draws=10, chains=4, keep=bad)
+
+
+def test_sample_thins_a_log_likelihood_past_its_budget(monkeypatch, caplog):
+    """A budget of 8 draws of 60 rows (float32) makes 16 draws keep every 2nd: the INFO line
+    and attrs say so, az.loo and pmctx.summary run on the result, the kept draws equal the
+    full log-likelihood's, and log_likelihood='all' or an integer overrides the rule."""
+    import logging
+
+    import arviz as az
+
+    import pmctx
+    from pmctx.gum import outputs
+
+    g = _model()
+    kw = dict(draws=16, tune=15, chains=1, random_seed=3, backend="pymc", progressbar=False,
+              check_convergence=False, posterior_predictive=False)  # fmt: skip
+    monkeypatch.setattr(outputs, "LOG_LIKELIHOOD_BYTES", 8 * 60 * 4)
+    with caplog.at_level(logging.INFO, logger="pmctx.gum.nuts"):
+        idata = g.sample(**kw)
+    assert "kept at one draw in 2" in caplog.text and "log_likelihood='all'" in caplog.text
+    ll = idata.log_likelihood
+    assert ll.attrs["thin"] == 2 and ll["y"].shape == (1, 8, 60)
+    np.testing.assert_array_equal(ll["draw"].values, np.arange(0, 16, 2))
+    full = g.log_likelihood_draws(idata.posterior)["y"]
+    np.testing.assert_allclose(ll["y"].values, full[:, ::2], rtol=1e-6, atol=1e-6)
+    assert np.isfinite(az.loo(idata).elpd_loo)
+    assert len(pmctx.summary(idata)) > 0
+    every = g.sample(**kw, log_likelihood="all").log_likelihood
+    assert every.attrs["thin"] == 1 and every.sizes["draw"] == 16
+    assert g.sample(**kw, log_likelihood=4).log_likelihood.sizes["draw"] == 4
+    assert "log_likelihood" not in g.sample(**kw, log_likelihood=False).groups()
+    with pytest.raises(ValueError, match="log_likelihood must be"):
+        g.sample(**kw, log_likelihood="some")
+
+
+def test_pymc_fallback_log_likelihood_is_thinned_too():
+    from pmctx.gum.backends import add_log_likelihood_group
+
+    g = _model()
+    idata = g.laplace(draws=9, random_seed=1, log_likelihood=False, posterior_predictive=False)
+    add_log_likelihood_group(idata, g.model, None, thin=3)
+    reference = pm.compute_log_likelihood(
+        idata, model=g.model, extend_inferencedata=False, progressbar=False
+    )["y"].values
+    assert idata.log_likelihood.attrs["thin"] == 3
+    np.testing.assert_allclose(idata.log_likelihood["y"].values, reference[:, ::3], atol=1e-9)
+
+
+def test_thinned_log_likelihood_gives_loo_within_its_monte_carlo_error():
+    """PSIS-LOO from every 2nd of 800 independent (Laplace) draws equals that from all 800
+    within 4 Monte Carlo standard deviations of the thinned estimate (the importance-sampling
+    variance of each point's 1 / mean(1 / p), summed over the 60 points)."""
+    import arviz as az
+
+    from pmctx.gum.backends import add_log_likelihood_group
+
+    g = _model()
+    idata = g.laplace(draws=800, random_seed=4, log_likelihood=False, posterior_predictive=False)
+    loo = {}
+    for thin in (1, 2):
+        one = idata.copy()
+        add_log_likelihood_group(one, g.model, g.log_likelihood_draws, thin=thin)
+        loo[thin] = az.loo(one).elpd_loo
+    w = np.exp(-g.log_likelihood_draws(idata.posterior)["y"][0])  # (draw, obs): 1 / p
+    mc_sd = np.sqrt(np.sum(w.var(axis=0) / (400 * w.mean(axis=0) ** 2)))
+    assert 0 < mc_sd < 1
+    assert abs(loo[2] - loo[1]) < 4 * mc_sd
