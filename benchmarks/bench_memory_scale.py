@@ -76,7 +76,7 @@ def _fit(case: str, draws: int, tune: int) -> None:
 
         data = visuomotor_data(size, random_seed=1)
         idata = ibp.sample(data.F, data.X, K_max=10, **kw)
-        return {"n_active_rhat": _rhat(idata, "n_active"), **_disk(kw)}
+        return {"n_active_rhat": _rhat(idata, "n_active"), **_converged(idata), **_disk(kw)}
     if kind == "map":
         from pmctx.models import vonmises_map as vm
 
@@ -85,15 +85,17 @@ def _fit(case: str, draws: int, tune: int) -> None:
         theta = np.mod(np.arctan2(np.sin(y), np.cos(x)) / 2 + rng.vonmises(0, 8, (size, size)) / 2,
                        np.pi)  # fmt: skip
         idata = vm.reconstruct(theta, kappa=2.0, kappa_obs=3.0, rank=3, **kw)
-        return {"kept_draws": int(idata.posterior.sizes["draw"]), **_disk(kw)}
+        return {"kept_draws": int(idata.posterior.sizes["draw"]), **_converged(idata),
+                **_disk(kw)}  # fmt: skip
     if kind == "gum":
         from pmctx.models import gum
 
         x = rng_x = np.random.default_rng(1).uniform(0, 2, size)
         y = np.random.default_rng(2).poisson(np.exp(np.sin(rng_x)))
         g = gum.gum("y ~ f(x, max_points=8)", {"x": x, "y": y}, family="poisson")
-        g.sample(**kw)
-        return {}
+        idata = g.sample(**kw)
+        return {"log_likelihood_draws": int(idata.log_likelihood.sizes["draw"]),
+                **_converged(idata)}  # fmt: skip
     raise ValueError(f"unknown case {case!r}; expected ibp:N, map:S or gum:R")
 
 
@@ -106,6 +108,14 @@ def _disk(kw) -> dict:
     size = sum(f.stat().st_size for f in kw["store"].rglob("*") if f.is_file())
     shutil.rmtree(kw["store"].parent, ignore_errors=True)
     return {"disk_gb": round(size / 1e9, 2)}
+
+
+def _converged(idata) -> dict:
+    """pmctx's own convergence report of the fit (None when it kept none, e.g. on disk)."""
+    from pmctx.convergence import _recall
+
+    report = _recall(idata)
+    return {"converged": None if report is None else bool(report["converged"].all())}
 
 
 def _rhat(idata, name):

@@ -111,7 +111,7 @@ def test_log_likelihood_thin_rule_and_bad_values():
 def test_sample_thins_a_log_likelihood_past_its_budget(monkeypatch, caplog):
     """A budget of 8 draws of 60 rows (float32) makes 16 draws keep every 2nd: the INFO line
     and attrs say so, az.loo and pmctx.summary run on the result, the kept draws equal the
-    full log-likelihood's, and log_likelihood='all' or an integer overrides the rule."""
+    full log-likelihood's, and log_likelihood='all' overrides the rule."""
     import logging
 
     import arviz as az
@@ -135,8 +135,6 @@ def test_sample_thins_a_log_likelihood_past_its_budget(monkeypatch, caplog):
     assert len(pmctx.summary(idata)) > 0
     every = g.sample(**kw, log_likelihood="all").log_likelihood
     assert every.attrs["thin"] == 1 and every.sizes["draw"] == 16
-    assert g.sample(**kw, log_likelihood=4).log_likelihood.sizes["draw"] == 4
-    assert "log_likelihood" not in g.sample(**kw, log_likelihood=False).groups()
     with pytest.raises(ValueError, match="log_likelihood must be"):
         g.sample(**kw, log_likelihood="some")
 
