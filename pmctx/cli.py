@@ -15,6 +15,7 @@ nothing is written to ``--out`` then.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -145,19 +146,28 @@ def _add_demo(sub) -> None:
     demo.add_argument("--quick", action="store_true", help="small sizes, about a minute each")
     demo.add_argument("--random-seed", dest="random_seed", type=int, default=0, help="seed (0)")
     demo.add_argument("--cores", type=int, default=None, help="chains run in parallel")
+    demo.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="models run at once (default: 2 on a machine with 2 or more usable CPUs, else 1)",
+    )
     _add_fail_on_warning(demo)
     demo.set_defaults(func=_demo)
 
 
-def _demo_estimate(chosen, quick: bool) -> str:
-    """The line announcing how long the chosen demos take (each spec's ``demo_seconds``)."""
+def _demo_estimate(chosen, quick: bool, jobs: int = 1) -> str:
+    """The line announcing how long the chosen demos take: each spec's ``demo_seconds`` (one
+    model at a time on 2 CPUs), shared among ``jobs`` models at once."""
     from pmctx.registry import get_spec
 
     expected = {name: get_spec(name).demo_seconds[1 if quick else 0] for name in chosen}
     parts = ", ".join(f"{name} {seconds:g}" for name, seconds in expected.items())
+    total = max(max(expected.values()), sum(expected.values()) / jobs)
+    at_once = f", {jobs} models at a time" if jobs > 1 else ""
     return (
-        f"pmctx demo: about {sum(expected.values()):g} s on 2 CPUs, more on a busy machine "
-        f"(expected seconds: {parts})."
+        f"pmctx demo: about {total:.0f} s on 2 CPUs{at_once}, more on a busy machine "
+        f"(expected seconds of each alone: {parts})."
     )
 
 
@@ -180,7 +190,6 @@ def _print_reports(name: str, paths) -> bool:
 
 
 def _demo(args) -> int:
-    from pmctx.registry import get_spec
 
     names = model_names()
     unknown = [m for m in args.models if m not in names]
@@ -189,22 +198,86 @@ def _demo(args) -> int:
         return 2
     _check_out(args.out)
     chosen = args.models or names
-    print(_demo_estimate(chosen, args.quick), flush=True)
-    failed = []
-    for name in chosen:
-        start = time.perf_counter()
-        paths, warned = _run_quietly(
-            name,
-            get_spec(name).demo,
-            args.out / name,
-            quick=args.quick,
-            random_seed=args.random_seed,
-            cores=args.cores,
-        )
-        _print_written(name, paths, time.perf_counter() - start)
-        if not _print_reports(name, paths) or warned:
-            failed.append(name)
+    jobs = _demo_jobs(args.jobs, len(chosen))
+    print(_demo_estimate(chosen, args.quick, jobs), flush=True)
+    if jobs == 1:
+        failed = [name for name in chosen if not _demo_one(name, args)]
+    else:
+        failed = _demo_at_once(chosen, args, jobs)
     return _exit_status(args, not failed, ", ".join(failed))
+
+
+def _demo_jobs(jobs: int | None, n_models: int) -> int:
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"--jobs must be at least 1; got {jobs}.")
+    if jobs is None:
+        from pmctx.sampling import usable_cores
+
+        jobs = 2 if usable_cores() >= 2 else 1
+    return max(1, min(jobs, n_models))
+
+
+def _demo_one(name: str, args) -> bool:
+    """Run one model's demo and print what it wrote and its convergence report; whether it
+    converged without a pmctx warning."""
+    from pmctx.registry import get_spec
+
+    start = time.perf_counter()
+    paths, warned = _run_quietly(
+        name,
+        get_spec(name).demo,
+        args.out / name,
+        quick=args.quick,
+        random_seed=args.random_seed,
+        cores=args.cores,
+    )
+    _print_written(name, paths, time.perf_counter() - start)
+    return _print_reports(name, paths) and not warned
+
+
+def _demo_in_child(name: str, args, log: str) -> bool:
+    # Everything this process and its chain processes print goes to ``log`` (file
+    # descriptors 1 and 2 and Python's streams), so that the parent prints each model's
+    # lines together.
+    streams, saved = (sys.stdout, sys.stderr), (os.dup(1), os.dup(2))
+    with open(log, "w", buffering=1) as sink:
+        for stream in streams:
+            stream.flush()
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        sys.stdout = sys.stderr = sink
+        try:
+            return _demo_one(name, args)
+        finally:
+            sink.flush()
+            sys.stdout, sys.stderr = streams
+            for fd, copy in zip((1, 2), saved):
+                os.dup2(copy, fd)
+                os.close(copy)
+
+
+def _demo_at_once(chosen, args, jobs: int) -> list[str]:
+    """Run the demos ``jobs`` at a time in forked processes (the imports are already done),
+    printing each model's output when it ends; the names that failed. One model's sampling
+    leaves a CPU idle while it compiles, builds its outputs or scores its CV folds."""
+    import multiprocessing
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    failed = []
+    with (
+        tempfile.TemporaryDirectory() as logs,
+        ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool,
+    ):
+        futures = {
+            pool.submit(_demo_in_child, name, args, f"{logs}/{name}.log"): name for name in chosen
+        }
+        for future in as_completed(futures):
+            name = futures[future]
+            print(Path(f"{logs}/{name}.log").read_text(), end="", flush=True)
+            if not future.result():
+                failed.append(name)
+    return [name for name in chosen if name in failed]
 
 
 # ---------------------------------------------------------------- fit

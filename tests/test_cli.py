@@ -119,6 +119,52 @@ def test_demo_announces_the_sum_of_each_specs_expected_seconds():
         seconds = [get_spec(name).demo_seconds[1 if quick else 0] for name in MODEL_NAMES]
         assert all(s > 0 for s in seconds), "every model's spec states its demo's duration"
         assert line.startswith(f"pmctx demo: about {sum(seconds):g} s on 2 CPUs")
+        shared = cli._demo_estimate(MODEL_NAMES, quick, jobs=2)
+        at_once = max(max(seconds), sum(seconds) / 2)
+        assert shared.startswith(f"pmctx demo: about {at_once:.0f} s on 2 CPUs, 2 models at")
+
+
+class _FakeSpec:
+    demo_seconds = (1.0, 1.0)
+
+    def __init__(self, name, converged):
+        self.name, self.converged = name, converged
+
+    def demo(self, out, *, quick, random_seed, cores):
+        import os
+
+        out.mkdir(parents=True)
+        report = out / f"{self.name}_diagnostics.csv"
+        report.write_text(
+            "quantity,kind,r_hat,r_hat_limit,ess_bulk,ess_tail,ess_min,converged\n"
+            f"x,linear,1.0,1.01,500,500,400,{self.converged}\n"
+        )
+        os.write(2, f"{self.name} sampler line on stderr\n".encode())  # as PyMC logs
+        return [report]
+
+
+def test_demo_jobs_run_models_at_once_and_print_each_models_lines_together(
+    tmp_path, capfd, monkeypatch
+):
+    import pmctx.registry
+
+    specs = {"one": _FakeSpec("one", True), "two": _FakeSpec("two", False)}
+    monkeypatch.setattr(cli, "model_names", lambda: list(specs))
+    monkeypatch.setattr(pmctx.registry, "get_spec", specs.__getitem__)
+    code = cli.main(["demo", "--jobs", "2", "--out", str(tmp_path), "--fail-on-warning"])
+    captured = capfd.readouterr()
+    out = captured.out
+    assert code == 1 and "[two] --fail-on-warning" in captured.err
+    for name, status in (("one", "all quantities converged"), ("two", "NOT CONVERGED")):
+        block = out[out.index(f"{name} sampler line") :]
+        assert block.index(f"[{name}] wrote 1 file(s)") < block.index(f"({status})")
+        assert (tmp_path / name / f"{name}_diagnostics.csv").exists()
+    assert "2 models at a time" in out.splitlines()[0]
+
+
+def test_demo_rejects_zero_jobs(tmp_path, capsys):
+    assert cli.main(["demo", "crp", "--jobs", "0", "--out", str(tmp_path)]) == 2
+    assert "--jobs must be at least 1; got 0" in capsys.readouterr().err
 
 
 def test_load_hint_names_the_files_written(tmp_path, capsys):
