@@ -264,14 +264,17 @@ def _demo_at_once(chosen, args, jobs: int) -> list[str]:
     import tempfile
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
+    from pmctx.registry import get_spec
+
     failed = []
     with (
         tempfile.TemporaryDirectory() as logs,
         ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool,
     ):
         futures = {
-            pool.submit(_demo_in_child, name, args, f"{logs}/{name}.log"): name for name in chosen
-        }
+            pool.submit(_demo_in_child, name, args, f"{logs}/{name}.log"): name
+            for name in sorted(chosen, key=lambda n: -get_spec(n).demo_seconds[int(args.quick)])
+        }  # longest first, so that the short ones fill in at the end
         for future in as_completed(futures):
             name = futures[future]
             print(Path(f"{logs}/{name}.log").read_text(), end="", flush=True)
