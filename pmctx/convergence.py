@@ -34,6 +34,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import warnings
 import weakref
 from collections.abc import Callable
@@ -41,9 +42,11 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+import scipy.fft
 import xarray as xr
 from scipy.special import ndtri
 
+from pmctx._numba_ranks import ess_direct, geyer_ess, power_over_chains, rank_transforms
 from pmctx.exceptions import ConvergenceWarning
 
 __all__ = [
@@ -61,6 +64,13 @@ __all__ = [
 R_HAT_MAX = 1.01
 ESS_PER_CHAIN = 100
 MAX_ELEMENTS = 1000
+#: Elements diagnosed together: their ranks, scores and spectra fit in the CPU's cache.
+BLOCK = 64
+TAIL_PROBS = (0.05, 0.95)
+#: Autocovariance lags summed directly on a first and a second try, and the pair of
+#: autocorrelations after the first try above which an element goes to the FFT at once
+#: (these set the cost, not the results).
+FIRST_LAGS, MAX_DIRECT_LAGS, GIVE_UP_PAIR = 16, 64, 1.0
 
 
 def flatten_elements(values) -> np.ndarray:
@@ -86,31 +96,6 @@ def _split(x: np.ndarray) -> np.ndarray:
     return np.concatenate([x[:, :half], x[:, x.shape[1] - half :]], axis=0)
 
 
-def _average_ranks(flat: np.ndarray) -> np.ndarray:
-    """1-based ranks of each row of ``flat`` (element, sample), ties averaged (vectorised)."""
-    n, size = flat.shape
-    order = np.argsort(flat, axis=1, kind="stable")
-    ordered = np.take_along_axis(flat, order, axis=1)
-    new_group = np.ones((n, size), dtype=bool)
-    new_group[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    group = np.cumsum(new_group.ravel()) - 1
-    counts = np.bincount(group)
-    starts = np.cumsum(counts) - counts  # flat index of each group's first member
-    position = starts[group] - np.repeat(np.arange(n) * size, size)
-    rank_sorted = (position + (counts[group] + 1) / 2.0).reshape(n, size)
-    ranks = np.empty_like(rank_sorted)
-    np.put_along_axis(ranks, order, rank_sorted, axis=1)
-    return ranks
-
-
-def _rank_normalise(x: np.ndarray) -> np.ndarray:
-    chains, draws, n = x.shape
-    flat = np.ascontiguousarray(x.reshape(chains * draws, n).T)
-    ranks = _average_ranks(flat)
-    z = ndtri((ranks - 0.375) / (chains * draws + 0.25))
-    return z.T.reshape(x.shape)
-
-
 def _basic_rhat(x: np.ndarray) -> np.ndarray:
     draws = x.shape[1]
     between = draws * np.var(x.mean(axis=1), axis=0, ddof=1)
@@ -121,44 +106,80 @@ def _basic_rhat(x: np.ndarray) -> np.ndarray:
     return np.where(within > 0, value, np.where(between > 0, np.inf, 1.0))
 
 
-def _ess(x: np.ndarray) -> np.ndarray:
-    """Geyer initial-monotone-sequence ESS of (chain, draw, element) draws."""
-    chains, draws, _ = x.shape
-    total = chains * draws
-    y = np.ascontiguousarray(np.moveaxis(x, 2, 0))  # (element, chain, draw)
-    centred = y - y.mean(axis=2, keepdims=True)
-    size = 2 ** int(np.ceil(np.log2(2 * draws)))
-    spectrum = np.fft.rfft(centred, n=size, axis=2)
-    acov = np.fft.irfft(spectrum * np.conj(spectrum), n=size, axis=2)[:, :, :draws] / draws
-    mean_var = acov[:, :, 0].mean(axis=1) * draws / (draws - 1.0)
-    var_plus = mean_var * (draws - 1.0) / draws
-    if chains > 1:
-        var_plus = var_plus + np.var(y.mean(axis=2), axis=1, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rho = (1.0 - (mean_var[:, None] - acov.mean(axis=1)) / var_plus[:, None]).T
-    rho[0] = 1.0
-    n_pairs = (draws - 1) // 2
-    pairs = rho[0 : 2 * n_pairs : 2] + rho[1 : 2 * n_pairs : 2]
-    positive = np.cumprod(pairs > 0, axis=0).astype(bool)
-    monotone = np.minimum.accumulate(np.where(positive, pairs, 0.0), axis=0)
-    tau = -1.0 + 2.0 * np.sum(np.where(positive, monotone, 0.0), axis=0)
-    tau = np.maximum(tau, 1.0 / np.log10(total))
-    ess = total / tau
-    return np.where(var_plus > 0, ess, float(total))
+def _ess(y: np.ndarray) -> np.ndarray:
+    """Geyer initial-monotone-sequence ESS of (element, chain, draw) draws.
+
+    Autocovariances summed over chains: directly over the first lags
+    (:func:`pmctx._numba_ranks.ess_direct`, enough for most elements), else in the frequency
+    domain (one inverse transform per element) on the shortest fast FFT length that holds
+    every lag without wrapping.
+    """
+    n_el, chains, draws = y.shape
+    means = y.mean(axis=2, keepdims=True)
+    centred = y - means
+    spread = np.var(means[:, :, 0], axis=1, ddof=1) if chains > 1 else np.zeros(n_el)
+    floor = 1.0 / np.log10(chains * draws)
+    ess, decided = ess_direct(centred, spread, floor, FIRST_LAGS, MAX_DIRECT_LAGS, GIVE_UP_PAIR)
+    slow = np.flatnonzero(~decided)
+    if slow.size:
+        size = scipy.fft.next_fast_len(2 * draws - 1, real=True)
+        padded = np.zeros((slow.size, chains, size))
+        padded[:, :, :draws] = centred[slow]
+        acov = scipy.fft.irfft(power_over_chains(scipy.fft.rfft(padded, axis=2)), n=size, axis=1)
+        ess[slow] = geyer_ess(acov, chains, draws, spread[slow], floor)
+    return ess
 
 
-def _diagnose(x: np.ndarray):
-    """(R-hat, bulk ESS, tail ESS) per element of (chain, draw, element) draws."""
-    split = _split(x)
-    z = _rank_normalise(split)
-    pooled = split.reshape(-1, split.shape[2])
-    folded = np.abs(split - np.median(pooled, axis=0))
-    r = np.maximum(_basic_rhat(z), _basic_rhat(_rank_normalise(folded)))
-    tails = [
-        _ess((split <= np.quantile(pooled, prob, axis=0)).astype(np.float64))
-        for prob in (0.05, 0.95)
-    ]
-    return r, _ess(z), np.minimum(*tails)
+def _diagnose(x: np.ndarray, *, full: bool = True):
+    """(R-hat, bulk ESS, tail ESS) per element of (chain, draw, element) draws.
+
+    Elements go through in blocks of :data:`BLOCK` (memory in proportion to the block, not to
+    all elements); each block is sorted once per element (:func:`numpy.argsort`) and
+    :func:`pmctx._numba_ranks.rank_transforms` derives the normal scores of the ranks, of the
+    folded ranks and the tail indicators from that order. ``full=False`` computes the bulk
+    ESS only (R-hat and tail ESS come back NaN).
+    """
+    half = x.shape[1] // 2
+    halves, n_el = 2 * x.shape[0], x.shape[2]
+    size = halves * half
+    table, quantiles = _tables(size)
+    if not full:
+        quantiles = quantiles[:0]
+    r, bulk, tail = (np.full(n_el, np.nan) for _ in range(3))
+    for start in range(0, n_el, BLOCK):
+        block = slice(start, min(start + BLOCK, n_el))
+        split = _split(x[:, :, block])
+        width = split.shape[2]
+        rows = np.ascontiguousarray(split.reshape(size, width).T)
+        series = np.empty((1 + quantiles.shape[0], width, size))
+        folded = np.empty((width if full else 0, size))
+        rank_transforms(rows, np.argsort(rows, axis=1), table, quantiles, series, folded)
+        ess = _ess(series.reshape(-1, halves, half)).reshape(-1, width)
+        bulk[block] = ess[0]
+        if full:  # R-hat reduces (half, draw, element) views with contiguous draws
+            z_rhat, folded_rhat = (
+                a.reshape(width, halves, half).transpose(1, 2, 0) for a in (series[0], folded)
+            )
+            r[block] = np.maximum(_basic_rhat(z_rhat), _basic_rhat(folded_rhat))
+            tail[block] = np.minimum(ess[1], ess[2])
+    return r, bulk, tail
+
+
+@functools.lru_cache(maxsize=8)
+def _tables(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The normal score of each possible average rank (the half-integers 1, 1.5, ..., size)
+    of ``size`` pooled draws, and ``numpy.quantile``'s (linear) virtual index of each of
+    :data:`TAIL_PROBS` as (floor, fraction), floor -1 meaning the last draw."""
+    ranks = np.arange(2 * size - 1) / 2.0 + 1.0
+    table = ndtri((ranks - 0.375) / (size + 0.25))
+    quantiles = []
+    for prob in TAIL_PROBS:
+        virtual = (size - 1) * prob
+        floor = int(np.floor(virtual))
+        quantiles.append((-1, 0.0) if virtual >= size - 1 else (floor, virtual - floor))
+    quantiles = np.array(quantiles, dtype=np.float64)
+    table.flags.writeable = quantiles.flags.writeable = False
+    return table, quantiles
 
 
 def _too_short(x: np.ndarray) -> bool:
@@ -196,7 +217,7 @@ def ess_bulk(values) -> np.ndarray:
         One effective sample size per element (NaN when the chains have fewer than 4 draws).
     """
     x = flatten_elements(values)
-    return np.full(x.shape[2], np.nan) if _too_short(x) else _ess(_rank_normalise(_split(x)))
+    return np.full(x.shape[2], np.nan) if _too_short(x) else _diagnose(x, full=False)[1]
 
 
 def ess_tail(values) -> np.ndarray:
@@ -307,21 +328,26 @@ def element_diagnostics(values, period=None) -> dict[str, np.ndarray]:
         (bool, elements that never move).
     """
     x = flatten_elements(values)
-    parts = [flatten_elements(c) for c in _components(x, period)]
-    pooled = [p.reshape(-1, p.shape[2]) for p in parts]
-    constant = np.all([np.ptp(p, axis=0) < 1e-12 for p in pooled], axis=0)
-    r = np.ones(x.shape[2])
-    bulk = np.full(x.shape[2], float(x.shape[0] * x.shape[1]))
+    n_el, short = x.shape[2], _too_short(x)
+    r = np.ones(n_el)
+    bulk = np.full(n_el, float(x.shape[0] * x.shape[1]))
     tail = bulk.copy()
-    moving = ~constant
-    if _too_short(x):
-        nan = np.full(x.shape[2], np.nan)
-        return {"r_hat": nan, "ess_bulk": nan, "ess_tail": nan, "constant": constant}
-    if moving.any():
+    constant = np.empty(n_el, dtype=bool)
+    for start in range(0, n_el, BLOCK):  # blocks: cos and sin never exist for all elements
+        block = slice(start, min(start + BLOCK, n_el))
+        parts = _components(x[:, :, block], period)
+        constant[block] = np.all([np.ptp(p, axis=(0, 1)) < 1e-12 for p in parts], axis=0)
+        moving = ~constant[block]
+        if short or not moving.any():
+            continue
+        at = start + np.flatnonzero(moving)
         results = [_diagnose(p[:, :, moving]) for p in parts]
-        r[moving] = np.max([res[0] for res in results], axis=0)
-        bulk[moving] = np.min([res[1] for res in results], axis=0)
-        tail[moving] = np.min([res[2] for res in results], axis=0)
+        r[at] = np.max([res[0] for res in results], axis=0)
+        bulk[at] = np.min([res[1] for res in results], axis=0)
+        tail[at] = np.min([res[2] for res in results], axis=0)
+    if short:
+        nan = np.full(n_el, np.nan)
+        return {"r_hat": nan, "ess_bulk": nan, "ess_tail": nan, "constant": constant}
     return {"r_hat": r, "ess_bulk": bulk, "ess_tail": tail, "constant": constant}
 
 
