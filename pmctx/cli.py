@@ -264,8 +264,13 @@ def _demo_at_once(chosen, args, jobs: int) -> list[str]:
     import tempfile
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
+    from pytensor.link.c.basic import get_module_cache
+
     from pmctx.registry import get_spec
 
+    # PyTensor reads its whole compile cache (every key.pkl) in the first process that
+    # compiles C code: 6-9 s here with ~600 cached modules. Once, before forking, not per job.
+    get_module_cache()
     failed = []
     with (
         tempfile.TemporaryDirectory() as logs,
