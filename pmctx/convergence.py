@@ -85,8 +85,18 @@ def flatten_elements(values) -> np.ndarray:
     -------
     numpy.ndarray
         float64 array of shape (chain, draw, element), the trailing dims flattened.
+
+    Raises
+    ------
+    ValueError
+        If ``values`` has fewer than two dims.
     """
     values = np.asarray(values, dtype=np.float64)
+    if values.ndim < 2:
+        raise ValueError(
+            "expected draws with dims (chain, draw, ...), got an array of shape "
+            f"{values.shape}; for one chain of a scalar pass values[None, :]"
+        )
     return values.reshape(values.shape[0], values.shape[1], -1)
 
 
