@@ -16,7 +16,9 @@ two callbacks for a model with one free vector (the Laplace-whitened model,
    disk cache under a key of the graph, the arrays' dtypes and shapes.
 
 A later process (or another data set with the same formula, family, support points and N)
-loads both from disk in milliseconds. nutpie then samples exactly as before (same Rust
+loads both from disk in milliseconds. :func:`build_recipe` does the graph work once and
+:func:`from_recipe` makes the callbacks; :mod:`pmctx.gum.recipes` stores the
+:class:`Recipe` so that a later process with the same model skips the graph work as well. nutpie then samples exactly as before (same Rust
 sampler, the same callbacks' signature, no GIL), on the same log density: the functions
 are the model's own graph, checked against it in ``tests/gum/test_gum_cached.py``.
 
@@ -41,7 +43,14 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.variable import TensorConstant
 
-__all__ = ["compile_cached_nutpie", "lift_constants", "numba_nogil_mode"]
+__all__ = [
+    "Recipe",
+    "build_recipe",
+    "compile_cached_nutpie",
+    "from_recipe",
+    "lift_constants",
+    "numba_nogil_mode",
+]
 
 
 def _data(const: TensorConstant) -> bool:
@@ -192,11 +201,10 @@ def gum_cached_expand_cfunc(dim, expanded, x_, out_, user_data_):
 """
 
 
-def _cfunc(template: str, inner, values: list, positions, n_header, signature, writes=""):
-    """A disk-cacheable ``numba.cfunc`` calling ``inner`` on arrays read from user data."""
-    import numba
-    from nutpie.compile_pymc import address_as_void_pointer
-    from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS, compile_numba_function_src
+def _cfunc_source(template: str, inner, values: list, positions, n_header, writes=""):
+    """Source, function name and disk-cache key of a ``numba.cfunc`` calling ``inner`` on
+    arrays read from user data."""
+    from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS
 
     args = ", ".join(f"a{i}" for i in range(len(values)))
     reads = _reads(values, positions)
@@ -205,11 +213,33 @@ def _cfunc(template: str, inner, values: list, positions, n_header, signature, w
     inner_key = CACHED_SRC_FUNCTIONS[inner.py_func]
     # PyTensor's graph key leaves out the inputs' types (static shapes): they go in here
     layout = ",".join(f"{v.dtype.name}{v.shape}" for v in values)
-    key = f"gum_cached_v6_{inner_key}_{_hash_text(src + layout)}"
+    return src, name, f"gum_cached_v6_{inner_key}_{_hash_text(src + layout)}"
+
+
+def _signatures():
+    import numba
+
+    i64, u64, f64p = numba.types.int64, numba.types.uint64, numba.types.CPointer(numba.float64)
+    return {
+        "logp": i64(u64, f64p, f64p, f64p, numba.types.voidptr),
+        "expand": i64(u64, u64, f64p, f64p, numba.types.voidptr),
+    }
+
+
+def _make_cfunc(src: str, name: str, key: str, inner, signature):
+    """``numba.cfunc`` of ``src`` on Numba's disk cache under ``key``.
+
+    ``inner`` may be None when the cfunc is on disk already (a cache hit reads the linked
+    machine code and never types ``inner``); a miss then fails to type and raises.
+    """
+    import numba
+    from nutpie.compile_pymc import address_as_void_pointer
+    from pytensor.link.numba.cache import compile_numba_function_src
+
     env = {"__name__": __name__, "numba": numba, "np": np, "inner": inner}
     env["address_as_void_pointer"] = address_as_void_pointer
     func = compile_numba_function_src(src, name, global_env=env, cache_key=key)
-    return numba.cfunc(signature, cache=True)(func), key
+    return numba.cfunc(signature, cache=True)(func)
 
 
 def _gradient(logp, value):
@@ -223,6 +253,7 @@ def _cached_model_class():
     class CachedModel(CompiledPyMCModel):
         keep: tuple = ()  # arrays the user data points to
         cache_keys: tuple = ()  # disk-cache keys of the log density and expand cfuncs
+        recipe: object = None  # the Recipe it was made from (pmctx.gum.recipes stores it)
 
     return CachedModel
 
@@ -234,8 +265,28 @@ def _hash_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def compile_cached_nutpie(model):
-    """nutpie's model of ``model`` (one free vector, no transform) from cached Numba code.
+@dataclass
+class Recipe:
+    """What :func:`from_recipe` needs to make nutpie's model without PyTensor: the two
+    cfuncs' sources and disk-cache keys, the arrays their user data points to, and the
+    layout of the draws. :mod:`pmctx.gum.recipes` stores it on disk.
+
+    ``inners`` holds the compiled graphs the cfuncs call (None when read from disk: the
+    cfuncs are then on Numba's disk cache, linked with them).
+    """
+
+    start: np.ndarray  # the free vector's initial value
+    names: list  # expanded variables: the free vector, then the Deterministics
+    shapes: list  # their shapes
+    dims: dict  # variable -> dim names (the model's named_vars_to_dims)
+    coords: dict  # dim -> coordinate values (nutpie's, with "unconstrained_parameter")
+    sources: dict  # "logp"/"expand" -> (source, function name, disk-cache key)
+    values: tuple  # (logp arrays, expand arrays)
+    inners: tuple | None = None  # (logp graph, expand graph) as Numba functions
+
+
+def build_recipe(model) -> Recipe:
+    """Rewrite and compile ``model``'s log density, gradient and Deterministics once.
 
     Parameters
     ----------
@@ -244,19 +295,14 @@ def compile_cached_nutpie(model):
 
     Returns
     -------
-    nutpie.compile_pymc.CompiledPyMCModel
-        For :func:`nutpie.sample`; its posterior has the free variable and every
-        Deterministic of ``model`` under their names and dims. Chains start at a uniform
-        jitter in ``[-1, 1]`` around the variable's initial value (nutpie's default).
+    Recipe
+        With ``inners`` set.
 
     Raises
     ------
     ValueError
         When ``model`` has several free variables, a transformed one, or one not a vector.
     """
-    import numba
-    from nutpie.compile_pymc import _prepare_dims_and_coords
-
     if len(model.value_vars) != 1 or model.rvs_to_transforms[model.free_RVs[0]] is not None:
         raise ValueError(
             "compile_cached_nutpie needs a model with one untransformed free vector, got "
@@ -285,42 +331,76 @@ def compile_cached_nutpie(model):
         )
         shapes = shape_fn(start)
     shapes = [tuple(int(n) for n in shape) for shape in shapes]
-    sizes = [int(np.prod(s)) for s in shapes]
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    offsets = _offsets(shapes)
     writes = "\n".join(
         f"    out[{offsets[k]}:{offsets[k + 1]}] = np.asarray(values[{k}]).ravel()"
         for k in range(len(names))
     )
-    i64, u64, f64p = numba.types.int64, numba.types.uint64, numba.types.CPointer(numba.float64)
+    from nutpie.compile_pymc import _prepare_dims_and_coords
+
     header, positions = _header([*logp_args, *expand_args])
     n_logp = len(logp_args)
-    logp_c, logp_key = _cfunc(
-        _LOGP_SRC,
-        logp_fn,
-        list(logp_args),
-        positions[:n_logp],
-        len(header),
-        i64(u64, f64p, f64p, f64p, numba.types.voidptr),
+    dims, coords = _prepare_dims_and_coords(model, (names, names, shapes))
+    sources = {
+        "logp": _cfunc_source(_LOGP_SRC, logp_fn, list(logp_args), positions[:n_logp], len(header)),
+        "expand": _cfunc_source(
+            _EXPAND_SRC, expand_fn, list(expand_args), positions[n_logp:], len(header), writes
+        ),
+    }
+    return Recipe(
+        start=start,
+        names=names,
+        shapes=shapes,
+        dims=dict(dims),
+        coords={k: np.asarray(v) for k, v in coords.items()},
+        sources=sources,
+        values=(logp_args, expand_args),
+        inners=(logp_fn, expand_fn),
     )
-    expand_c, expand_key = _cfunc(
-        _EXPAND_SRC,
-        expand_fn,
-        list(expand_args),
-        positions[n_logp:],
-        len(header),
-        i64(u64, u64, f64p, f64p, numba.types.voidptr),
-        writes,
+
+
+def _offsets(shapes: list) -> np.ndarray:
+    sizes = [int(np.prod(s)) for s in shapes]
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+
+
+def from_recipe(recipe: Recipe):
+    """nutpie's model from a :class:`Recipe`: two cfuncs (from Numba's disk cache when
+    there) over user data pointing to the recipe's arrays.
+
+    Parameters
+    ----------
+    recipe : Recipe
+        From :func:`build_recipe`, or read from disk (``inners`` None: the cfuncs must then
+        be on Numba's disk cache, else Numba fails to type them and raises).
+
+    Returns
+    -------
+    nutpie.compile_pymc.CompiledPyMCModel
+        For :func:`nutpie.sample`.
+    """
+    import pandas as pd
+
+    logp_args, expand_args = recipe.values
+    header, _ = _header([*logp_args, *expand_args])
+    inners = recipe.inners or (None, None)
+    signatures = _signatures()
+    logp_c, expand_c = (
+        _make_cfunc(*recipe.sources[kind], inner, signatures[kind])
+        for kind, inner in zip(("logp", "expand"), inners)
     )
+    start = recipe.start
 
     def initial_point(seed):
         return start + np.random.default_rng(seed).uniform(-1.0, 1.0, start.shape)
 
+    names, shapes = list(recipe.names), [tuple(s) for s in recipe.shapes]
+    offsets = _offsets(shapes)
     slices = [slice(offsets[k], offsets[k + 1]) for k in range(len(names))]
-    dims, coords = _prepare_dims_and_coords(model, (names, slices, shapes))
-    keep = (logp_args, expand_args)  # the arrays whose addresses ``header`` holds
+    coords = {k: pd.Index(v) for k, v in recipe.coords.items()}
     return _cached_model_class()(
         _n_dim=len(start),
-        dims=dims,
+        dims=dict(recipe.dims),
         _coords=coords,
         _shapes=dict(zip(names, shapes)),
         compiled_logp_func=logp_c,
@@ -332,6 +412,30 @@ def compile_cached_nutpie(model):
         shape_info=(names, slices, shapes),
         logp_func=None,
         expand_func=None,
-        keep=keep,
-        cache_keys=(logp_key, expand_key),
+        keep=recipe.values,  # the arrays whose addresses ``header`` holds
+        cache_keys=tuple(recipe.sources[kind][2] for kind in ("logp", "expand")),
+        recipe=recipe,
     )
+
+
+def compile_cached_nutpie(model):
+    """nutpie's model of ``model`` (one free vector, no transform) from cached Numba code.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        A model with one free vector variable without a transform (the whitened GUM).
+
+    Returns
+    -------
+    nutpie.compile_pymc.CompiledPyMCModel
+        For :func:`nutpie.sample`; its posterior has the free variable and every
+        Deterministic of ``model`` under their names and dims. Chains start at a uniform
+        jitter in ``[-1, 1]`` around the variable's initial value (nutpie's default).
+
+    Raises
+    ------
+    ValueError
+        When ``model`` has several free variables, a transformed one, or one not a vector.
+    """
+    return from_recipe(build_recipe(model))

@@ -58,24 +58,33 @@ def nutpie_model(gum_model, whiten: bool, init_at_map: bool):
 
     Returns
     -------
-    target : pymc.Model
-        The model sampled (whitened or plain).
+    target : pymc.Model or None
+        The model sampled (whitened or plain); None when the whitened model's compiled
+        code and arrays were read from disk (:mod:`pmctx.gum.recipes`) without building it.
     compiled : object
         nutpie's compiled model.
     white : bool
         Whether ``target`` is the whitened model.
     """
     from pmctx.gum.backends import compile_nutpie
+    from pmctx.gum.recipes import load_white, store_white, white_key
+    from pmctx.gum.whiten import laplace_frame
 
     start = init_at_map and not free_dispersion(gum_model.design)
-    white = gum_model.whitened_model if whiten and start else None
-    kind = "white" if white is not None else ("map" if start else "plain")
+    white = whiten and start and laplace_frame(gum_model) is not None
+    kind = "white" if white else ("map" if start else "plain")
     model, result = gum_model.model, gum_model.laplace_result
     cached = gum_model._nutpie.get(kind)
     if cached is None or cached[0] is not model or cached[1] is not result:
-        target = white if white is not None else model
-        point = gum_model.map_point() if kind == "map" else None
-        compiled = compile_nutpie(target, point, cached=kind == "white")
+        key = white_key(gum_model) if white else None
+        compiled = None if key is None else load_white(key)
+        target = None  # not built when the whitened model's code came from disk
+        if compiled is None:
+            target = gum_model.whitened_model if white else model
+            point = gum_model.map_point() if kind == "map" else None
+            compiled = compile_nutpie(target, point, cached=white)
+            if key is not None and getattr(compiled, "recipe", None) is not None:
+                store_white(key, compiled.recipe)
         cached = (model, result, compiled, target)
         gum_model._nutpie[kind] = cached
     return cached[3], cached[2], kind == "white"
@@ -214,7 +223,7 @@ def sample(
 
         target, compiled, white = nutpie_model(self, whiten, init_at_map)
         idata = sample_nutpie(
-            target,
+            self.model if target is None else target,
             draws=draws,
             tune=tune,
             chains=chains,
