@@ -187,11 +187,10 @@ def _ess_from_lags(acov, n_lags, chains, draws, var_of_means, tau_floor):
 
 
 @numba.njit(cache=True)
-def _summed_lags(centred, e, n_lags):
-    """``sum over chains and t`` of ``y[t] y[t + k]`` for ``k < n_lags`` of element ``e``."""
-    _, chains, draws = centred.shape
+def _summed_lags(centred, draws, e, n_lags):
+    """``sum over chains and t of y[t] y[t + k]`` for ``k < n_lags`` of element ``e``."""
     acov = np.zeros(n_lags)
-    for c in range(chains):
+    for c in range(centred.shape[1]):
         for t in range(draws):
             a = centred[e, c, t]
             for k in range(min(n_lags, draws - t)):  # a loop LLVM vectorises
@@ -200,19 +199,23 @@ def _summed_lags(centred, e, n_lags):
 
 
 @numba.njit(cache=True)
-def ess_direct(centred, var_of_means, tau_floor, first_lags, max_lags, give_up):
+def ess_direct(centred, draws, var_of_means, tau_floor, first_lags, max_lags, give_up, streak):
     """Geyer ESS from autocovariances summed directly over the first lags.
 
     Most elements' sequences end within a few lags, where summing ``y[t] y[t + k]`` for the
     lags read costs far less than a spectrum of all of them. Each element is tried on
     ``first_lags`` lags, then (unless its last pair of autocorrelations is above
     ``give_up``: a long sequence ahead) on ``max_lags``; one still undecided is left to the
-    FFT.
+    FFT, and so are all elements after ``streak`` undecided ones in a row (chains that do
+    not mix, whose every element needs the FFT).
 
     Parameters
     ----------
     centred : numpy.ndarray
-        (element, chain, draw) draws minus their chain means.
+        (element, chain, at least ``draws``) draws minus their chain means (then anything,
+        e.g. the zeros that pad them for an FFT).
+    draws : int
+        Draws per chain.
     var_of_means : numpy.ndarray
         (element,) variance (ddof 1) of the chain means.
     tau_floor : float
@@ -221,6 +224,8 @@ def ess_direct(centred, var_of_means, tau_floor, first_lags, max_lags, give_up):
         Lags summed on the first try and at most.
     give_up : float
         Pair value above which an element leaves for the FFT after the first try.
+    streak : int
+        Undecided elements in a row after which the rest go to the FFT untried.
 
     Returns
     -------
@@ -229,18 +234,24 @@ def ess_direct(centred, var_of_means, tau_floor, first_lags, max_lags, give_up):
     decided : numpy.ndarray
         (element,) bool.
     """
-    n_el, chains, draws = centred.shape
+    n_el, chains = centred.shape[:2]
     ess = np.full(n_el, np.nan)
     decided = np.zeros(n_el, dtype=np.bool_)
+    tries = (max(min(first_lags, draws), 1), max(min(max_lags, draws), 1))
+    undecided_in_a_row = 0
     for e in range(n_el):
-        for n_lags in (min(first_lags, draws), min(max_lags, draws)):
-            acov = _summed_lags(centred, e, max(n_lags, 1))
+        if undecided_in_a_row >= streak:
+            break
+        undecided_in_a_row += 1
+        for n_lags in tries:
+            acov = _summed_lags(centred, draws, e, n_lags)
             value, done, last = _ess_from_lags(
                 acov, n_lags, chains, draws, var_of_means[e], tau_floor
             )
             if done:
                 ess[e] = value
                 decided[e] = True
+                undecided_in_a_row = 0
             if done or last > give_up or n_lags == draws:
                 break
     return ess, decided

@@ -67,10 +67,11 @@ MAX_ELEMENTS = 1000
 #: Elements diagnosed together: their ranks, scores and spectra fit in the CPU's cache.
 BLOCK = 64
 TAIL_PROBS = (0.05, 0.95)
-#: Autocovariance lags summed directly on a first and a second try, and the pair of
-#: autocorrelations after the first try above which an element goes to the FFT at once
-#: (these set the cost, not the results).
-FIRST_LAGS, MAX_DIRECT_LAGS, GIVE_UP_PAIR = 16, 64, 1.0
+#: Autocovariance lags summed directly on a first and a second try, the pair of
+#: autocorrelations after the first try above which an element goes to the FFT at once, and
+#: the undecided elements in a row after which the rest of a block does (these set the
+#: cost, not the results).
+FIRST_LAGS, MAX_DIRECT_LAGS, GIVE_UP_PAIR, GIVE_UP_STREAK = 16, 64, 1.0, 8
 
 
 def flatten_elements(values) -> np.ndarray:
@@ -125,17 +126,20 @@ def _ess(y: np.ndarray) -> np.ndarray:
     every lag without wrapping.
     """
     n_el, chains, draws = y.shape
+    size = scipy.fft.next_fast_len(2 * draws - 1, real=True)
+    padded = np.empty((n_el, chains, size))  # the centred draws, zero-padded for the FFT
+    padded[:, :, draws:] = 0.0
     means = y.mean(axis=2, keepdims=True)
-    centred = y - means
+    np.subtract(y, means, out=padded[:, :, :draws])
     spread = np.var(means[:, :, 0], axis=1, ddof=1) if chains > 1 else np.zeros(n_el)
     floor = 1.0 / np.log10(chains * draws)
-    ess, decided = ess_direct(centred, spread, floor, FIRST_LAGS, MAX_DIRECT_LAGS, GIVE_UP_PAIR)
+    ess, decided = ess_direct(
+        padded, draws, spread, floor, FIRST_LAGS, MAX_DIRECT_LAGS, GIVE_UP_PAIR, GIVE_UP_STREAK
+    )
     slow = np.flatnonzero(~decided)
     if slow.size:
-        size = scipy.fft.next_fast_len(2 * draws - 1, real=True)
-        padded = np.zeros((slow.size, chains, size))
-        padded[:, :, :draws] = centred[slow]
-        acov = scipy.fft.irfft(power_over_chains(scipy.fft.rfft(padded, axis=2)), n=size, axis=1)
+        spectrum = scipy.fft.rfft(padded if slow.size == n_el else padded[slow], axis=2)
+        acov = scipy.fft.irfft(power_over_chains(spectrum), n=size, axis=1)
         ess[slow] = geyer_ess(acov, chains, draws, spread[slow], floor)
     return ess
 

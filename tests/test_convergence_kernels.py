@@ -129,7 +129,7 @@ def test_direct_lags_and_fft_give_the_same_ess(monkeypatch):
     np.testing.assert_allclose(both[0], both[1], rtol=1e-12, atol=0)
     centred = y - y.mean(axis=2, keepdims=True)
     spread = np.var(y.mean(axis=2), axis=1, ddof=1)
-    _, decided = ess_direct(centred, spread, 0.3, 16, 64, 1.0)
+    _, decided = ess_direct(centred, 90, spread, 0.3, 16, 64, 1.0, 100)
     assert decided[:20].all() and decided[-20:].sum() < 5  # i.i.d. direct, random walks FFT
 
 
