@@ -90,7 +90,7 @@ def _circular_stats(x: np.ndarray, period: float, prob: float):
     mean = np.mod(centre * scale, period)
     mean = np.where(mean >= period, 0.0, mean)  # np.mod(-1e-17, p) rounds to p
     tail = (1.0 - prob) / 2.0
-    lower, upper = (mean + np.quantile(offset, q, axis=0) * scale for q in (tail, 1 - tail))
+    lower, upper = mean + np.quantile(offset, [tail, 1 - tail], axis=0) * scale  # one pass
     return mean, sd, lower, upper
 
 
@@ -137,12 +137,8 @@ def summary(idata, var_names=None, *, prob: float = 0.94) -> pd.DataFrame:
         period = da.attrs.get("period")
         if period is None:
             tail = (1.0 - prob) / 2.0
-            stats = (
-                pooled.mean(axis=0),
-                pooled.std(axis=0),
-                np.quantile(pooled, tail, axis=0),
-                np.quantile(pooled, 1 - tail, axis=0),
-            )
+            lower, upper = np.quantile(pooled, [tail, 1 - tail], axis=0)  # one partition
+            stats = (pooled.mean(axis=0), pooled.std(axis=0), lower, upper)
         else:
             stats = _circular_stats(pooled, float(period), prob)
         diag = element_diagnostics(x, period)

@@ -150,3 +150,20 @@ def test_memory_grows_with_the_block_not_with_the_elements():
 def test_too_few_dims_is_a_clear_error(bad):
     with pytest.raises(ValueError, match=r"expected draws with dims \(chain, draw, \.\.\.\)"):
         element_diagnostics(bad)
+
+
+def test_summary_intervals_equal_separate_quantiles():
+    import xarray as xr
+
+    from pmctx.summarize import summary
+
+    rng = np.random.default_rng(2)
+    x = _ar1(rng, (3, 200, 6), phi=0.5)
+    dims = ("chain", "draw", "e")
+    table = summary(xr.Dataset({"q": (dims, x)}), prob=0.9)
+    pooled, tail = x.reshape(-1, 6), (1 - 0.9) / 2
+    np.testing.assert_array_equal(table["lower"], np.quantile(pooled, tail, axis=0))
+    np.testing.assert_array_equal(table["upper"], np.quantile(pooled, 1 - tail, axis=0))
+    expected = reference.element_diagnostics(x)
+    for key in ("r_hat", "ess_bulk", "ess_tail"):
+        np.testing.assert_allclose(table[key], expected[key], rtol=RTOL, atol=0)
