@@ -6,6 +6,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.pmctx-installed
 PYTEST_WORKERS ?= 2
+# After installing, compile and cache the GUM's standard graphs once (python -m pmctx.gum.warm,
+# about 30 s), so a first g.sample() reads them from disk; GUM_WARM=0 skips it.
+GUM_WARM ?= 1
 
 .PHONY: demo demo-quick test test-slow lint format bench bench-quick docs docs-noexec notebooks clean lock
 
@@ -13,6 +16,7 @@ $(STAMP): pyproject.toml setup.py constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(if $(filter 1,$(GUM_WARM)),$(BIN)/python -m pmctx.gum.warm)
 	@touch $(STAMP)
 
 # Re-resolve the newest versions pyproject.toml allows into constraints.txt (then run the tests).

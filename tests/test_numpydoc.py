@@ -74,6 +74,8 @@ VALIDATED = [
     "pmctx.gum.backends",
     "pmctx.gum.basis",
     "pmctx.gum.cached",
+    "pmctx.gum.recipes",
+    "pmctx.gum.warm",
     "pmctx.gum.build",
     "pmctx.gum.columns",
     "pmctx.gum.constraints",

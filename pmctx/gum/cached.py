@@ -18,9 +18,10 @@ two callbacks for a model with one free vector (the Laplace-whitened model,
 A later process (or another data set with the same formula, family, support points and N)
 loads both from disk in milliseconds. :func:`build_recipe` does the graph work once and
 :func:`from_recipe` makes the callbacks; :mod:`pmctx.gum.recipes` stores the
-:class:`Recipe` so that a later process with the same model skips the graph work as well. nutpie then samples exactly as before (same Rust
-sampler, the same callbacks' signature, no GIL), on the same log density: the functions
-are the model's own graph, checked against it in ``tests/gum/test_gum_cached.py``.
+:class:`Recipe` so that a later process with the same model skips the graph work as well.
+nutpie then samples exactly as before (same Rust sampler, the same callbacks' signature, no
+GIL), on the same log density: the functions are the model's own graph, checked against it
+in ``tests/gum/test_gum_cached.py``.
 
 Examples
 --------
@@ -271,18 +272,35 @@ class Recipe:
     cfuncs' sources and disk-cache keys, the arrays their user data points to, and the
     layout of the draws. :mod:`pmctx.gum.recipes` stores it on disk.
 
-    ``inners`` holds the compiled graphs the cfuncs call (None when read from disk: the
-    cfuncs are then on Numba's disk cache, linked with them).
+    Parameters
+    ----------
+    start : numpy.ndarray
+        The free vector's initial value.
+    names : list of str
+        Expanded variables: the free vector, then the Deterministics.
+    shapes : list of tuple
+        Their shapes.
+    dims : dict
+        Variable -> dim names (the model's ``named_vars_to_dims``).
+    coords : dict
+        Dim -> coordinate values (nutpie's, with ``"unconstrained_parameter"``).
+    sources : dict
+        ``"logp"``/``"expand"`` -> (source, function name, disk-cache key).
+    values : tuple
+        (log-density arrays, expand arrays): what the user data points to.
+    inners : tuple, optional
+        The compiled graphs the cfuncs call; None when read from disk (the cfuncs are then
+        on Numba's disk cache, linked with them).
     """
 
-    start: np.ndarray  # the free vector's initial value
-    names: list  # expanded variables: the free vector, then the Deterministics
-    shapes: list  # their shapes
-    dims: dict  # variable -> dim names (the model's named_vars_to_dims)
-    coords: dict  # dim -> coordinate values (nutpie's, with "unconstrained_parameter")
-    sources: dict  # "logp"/"expand" -> (source, function name, disk-cache key)
-    values: tuple  # (logp arrays, expand arrays)
-    inners: tuple | None = None  # (logp graph, expand graph) as Numba functions
+    start: np.ndarray
+    names: list
+    shapes: list
+    dims: dict
+    coords: dict
+    sources: dict
+    values: tuple
+    inners: tuple | None = None
 
 
 def build_recipe(model) -> Recipe:

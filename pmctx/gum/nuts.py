@@ -71,12 +71,13 @@ def nutpie_model(gum_model, whiten: bool, init_at_map: bool):
     from pmctx.gum.whiten import laplace_frame
 
     start = init_at_map and not free_dispersion(gum_model.design)
-    white = whiten and start and laplace_frame(gum_model) is not None
+    frame = laplace_frame(gum_model) if whiten and start else None
+    white = frame is not None
     kind = "white" if white else ("map" if start else "plain")
     model, result = gum_model.model, gum_model.laplace_result
     cached = gum_model._nutpie.get(kind)
     if cached is None or cached[0] is not model or cached[1] is not result:
-        key = white_key(gum_model) if white else None
+        key = white_key(gum_model, frame) if white else None
         compiled = None if key is None else load_white(key)
         target = None  # not built when the whitened model's code came from disk
         if compiled is None:

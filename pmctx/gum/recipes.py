@@ -183,13 +183,15 @@ def _versions() -> str:
     return f"{FORMAT}|{[version(n) for n in names]}|{pytensor.config.floatX}|{code}"
 
 
-def white_key(gum_model) -> str | None:
+def white_key(gum_model, frame=None) -> str | None:
     """Key of ``gum_model``'s whitened nutpie model on disk (module doc).
 
     Parameters
     ----------
     gum_model : pmctx.gum.GumModel
         A GUM (its Laplace fit is run when missing).
+    frame : tuple, optional
+        ``laplace_frame(gum_model)`` when already computed.
 
     Returns
     -------
@@ -198,7 +200,7 @@ def white_key(gum_model) -> str | None:
     """
     from pmctx.gum.whiten import laplace_frame
 
-    frame = laplace_frame(gum_model)
+    frame = laplace_frame(gum_model) if frame is None else frame
     fingerprint = model_fingerprint(gum_model.model)
     if frame is None or fingerprint is None:
         return None

@@ -37,6 +37,8 @@ MODULES = [
     "pmctx.gum.build",
     "pmctx.gum.whiten",
     "pmctx.gum.cached",
+    "pmctx.gum.recipes",
+    "pmctx.gum.warm",
     "pmctx.gum.hsgp",
     "pmctx.models.gum",
 ]
