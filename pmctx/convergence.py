@@ -8,8 +8,12 @@ and sine (the worse of the two counts). Elements that never change (a constant r
 an observed node) carry no information and are left out rather than divided by zero.
 
 R-hat is the rank-normalised split R-hat and bulk/tail ESS those of Vehtari et al. (2021),
-the same definitions as ``az.rhat``/``az.ess``, vectorised over elements (ArviZ loops over
-them in Python, far too slow for thousands of reconstruction entries).
+the same definitions as ``az.rhat``/``az.ess``, computed for many elements at once (ArviZ
+loops over them in Python, far too slow for thousands of reconstruction entries): elements
+go through in cache-sized blocks, each element is sorted once and a compiled kernel
+(:mod:`pmctx._numba_ranks`) derives its ranks, folded ranks and tail indicators from that
+order; autocovariances are summed directly over the first lags and by FFT only for elements
+whose autocorrelations have not ended there. Memory grows with the block, not the elements.
 
 A quantity with many elements (a map, a reconstruction) is judged by its worst element, and
 the largest of many R-hats exceeds 1.01 on perfectly stationary chains (four AR(1) chains
@@ -29,8 +33,9 @@ Examples
 True
 """
 
-# Long because it computes rank-normalised split R-hat and bulk/tail ESS itself, next to the
-# report and warnings built on them; about 250 of its lines are docstrings.
+# Long because it computes rank-normalised split R-hat and bulk/tail ESS itself (the compiled
+# loops live in pmctx/_numba_ranks.py), next to the report and warnings built on them; about
+# 250 of its lines are docstrings.
 
 from __future__ import annotations
 
@@ -355,7 +360,7 @@ def element_diagnostics(values, period=None) -> dict[str, np.ndarray]:
         if short or not moving.any():
             continue
         at = start + np.flatnonzero(moving)
-        results = [_diagnose(p[:, :, moving]) for p in parts]
+        results = [_diagnose(p if moving.all() else p[:, :, moving]) for p in parts]
         r[at] = np.max([res[0] for res in results], axis=0)
         bulk[at] = np.min([res[1] for res in results], axis=0)
         tail[at] = np.min([res[2] for res in results], axis=0)
