@@ -10,4 +10,6 @@ may not import.
   exact prior draws.
 * :mod:`tests.oracles.vonmises_kernels` -- two independent compiled kernels of the
   augmented orientation-map sweep, which the default kernel must match draw for draw.
+* :mod:`tests.oracles.convergence_reference` -- the whole-array numpy R-hat and ESS that the
+  blocked, compiled diagnostics of :mod:`pmctx.convergence` must equal to 1e-10.
 """
