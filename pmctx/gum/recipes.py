@@ -42,6 +42,8 @@ __all__ = ["cache_dir", "load_white", "model_fingerprint", "store_white", "white
 #: Bump when the stored format changes.
 FORMAT = 1
 
+_END = b"\x1f"  # ends each printed value in a hash, so that "1", "23" differs from "12", "3"
+
 
 def cache_dir() -> Path:
     """Directory of the stored recipes: ``pmctx_gum`` in PyTensor's ``base_compiledir``.
@@ -78,14 +80,14 @@ def _param(h, value) -> None:
             _param(h, item)
         h.update(b")")
     elif value is None or isinstance(value, bool | int | float | str | bytes | type):
-        h.update(repr(value).encode())
+        h.update(repr(value).encode() + _END)
     elif isinstance(value, FunctionType | BuiltinFunctionType) and "<" not in value.__qualname__:
-        h.update(f"{value.__module__}.{value.__qualname__}".encode())  # named functions
+        h.update(f"{value.__module__}.{value.__qualname__}".encode() + _END)  # named functions
     else:  # types, dtypes and other plain values print what they are
         text = repr(value)
         if " at 0x" in text:
             raise TypeError(f"no stable description of {type(value).__name__} {text}")
-        h.update(text.encode())
+        h.update(text.encode() + _END)
 
 
 def _op(h, op) -> None:
@@ -103,9 +105,9 @@ def _op(h, op) -> None:
         props = ("output_types_preference",)  # what a ScalarOp's equality compares
     if props is None:
         raise TypeError(f"{type(op).__name__} declares no __props__")
-    h.update(f"{type(op).__module__}.{type(op).__qualname__}".encode())
+    h.update(f"{type(op).__module__}.{type(op).__qualname__}".encode() + _END)
     for name in props:
-        h.update(name.encode())
+        h.update(name.encode() + _END)
         _param(h, getattr(op, name))
 
 
@@ -120,7 +122,7 @@ def _graph_hash(h, outputs: list) -> None:
     def ref(var):
         if var not in index:
             index[var] = len(index)
-            h.update(f"v{index[var]}:{var.type}:{var.name}".encode())
+            h.update(f"v{index[var]}:{var.type}:{var.name}".encode() + _END)
             if isinstance(var, Constant):
                 _param(h, var.data)  # arrays by their bytes, None and slices by repr
             elif isinstance(var, SharedVariable) and not isinstance(var.type, RandomType):
@@ -132,9 +134,8 @@ def _graph_hash(h, outputs: list) -> None:
         ref(var)
     for node in io_toposort(inputs, outputs):
         _op(h, node.op)
-        h.update(",".join(ref(v) for v in node.inputs).encode())
-        h.update(b"->")
-        h.update(",".join(ref(v) for v in node.outputs).encode())
+        h.update(",".join(ref(v) for v in node.inputs).encode() + b"->")
+        h.update(",".join(ref(v) for v in node.outputs).encode() + _END)
     h.update(("out:" + ",".join(ref(v) for v in outputs)).encode())
 
 
@@ -158,11 +159,11 @@ def model_fingerprint(model) -> str | None:
         outputs = [*model.basic_RVs, *values, *model.deterministics, *model.potentials]
         _graph_hash(h, outputs)
         for rv in model.basic_RVs:
-            h.update(f"{rv.name}|{model.rvs_to_values[rv].name}".encode())
+            h.update(f"{rv.name}|{model.rvs_to_values[rv].name}".encode() + _END)
             _param(h, model.rvs_to_transforms.get(rv))
         h.update(json.dumps(model.named_vars_to_dims, sort_keys=True, default=list).encode())
         for name in sorted(model.coords):
-            h.update(name.encode())
+            h.update(name.encode() + _END)
             coord = model.coords[name]
             if coord is not None:
                 h.update(_value_bytes(np.asarray(coord)))
@@ -204,8 +205,12 @@ def white_key(gum_model, frame=None) -> str | None:
     fingerprint = model_fingerprint(gum_model.model)
     if frame is None or fingerprint is None:
         return None
+    try:
+        versions = _versions()
+    except (OSError, ImportError, ValueError):  # sources not on disk (a zipped install)
+        return None
     mode, L, layout = frame
-    h = hashlib.sha256(f"{fingerprint}|{_versions()}".encode())
+    h = hashlib.sha256(f"{fingerprint}|{versions}".encode())
     h.update(_value_bytes(mode) + _value_bytes(L))
     h.update(str([(var.name, cut.start, cut.stop) for var, cut in layout]).encode())
     return h.hexdigest()[:40]
