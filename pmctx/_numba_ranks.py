@@ -1,4 +1,4 @@
-"""Compiled rank transforms of :mod:`pmctx.convergence`: one sort per element for everything.
+"""Compiled kernels of :mod:`pmctx.convergence`: rank transforms from one sort, Geyer's ESS.
 
 Rank-normalised split R-hat and bulk/tail ESS (Vehtari et al. 2021) need, per element, the
 normal scores of the ranks of the pooled split draws, the same of the draws folded about
@@ -16,6 +16,13 @@ draws (``numpy.argsort``, done by the caller on a block of elements):
 * the quantiles are ``numpy.quantile``'s default (linear) interpolation, with its exact
   rounding (``a + (b - a) g`` below ``g = 1/2``, ``b - (b - a)(1 - g)`` from it), so the
   indicators equal ``draws <= numpy.quantile(draws, prob)``.
+
+The effective sample size reads the chains' summed autocovariances only up to the first
+pair of autocorrelations whose sum is not positive (Geyer's initial monotone sequence):
+:func:`ess_direct` sums ``y[t] y[t + k]`` for the first lags, which settles most elements
+of a mixing fit, and :func:`geyer_ess` finishes the others from an FFT's autocovariances
+(:func:`power_over_chains` sums their chains' power spectra first, so one inverse transform
+per element serves all chains).
 
 No fastmath: every operation rounds as numpy's does.
 """
