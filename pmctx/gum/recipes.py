@@ -15,7 +15,8 @@ the draws), under a key computed from what determines it:
 
 A graph holding an op whose parameters PyTensor does not declare (no ``__props__``) gets no
 fingerprint and is never stored. Files live in ``<PyTensor base_compiledir>/pmctx_gum``,
-beside the Numba code they point to (emptying that directory empties both); a file that
+beside the Numba code they point to (emptying that directory empties both), the 32 most
+recently used ones up to 16 MiB each (:data:`MAX_FILES`, :data:`MAX_BYTES`); a file that
 cannot be read, or whose Numba code is gone, is ignored and the model compiled as before.
 
 Examples
@@ -29,6 +30,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -41,6 +43,10 @@ __all__ = ["cache_dir", "load_white", "model_fingerprint", "store_white", "white
 
 #: Bump when the stored format changes.
 FORMAT = 1
+#: Recipes kept (the most recently used; each holds its data set's arrays) ...
+MAX_FILES = 32
+#: ... and the largest one stored (bigger data sets are compiled in every process).
+MAX_BYTES = 16 * 2**20
 
 _END = b"\x1f"  # ends each printed value in a hash, so that "1", "23" differs from "12", "3"
 
@@ -224,6 +230,13 @@ def _plain(values) -> np.ndarray:
     return array
 
 
+def _prune(directory: Path) -> None:
+    """Keep the :data:`MAX_FILES` most recently used files of ``directory``."""
+    files = sorted(directory.glob("white_*.npz"), key=lambda f: f.stat().st_mtime, reverse=True)
+    for old in files[MAX_FILES:]:
+        old.unlink(missing_ok=True)
+
+
 def store_white(key: str, recipe) -> Path | None:
     """Write ``recipe`` (a :class:`pmctx.gum.cached.Recipe`) under ``key``.
 
@@ -237,8 +250,9 @@ def store_white(key: str, recipe) -> Path | None:
     Returns
     -------
     pathlib.Path or None
-        The file, or None when it could not be written (read-only directory, object
-        arrays): nothing is stored and nothing fails.
+        The file, or None when it is not written (read-only directory, object arrays,
+        more than :data:`MAX_BYTES`): nothing is stored and nothing fails. Only the
+        :data:`MAX_FILES` most recently used files are kept.
     """
     path = cache_dir() / f"white_{key}.npz"
     logp_args, expand_args = recipe.values
@@ -257,12 +271,15 @@ def store_white(key: str, recipe) -> Path | None:
     }
     if any(a.dtype == object for a in arrays.values()):
         return None
+    if sum(a.nbytes for a in arrays.values()) > MAX_BYTES:
+        return None  # big data: the graph work is then small beside sampling
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(f".{os.getpid()}.tmp.npz")
         np.savez(temporary, **arrays)
         os.replace(temporary, path)  # readers never see half a file
+        _prune(path.parent)
     except OSError:
         return None
     return path
@@ -287,6 +304,8 @@ def load_white(key: str):
     path = cache_dir() / f"white_{key}.npz"
     if not path.exists():
         return None
+    with contextlib.suppress(OSError):  # a read-only cache is still read
+        os.utime(path)  # used now: pruned last
     try:
         with np.load(path, allow_pickle=False) as stored:
             meta = json.loads(stored["meta"].tobytes().decode())

@@ -2,6 +2,8 @@
 exactly what a fresh compile computes; its key follows the data and the model; a damaged file
 or missing Numba code means compiling anew, never a wrong model."""
 
+import os
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -89,6 +91,21 @@ def test_damaged_file_or_missing_numba_code_gives_none(stored, tmp_path, monkeyp
     evicted = cached.Recipe(**{**vars(recipe), "sources": sources, "inners": None})
     assert recipes.store_white("evicted", evicted) is not None
     assert recipes.load_white("evicted") is None  # Numba cannot type the missing graph
+
+
+def test_only_recent_and_small_recipes_are_kept(stored, tmp_path, monkeypatch):
+    recipe = stored[2].recipe
+    monkeypatch.setattr(recipes, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(recipes, "MAX_FILES", 2)
+    for i, key in enumerate(["a", "b", "c"]):
+        path = recipes.store_white(key, recipe)
+        os.utime(path, (1000 + i, 1000 + i))  # stored in this order
+    assert sorted(f.name for f in tmp_path.glob("white_*.npz")) == ["white_b.npz", "white_c.npz"]
+    recipes.load_white("b")  # used now: "c" is the oldest
+    recipes.store_white("d", recipe)
+    assert sorted(f.name for f in tmp_path.glob("white_*.npz")) == ["white_b.npz", "white_d.npz"]
+    monkeypatch.setattr(recipes, "MAX_BYTES", 1000)
+    assert recipes.store_white("e", recipe) is None
 
 
 class _NoProps(Op):
