@@ -6,9 +6,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.pmctx-installed
 PYTEST_WORKERS ?= 2
-# After installing, compile and cache the GUM's standard graphs once (python -m pmctx.gum.warm,
-# about 30 s), so a first g.sample() reads them from disk; GUM_WARM=0 skips it.
+# Once per venv, for the user commands (demo): compile and cache the GUM's standard graphs
+# (python -m pmctx.gum.warm, about a minute on an empty cache), so a first g.sample() reads them
+# from disk; GUM_WARM=0 skips it. The tests compile their own models, so `make test` skips it.
 GUM_WARM ?= 1
+WARM_STAMP := $(VENV)/.pmctx-warm
 
 .PHONY: demo demo-quick test test-slow lint format bench bench-quick docs docs-noexec notebooks clean lock
 
@@ -16,8 +18,11 @@ $(STAMP): pyproject.toml setup.py constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
-	$(if $(filter 1,$(GUM_WARM)),$(BIN)/python -m pmctx.gum.warm)
 	@touch $(STAMP)
+
+$(WARM_STAMP): $(STAMP)
+	$(if $(filter 1,$(GUM_WARM)),$(BIN)/python -m pmctx.gum.warm)
+	@touch $(WARM_STAMP)
 
 # Re-resolve the newest versions pyproject.toml allows into constraints.txt (then run the tests).
 lock:
@@ -29,10 +34,10 @@ lock:
 	  .venv-lock/bin/python -m pip freeze --exclude-editable | grep -v '^pmctx'; } > constraints.txt
 	rm -rf .venv-lock
 
-demo: $(STAMP)
+demo: $(WARM_STAMP)
 	$(BIN)/pmctx demo --out pmctx-demo
 
-demo-quick: $(STAMP)
+demo-quick: $(WARM_STAMP)
 	$(BIN)/pmctx demo --quick --out pmctx-demo
 
 # pytest-xdist already runs one test per CPU, so each test's chains run in one process
