@@ -26,9 +26,17 @@ run directly (no PyMC), so ``time.process_time`` measures the sweeps alone.
    draws whose CPU (tuning included) is twice the default run's, and after all draws.
    Writes ``benchmarks/results/vonmises_pinwheel_mixing.json``.
 
+4. ``defaults``: ``reconstruct(theta_obs)`` at every default (kappa 5, ``sampler="auto"``,
+   which tempers here) against the old default ``sampler="augmented"``, fit seeds 0, 1, 2, one
+   fit at a time through ``pm.sample`` (its default cores): CPU seconds of the whole call
+   (this process and its chain processes), wall seconds, and the pinwheel row of pmctx's own
+   convergence report (:func:`pmctx.convergence.convergence_report`). Writes
+   ``benchmarks/results/vonmises_pinwheel_defaults.json``.
+
 Usage: ``python -m benchmarks.vonmises_pinwheel_mixing tau augmented 8 400 150``,
 ``python -m benchmarks.vonmises_pinwheel_mixing escape augmented 300 12`` or
-``python -m benchmarks.vonmises_pinwheel_mixing compare 8 4.0 [tune draws]``; samplers are
+``python -m benchmarks.vonmises_pinwheel_mixing compare 8 4.0 [tune draws]``,
+``python -m benchmarks.vonmises_pinwheel_mixing defaults [seeds]``; samplers are
 the keys of :data:`pmctx.vonmises.SWEEPS`.
 """
 
@@ -283,8 +291,89 @@ def compare(n_replicas=8, kappa_min=4.0, tune=1000, draws=3000, chains=4, out=No
     return result
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its finished child processes."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def defaults(seeds=(0, 1, 2), out=None):
+    """Old default (augmented) against the new default (auto) of ``reconstruct``; JSON."""
+    import json
+    import os
+    import warnings
+    from pathlib import Path
+
+    from pmctx.models.vonmises_map import o_to_theta, reconstruct
+
+    from pmctx.convergence import convergence_report
+
+    data, _ = demo_problem()  # the demo's observations, as demo_data(50, random_seed=0) makes
+    theta_obs = o_to_theta(data)
+    reconstruct(theta_obs, draws=5, tune=5, chains=1, progressbar=False,
+                check_convergence=False)  # compile caches outside the timings  # fmt: skip
+    variants = {"old default (augmented)": {"sampler": "augmented"}, "new default (auto)": {}}
+    rows, loads = [], [list(os.getloadavg())]
+    for seed in seeds:
+        for name, options in variants.items():
+            cpu, wall = _cpu_s(), time.time()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                idata = reconstruct(theta_obs, random_seed=seed, progressbar=False, **options)
+            cpu, wall = _cpu_s() - cpu, time.time() - wall
+            report = convergence_report(idata)
+            pins = report.loc["pinwheels"]
+            stats = idata.sample_stats
+            rows.append({
+                "variant": name,
+                "seed": seed,
+                "step": str(stats.attrs.get("sampling_step", "")) or
+                ("vonmises_tempered" if "swap_rate" in stats else "vonmises_augmented"),
+                "cpu_s": cpu,
+                "wall_s": wall,
+                "rhat_pinwheels": float(pins["r_hat"]),
+                "ess_bulk_pinwheels": float(pins["ess_bulk"]),
+                "pinwheels_converged": bool(pins["converged"]),
+                "all_converged": bool(report["converged"].all()),
+                "warned": sorted({type(w.message).__name__ for w in caught}),
+                "swap_rate": float(stats["swap_rate"].mean()) if "swap_rate" in stats else None,
+            })  # fmt: skip
+            loads.append(list(os.getloadavg()))
+            r = rows[-1]
+            print(f"seed {seed} {name:>24}: CPU {r['cpu_s']:7.1f} s wall {r['wall_s']:6.1f} s "
+                  f"pinwheel R-hat {r['rhat_pinwheels']:.4f} ESS {r['ess_bulk_pinwheels']:6.0f} "
+                  f"load {loads[-1][0]:.1f}", flush=True)  # fmt: skip
+    for row in rows:
+        old = next(r for r in rows if r["seed"] == row["seed"] and "old" in r["variant"])
+        row["cpu_ratio_vs_old"] = row["cpu_s"] / old["cpu_s"]
+    print(f"{'variant':>24} {'seed':>4} {'CPU s':>7} {'x old':>6} {'R-hat pins':>10} {'ESS':>6}")
+    for r in rows:
+        print(f"{r['variant']:>24} {r['seed']:4d} {r['cpu_s']:7.1f} {r['cpu_ratio_vs_old']:6.2f} "
+              f"{r['rhat_pinwheels']:10.4f} {r['ess_bulk_pinwheels']:6.0f}")  # fmt: skip
+    result = {
+        "benchmark": "vonmises_pinwheel_defaults",
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+        },
+        "problem": "demo map 50x50 R=5 (demo_data(50, random_seed=0)), reconstruct at every "
+        "default (kappa 5, kappa_obs 2, 4 chains x (1000 + 1000) draws)",
+        "load_average_before_and_after_each_fit": loads,
+        "rows": rows,
+    }
+    path = Path(out or Path(__file__).parent / "results" / "vonmises_pinwheel_defaults.json")
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
 def main(argv):
-    if argv[0] == "compare":
+    if argv[0] == "defaults":
+        defaults(tuple(int(a) for a in argv[1:]) or (0, 1, 2))
+    elif argv[0] == "compare":
         numbers = [float(a) for a in argv[1:]]
         n_replicas = int(numbers[0]) if numbers else 8
         kappa_min = numbers[1] if len(numbers) > 1 else 4.0
