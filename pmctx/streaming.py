@@ -483,24 +483,47 @@ def memory_view(idata, *, budget: int | None = None):
     return view
 
 
-def loo(idata, **kwargs):
-    """``az.loo`` of a fit read lazily from disk (``az.loo`` itself refuses Dask arrays).
+def loo(idata, *, block_bytes: int | None = None, **kwargs):
+    """``az.loo`` of a fit read lazily from disk (``az.loo`` itself refuses Dask arrays) or of
+    a big one in memory, by blocks of observations.
 
-    The relative efficiency comes from the posterior at the draws :func:`memory_view` loads;
-    the pointwise log-likelihood is loaded whole (float32 for big fits).
+    The relative efficiency comes from the posterior at the draws :func:`memory_view` loads.
+    PSIS smooths each observation on its own, so ``az.loo`` of blocks of observations with
+    that efficiency gives the same pointwise values as of all at once; ``az.loo`` copies the
+    whole pointwise log-likelihood in float64 several times (a 100,000-row GUM fit at 2,000
+    draws: 2.7 GiB peak), a block holds at most ``block_bytes`` of it.
 
     Parameters
     ----------
     idata : arviz.InferenceData
         A fit streamed to disk (or any fit).
+    block_bytes : int, optional
+        Bytes of float64 log-likelihood per block; default
+        :data:`pmctx.memory.PREDICTIVE_BYTES` (64 MiB).
     **kwargs
-        Passed to :func:`arviz.loo` (``pointwise``, ``var_name``, ``reff``, ...).
+        Passed to :func:`arviz.loo` (``pointwise``, ``var_name``, ``reff``, ``scale``).
 
     Returns
     -------
     arviz.ELPDData
+        As :func:`arviz.loo` returns.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> rng = np.random.default_rng(0)
+    >>> fit = az.from_dict(posterior={"mu": rng.normal(size=(2, 100))},
+    ...                    log_likelihood={"y": rng.normal(-1, 0.1, (2, 100, 30))})
+    >>> bool(np.isclose(loo(fit, block_bytes=8 * 200 * 7).elpd_loo, az.loo(fit).elpd_loo))
+    True
     """
+    import warnings
+
     import arviz as az
+    import xarray as xr
+    from arviz.stats.stats_utils import ELPDData
+
+    from pmctx.memory import PREDICTIVE_BYTES
 
     if "reff" not in kwargs:
         view = memory_view(idata)
@@ -510,4 +533,46 @@ def loo(idata, **kwargs):
         kwargs["reff"] = float(
             np.hstack([ess[v].values.ravel() for v in ess.data_vars]).mean() / n_samples
         )
-    return az.loo(az.InferenceData(log_likelihood=idata.log_likelihood.load()), **kwargs)
+    group = idata.log_likelihood
+    name = kwargs.pop("var_name", None)
+    if name is None and len(group.data_vars) == 1:
+        name = next(iter(group.data_vars))
+    if name is None:  # az.loo says which variables there are
+        return az.loo(az.InferenceData(log_likelihood=group.load()), **kwargs)
+    ll = group[name]
+    obs_dims = [d for d in ll.dims if d not in ("chain", "draw")]
+    samples = ll.sizes["chain"] * ll.sizes["draw"]
+    budget = PREDICTIVE_BYTES if block_bytes is None else int(block_bytes)
+    if not obs_dims or samples * 8 * int(np.prod(ll.shape[2:])) <= budget:
+        data = az.InferenceData(log_likelihood=xr.Dataset({name: ll.load()}))
+        return az.loo(data, var_name=name, **kwargs)
+    dim = obs_dims[0]
+    per_row = samples * 8 * int(np.prod(ll.shape[2:])) // ll.sizes[dim]
+    step = max(1, budget // max(per_row, 1))
+    pointwise = kwargs.pop("pointwise", None)
+    if pointwise is None:
+        pointwise = az.rcParams["stats.ic_pointwise"]
+    parts = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for start in range(0, ll.sizes[dim], step):
+            block = ll.isel({dim: slice(start, start + step)}).load()
+            data = az.InferenceData(log_likelihood=xr.Dataset({name: block}))
+            parts.append(az.loo(data, var_name=name, pointwise=True, **kwargs))
+    for message in {str(w.message): w for w in caught}.values():
+        warnings.warn(message.message, message.category, stacklevel=2)
+    loo_i = xr.concat([part.loo_i for part in parts], dim=dim)
+    n_data = int(loo_i.size)
+    values = {
+        "elpd_loo": float(loo_i.values.sum()),
+        "se": float((n_data * np.var(loo_i.values)) ** 0.5),
+        "p_loo": float(sum(part.p_loo for part in parts)),
+        "n_samples": parts[0].n_samples,
+        "n_data_points": n_data,
+        "warning": any(bool(part.warning) for part in parts),
+    }
+    if pointwise:
+        values["loo_i"] = loo_i
+        values["pareto_k"] = xr.concat([part.pareto_k for part in parts], dim=dim)
+    values.update(scale=parts[0].scale, good_k=parts[0].good_k)
+    return ELPDData(data=list(values.values()), index=list(values))
