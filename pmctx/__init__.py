@@ -66,6 +66,19 @@ def summary(idata, var_names=None, **kwargs):
 
 from pmctx.compare import compare  # noqa: E402  (after the warnings)
 
+
+def __getattr__(name: str):
+    """``pmctx.<module>`` (``pmctx.streaming.loo``, ``pmctx.convergence``...) after a bare
+    ``import pmctx``: a public submodule is imported when first read, so that ``import pmctx``
+    stays light."""
+    import importlib
+    import importlib.util
+
+    if not name.startswith("_") and importlib.util.find_spec(f"pmctx.{name}") is not None:
+        return importlib.import_module(f"pmctx.{name}")
+    raise AttributeError(f"module 'pmctx' has no attribute {name!r}")
+
+
 __all__ = [
     "ConvergenceWarning",
     "LooReliabilityWarning",

@@ -27,3 +27,12 @@ def test_arviz_refactor_notice_is_silenced(tmp_path):
     assert "ArviZ is undergoing a major refactor" in stderr
     loud, stderr = _import_warns(tmp_path / "pmctx", "import pmctx, arviz")
     assert not loud, stderr
+
+
+def test_submodules_are_reachable_after_a_bare_import():
+    code = (
+        "import pmctx, sys; assert 'pmctx.streaming' not in sys.modules; "
+        "assert callable(pmctx.streaming.loo); "
+        "import pytest; pytest.raises(AttributeError, getattr, pmctx, 'no_such_module')"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
