@@ -532,7 +532,7 @@ def _spec():
         "kappa, fixed kappa_obs) changes layouts far more often per CPU second; or run longer "
         "(e.g. draws=4000, or n_sweeps=32 kernel sweeps per draw; the default is 8) and "
         "compare the chains' pinwheel counts",
-        demo_seconds=(58, 6),
+        demo_seconds=(70, 6),
     )
 
 

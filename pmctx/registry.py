@@ -106,8 +106,8 @@ class ModelSpec:
         What to do when the sampler has not converged (ends the ConvergenceWarning).
     demo_seconds : tuple of (float, float)
         Expected wall seconds of ``demo`` and of ``demo(quick=True)`` on an idle 2-CPU
-        machine (chains in parallel; ``benchmarks/bench_demo.py``), announced by
-        ``pmctx demo``.
+        machine (chains in parallel, beside another model's demo as ``pmctx demo`` runs
+        them; ``benchmarks/bench_demo.py``), announced by ``pmctx demo``.
 
     Examples
     --------
