@@ -529,7 +529,8 @@ def _spec():
         "pinwheels than the prior holds): choose kappa by held-out pixels "
         "(pmctx.vonmises.select.cross_validate, or pmctx.models.vonmises_select.reconstruct_cv)"
         "; if kappa is fixed on purpose, sampler='tempered' (replica exchange down to 0.8 "
-        "kappa, fixed kappa_obs) changes layouts far more often per CPU second; or run longer "
+        "kappa, fixed kappa_obs; the default on maps up to about 64 x 64) changes layouts "
+        "far more often per CPU second; with it or on a larger map, run longer "
         "(e.g. draws=4000, or n_sweeps=32 kernel sweeps per draw; the default is 8) and "
         "compare the chains' pinwheel counts",
         demo_seconds=(70, 6),
