@@ -157,8 +157,8 @@ def _add_demo(sub) -> None:
 
 
 def _demo_estimate(chosen, quick: bool, jobs: int = 1) -> str:
-    """The line announcing how long the chosen demos take: each spec's ``demo_seconds`` (one
-    model at a time on 2 CPUs), shared among ``jobs`` models at once."""
+    """The line announcing how long the chosen demos take: each spec's ``demo_seconds``
+    (measured on 2 CPUs beside another model's demo), shared among ``jobs`` models at once."""
     from pmctx.registry import get_spec
 
     expected = {name: get_spec(name).demo_seconds[1 if quick else 0] for name in chosen}
@@ -167,7 +167,7 @@ def _demo_estimate(chosen, quick: bool, jobs: int = 1) -> str:
     at_once = f", {jobs} models at a time" if jobs > 1 else ""
     return (
         f"pmctx demo: about {total:.0f} s on 2 CPUs{at_once}, more on a busy machine "
-        f"(expected seconds of each alone: {parts})."
+        f"(expected seconds of each: {parts})."
     )
 
 
@@ -190,7 +190,6 @@ def _print_reports(name: str, paths) -> bool:
 
 
 def _demo(args) -> int:
-
     names = model_names()
     unknown = [m for m in args.models if m not in names]
     if unknown:
