@@ -234,8 +234,9 @@ def variable_shape(model: pm.Model, name: str) -> tuple[int, ...]:
     """The shape of ``model[name]`` from its named dims or static type, compiling nothing
     unless neither gives it.
 
-    ``model[name].shape.eval()`` compiles the variable's whole graph: for the von Mises
-    map's ``o`` that took 6 s, as long as a third of the demo's sampling.
+    ``model[name].shape.eval()`` compiles the variable's whole graph (the von Mises map's
+    ``o``: 6 s in the demo, most of it PyTensor reading its compile cache, which a process's
+    first compile does).
 
     Parameters
     ----------
