@@ -211,11 +211,9 @@ def thin_to_fit(chains: int, draws: int, values_per_draw: int, *, itemsize: int 
     >>> thin_to_fit(4, 1000, 10_000), thin_to_fit(4, 1000, 100_000)
     (1, 2)
     """
-    per_draw = max(chains * values_per_draw * itemsize, 1)
-    for k in range(1, draws + 1):
-        if -(-draws // k) * per_draw <= budget:
-            return k
-    return max(draws, 1)
+    # ceil(draws / k) draws fit exactly when k >= draws / fit, fit the draws that fit.
+    fit = subset_draws(chains, draws, values_per_draw, itemsize=itemsize, budget=budget)
+    return -(-max(draws, 1) // fit)
 
 
 def format_bytes(n: float) -> str:
