@@ -13,6 +13,9 @@ Methods, every one on the same maps in one run:
   ``kappa_obs`` learned).
 * ``pmctx-second``: the same with second-neighbour couplings weighed by the same CV
   (``kappa2_ratios`` :data:`RATIOS`, :mod:`pmctx.vonmises.second_neighbour`).
+* ``pmctx-spectral``: :func:`pmctx.models.vonmises_spectral.reconstruct_spectral` at its
+  defaults (band-pass prior with a column spacing, exact von Mises observations, spacing
+  weighed by held-out pixels around the data's estimate, ``kappa_obs`` learned).
 * ``gp``: the Macke-style complex GP of :func:`benchmarks.bench_vonmises_gp.gp_reconstruct`
   (squared-exponential kernel; hyperparameters by the marginal likelihood of a random
   subset of :data:`GP_FIT_PIXELS` observed pixels, prediction from all of them).
@@ -89,8 +92,20 @@ def pmctx_reconstruct(z, observed, rng, kappa2_ratios=(0.0,)):
     return o[:, ~observed], {"kappa": chosen}
 
 
+def spectral_reconstruct(z, observed, rng):
+    """``reconstruct_spectral`` at its defaults; 'chosen' is the weighted spacing."""
+    from pmctx.models.vonmises_spectral import reconstruct_spectral
+
+    theta = np.where(observed, np.mod(z, 2 * np.pi) / 2, np.nan)
+    idata = reconstruct_spectral(theta, random_seed=rng)
+    o = idata.posterior["o"].values[0]
+    chosen = round(float(idata.cv.attrs["weighted_spacing"]), 2) if "cv" in idata else None
+    return o[:, ~observed], {"kappa": chosen}
+
+
 METHODS = {
     "pmctx": pmctx_reconstruct,
+    "pmctx-spectral": spectral_reconstruct,
     "pmctx-second": lambda z, observed, rng: pmctx_reconstruct(z, observed, rng, RATIOS),
     "gp": lambda z, observed, rng: gp_reconstruct(z, observed, rng, fit_pixels=GP_FIT_PIXELS),
     "normconv": normconv_reconstruct,
