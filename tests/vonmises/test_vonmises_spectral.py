@@ -81,8 +81,9 @@ def reference():
 @pytest.mark.slow
 @pytest.mark.parametrize(("sampler", "draws"), [("hmc", 4000), ("ess", 3000)])
 def test_sampler_matches_importance_sampling(reference, sampler, draws):
-    # About 2-4 CPU s each (both chains). 16 cells: under exactness each |z| is about standard normal; 4.5 bounds the maximum
-    # of 16 with probability > 0.9999. The wrong-kappa chain's z is far above it.
+    # About 2-4 CPU s each (both chains). 16 cells: under exactness each |z| is about
+    # standard normal; 4.5 bounds the maximum of 16 with probability > 0.9999. The
+    # wrong-kappa chain's maximum |z| is far above it (about 14).
     p_ref, ess_ref = reference
     spectrum = _spectrum()
     o, _ = spectral_posterior(
