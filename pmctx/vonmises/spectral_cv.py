@@ -93,7 +93,25 @@ def spacing_grid(z, observed, ratios=RATIOS) -> tuple[list[float], float]:
 
 
 def torus_for(shape, spacings) -> tuple[int, int]:
-    """The padded torus for a map of ``shape`` and the largest of ``spacings``."""
+    """The padded torus for a map of ``shape`` and a grid of ``spacings``.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The map's ``(M, N)``.
+    spacings : sequence of float
+        Column spacings to be fitted; the padding is the largest (at least ``MIN_PAD``).
+
+    Returns
+    -------
+    tuple of int
+        :func:`~pmctx.vonmises.spectral.padded_shape` of the map.
+
+    Examples
+    --------
+    >>> torus_for((64, 64), [8.0, 30.5])
+    (96, 96)
+    """
     return padded_shape(shape, max(MIN_PAD, int(np.ceil(max(spacings)))))
 
 

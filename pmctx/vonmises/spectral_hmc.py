@@ -43,12 +43,45 @@ def _ifft(x):
 
 
 def field_of(u, root) -> np.ndarray:
-    """The field ``w = F' (sqrt(S) u)`` of whitened coefficients ``u`` (``root = sqrt(S)``)."""
+    """The field ``w = F' (sqrt(S) u)`` of whitened coefficients ``u``.
+
+    Parameters
+    ----------
+    u : numpy.ndarray of complex (P, Q)
+        Whitened Fourier coefficients.
+    root : numpy.ndarray (P, Q)
+        ``sqrt(S)``.
+
+    Returns
+    -------
+    numpy.ndarray of complex (P, Q)
+        The field.
+    """
     return _ifft(root * u)
 
 
 def whiten(w, root) -> np.ndarray:
-    """Whitened coefficients ``u`` of a field ``w`` (``root > 0`` everywhere)."""
+    """Whitened coefficients ``u`` of a field ``w`` (the inverse of :func:`field_of`).
+
+    Parameters
+    ----------
+    w : numpy.ndarray of complex (P, Q)
+        The field.
+    root : numpy.ndarray (P, Q)
+        ``sqrt(S)``, > 0 everywhere (a spectrum with a positive floor).
+
+    Returns
+    -------
+    numpy.ndarray of complex (P, Q)
+        ``F(w) / sqrt(S)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> u = np.arange(4.0).reshape(2, 2) + 0j
+    >>> bool(np.allclose(whiten(field_of(u, np.full((2, 2), 2.0)), np.full((2, 2), 2.0)), u))
+    True
+    """
     return _fft(w) / root
 
 

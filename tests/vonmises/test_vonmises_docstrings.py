@@ -34,6 +34,11 @@ MODULES = [
     "pmctx.vonmises.tempering",
     "pmctx.steps.vonmises_tempering",
     "pmctx.vonmises.second_neighbour",
+    "pmctx.vonmises.spectral",
+    "pmctx.vonmises.spectral_cv",
+    "pmctx.vonmises.spectral_ess",
+    "pmctx.vonmises.spectral_hmc",
+    "pmctx.models.vonmises_spectral",
 ]
 
 
