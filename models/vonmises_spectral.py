@@ -28,12 +28,163 @@ import numpy as np
 
 from pmctx.validation import as_angle_array, as_rng, check_int, check_positive
 from pmctx.vonmises.average import cv_average, stacking_weights
-from pmctx.vonmises.hyper import log_i0
+from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR, log_i0
 from pmctx.vonmises.potentials import LOG_2PI, wrap_angle
-from pmctx.vonmises.spectral import FLOOR, RING_WIDTH, ring_spectrum, spectral_posterior
+from pmctx.vonmises.spectral import (
+    FLOOR,
+    RING_WIDTH,
+    ring_spectrum,
+    spectral_posterior,
+    spectral_start,
+)
 from pmctx.vonmises.spectral_cv import cross_validate_spacing, torus_for
+from pmctx.vonmises.spectral_hmc import whiten
 
-__all__ = ["reconstruct_spectral"]
+__all__ = ["build_spectral_model", "reconstruct_spectral", "sample_spectral_model"]
+
+
+def build_spectral_model(
+    theta_obs,
+    *,
+    spacing: float,
+    mask=None,
+    width: float = RING_WIDTH,
+    floor: float = FLOOR,
+    kappa_obs="prior",
+):
+    """The band-pass orientation model as a ``pm.Model`` at one column spacing.
+
+    White noise ``nu`` (``(2, P, Q)``, each entry ``N(0, 1/2)``) on the padded torus is
+    filtered by ``sqrt(S)`` (real FFTs) into the real and imaginary parts of ``w``; the
+    map's doubled angles are ``o = arg w`` on the map's window, ``theta = o mod 2 pi / 2``,
+    and the observed doubled angles ``z ~ VonMises(o, kappa_obs)``.
+
+    Parameters
+    ----------
+    theta_obs : array_like, shape (M, N)
+        Observed orientations in ``[0, pi]``; NaN marks a missing pixel.
+    spacing : float
+        Column spacing in pixels (>= 2).
+    mask : array_like of 0/1, optional
+        1 where observed (default: not NaN).
+    width, floor : float
+        Ring width and white floor of the spectrum.
+    kappa_obs : float or "prior", default "prior"
+        Fixed observation concentration, or ``"prior"`` for
+        ``Gamma(KAPPA_OBS_PRIOR)`` (updated by
+        :class:`~pmctx.steps.vonmises.KappaObsSlice`).
+
+    Returns
+    -------
+    pm.Model
+        With ``nu``, ``o``, ``theta``, ``kappa_obs``, ``z`` and the data ``z_filled``,
+        ``obs_mask``, ``spectrum``.
+
+    Examples
+    --------
+    >>> model = build_spectral_model(np.full((4, 4), 0.5), spacing=3.0)
+    >>> sorted(v.name for v in model.free_RVs)
+    ['kappa_obs', 'nu']
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+    from pytensor.tensor import fft as pfft
+
+    spacings = _spacing_argument(spacing)
+    if spacings is None or len(spacings) != 1:
+        raise ValueError(f"spacing must be one number of pixels here, got {spacing!r}.")
+    z, observed = _observations(theta_obs, mask)
+    torus = torus_for(z.shape, spacings)
+    spectrum = ring_spectrum(torus, spacings[0], width, floor)
+    half = np.sqrt(spectrum[:, : torus[1] // 2 + 1])[None, :, :, None]
+    m, n = z.shape
+    coords = {"row": np.arange(m), "col": np.arange(n)}
+    with pm.Model(coords=coords) as model:
+        z_filled = pm.Data("z_filled", z, dims=("row", "col"))
+        obs_mask = pm.Data("obs_mask", observed.astype(np.int64), dims=("row", "col"))
+        pm.Data("spectrum", spectrum)
+        nu = pm.Normal("nu", 0.0, np.sqrt(0.5), shape=(2, *torus))
+        parts = pfft.irfft(pfft.rfft(nu) * half, is_odd=bool(torus[1] % 2))
+        o = pm.Deterministic("o", pt.arctan2(parts[1], parts[0])[:m, :n], dims=("row", "col"))
+        pm.Deterministic("theta", pt.mod(o, 2.0 * np.pi) / 2.0, dims=("row", "col"))
+        if isinstance(kappa_obs, str) and kappa_obs == "prior":
+            k_obs = pm.Gamma("kappa_obs", alpha=KAPPA_OBS_PRIOR[0], beta=KAPPA_OBS_PRIOR[1])
+        else:
+            k_obs = pm.Data("kappa_obs", check_positive(kappa_obs, "kappa_obs"))
+        rows, cols = np.nonzero(observed)
+        pm.VonMises("z", mu=o[rows, cols], kappa=k_obs, observed=z_filled[rows, cols])
+    del obs_mask
+    return model
+
+
+def sample_spectral_model(model, *, draws=200, tune=100, chains=1, random_seed=None):
+    """``pm.sample`` of a :func:`build_spectral_model` with pmctx's exact steps.
+
+    :class:`~pmctx.steps.vonmises_spectral.SpectralFieldHMC` moves ``nu``;
+    :class:`~pmctx.steps.vonmises.KappaObsSlice` updates a ``kappa_obs`` with a prior.
+
+    Parameters
+    ----------
+    model : pm.Model
+        From :func:`build_spectral_model`.
+    draws, tune, chains : int
+        As in :func:`pymc.sample` (one core).
+    random_seed : int, optional
+        Random seed.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``pm.sample``'s result (``o``, ``theta``, ``kappa_obs``, ``nu``).
+
+    Examples
+    --------
+    Compiling the model takes several seconds (run in
+    ``tests/steps/test_vonmises_spectral_step.py``):
+
+    >>> model = build_spectral_model(np.full((4, 4), 0.5), spacing=3.0)
+    >>> idata = sample_spectral_model(model, draws=3, tune=2, random_seed=0)  # doctest: +SKIP
+    >>> idata.posterior["theta"].shape  # doctest: +SKIP
+    (1, 3, 4, 4)
+    """
+    import pymc as pm
+    import scipy.fft
+
+    from pmctx.steps.vonmises import KappaObsSlice
+    from pmctx.steps.vonmises_spectral import SpectralFieldHMC
+
+    data = {name: model[name].get_value() for name in ("z_filled", "obs_mask", "spectrum")}
+    spectrum = data["spectrum"]
+    # nu = 0 (the prior's initial point) has no phase: start from the smoothed data instead.
+    field = spectral_start(data["z_filled"], data["obs_mask"].astype(bool), spectrum)
+    noise = scipy.fft.ifft2(whiten(field, np.sqrt(spectrum)), norm="ortho")
+    with model:
+        steps = [SpectralFieldHMC()]
+        if model["kappa_obs"] in model.free_RVs:
+            steps.append(KappaObsSlice(angles="o"))
+        return pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=1,
+            step=steps,
+            random_seed=random_seed,
+            initvals={"nu": np.stack([noise.real, noise.imag])},
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+
+
+def _observations(theta_obs, mask):
+    theta_obs = as_angle_array(theta_obs, "theta_obs", ndim=2, low=0.0, high=np.pi, allow_nan=True)
+    observed = ~np.isnan(theta_obs) if mask is None else np.asarray(mask).astype(bool)
+    if observed.shape != theta_obs.shape:
+        raise ValueError(
+            f"mask must have theta_obs's shape {theta_obs.shape}, got {observed.shape}."
+        )
+    if not observed.any():
+        raise ValueError("theta_obs has no observed pixel; the map cannot be reconstructed.")
+    return np.where(observed, wrap_angle(2.0 * np.nan_to_num(theta_obs)), 0.0), observed
 
 
 def _spacing_argument(spacing):
@@ -116,15 +267,7 @@ def reconstruct_spectral(
     spacings = _spacing_argument(spacing)
     draws = check_int(draws, "draws", minimum=1)
     tune = check_int(tune, "tune", minimum=0)
-    theta_obs = as_angle_array(theta_obs, "theta_obs", ndim=2, low=0.0, high=np.pi, allow_nan=True)
-    observed = ~np.isnan(theta_obs) if mask is None else np.asarray(mask).astype(bool)
-    if observed.shape != theta_obs.shape:
-        raise ValueError(
-            f"mask must have theta_obs's shape {theta_obs.shape}, got {observed.shape}."
-        )
-    if not observed.any():
-        raise ValueError("theta_obs has no observed pixel; the map cannot be reconstructed.")
-    z = np.where(observed, wrap_angle(2.0 * np.nan_to_num(theta_obs)), 0.0)
+    z, observed = _observations(theta_obs, mask)
     rng = as_rng(random_seed)
     cv = None
     if spacings is None or len(spacings) > 1:

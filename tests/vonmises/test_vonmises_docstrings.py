@@ -39,6 +39,7 @@ MODULES = [
     "pmctx.vonmises.spectral_ess",
     "pmctx.vonmises.spectral_hmc",
     "pmctx.models.vonmises_spectral",
+    "pmctx.steps.vonmises_spectral",
 ]
 
 
