@@ -33,6 +33,7 @@ Examples
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from pmctx.validation import as_angle_array, as_rng, check_choice, check_int
 from pmctx.vonmises.average import (
@@ -46,6 +47,8 @@ from pmctx.vonmises.hyper import kappa_obs_statistics, sample_kappa_obs
 from pmctx.vonmises.potentials import natural_field, wrap_angle
 from pmctx.vonmises.second_neighbour import second_neighbour_sweep
 from pmctx.vonmises.select import cross_validate
+from pmctx.vonmises.spectral import ring_spectrum, spectral_posterior
+from pmctx.vonmises.spectral_cv import cross_validate_spacing, torus_for
 from pmctx.vonmises.start import smoothed_start
 
 __all__ = ["KAPPAS", "METHODS", "grid_posterior", "grid_weights", "reconstruct_cv"]
@@ -173,6 +176,7 @@ def reconstruct_cv(
     tune: int = 100,
     min_weight: float = 0.01,
     kappa2_ratios=(0.0,),
+    spacings=None,
     random_seed=None,
 ):
     """Reconstruct a map with ``(kappa, rank)`` weighted or chosen by held-out pixels.
@@ -206,6 +210,15 @@ def reconstruct_cv(
         grid becomes every ``(kappa, rank, ratio)``; ``(0.0,)`` is the nearest-neighbour
         prior alone. With more than one ratio ``method`` must be "stacking", "pseudo_bma"
         or "best".
+    spacings : None, "cv" or sequence of float, default None
+        Also weigh the band-pass prior with a column spacing
+        (:mod:`pmctx.models.vonmises_spectral`) at these spacings in pixels (``"cv"``:
+        :data:`~pmctx.vonmises.spectral_cv.RATIOS` times the data's estimate) against the
+        grid, by the same held-out pixels (its own folds,
+        :func:`~pmctx.vonmises.spectral_cv.cross_validate_spacing`, each fold fit
+        ``cv_sweeps`` discarded and ``2 cv_sweeps / 3`` kept draws); ``method`` must then be
+        "stacking", "pseudo_bma" or "best", and ``signal`` is not supported. None: the
+        nearest-neighbour prior alone.
     random_seed : int or numpy.random.Generator, optional
         Random seed or generator (as in :func:`pymc.sample`).
 
@@ -259,7 +272,13 @@ def reconstruct_cv(
         kappa2_ratios=ratios,
         random_seed=rng,
     )
-    weights = grid_weights(cv, method, random_seed=rng)
+    spectral = None
+    if spacings is None:
+        weights = grid_weights(cv, method, random_seed=rng)
+    else:
+        spectral, weights = _with_spectral(
+            cv, z, observed, spacings, method, kappa_obs, signal, n_folds, cv_sweeps, rng
+        )
     ratio_of = cv.curve["kappa2_ratio"] if extended else np.zeros(len(cv.curve))
     fit_weights = np.where(weights >= min(min_weight, weights.max()), weights, 0.0)
     fits = [
@@ -279,6 +298,22 @@ def reconstruct_cv(
         else None
         for w, kappa, rank, ratio in zip(fit_weights, cv.curve["kappa"], cv.curve["rank"], ratio_of)
     ]
+    if spectral is not None:
+        torus = torus_for(z.shape, spectral.curve["spacing"])
+        fits += [
+            spectral_posterior(
+                z,
+                observed,
+                ring_spectrum(torus, spacing),
+                draws=draws,
+                tune=tune,
+                kappa_obs=kappa_obs,
+                random_seed=rng,
+            )
+            if w > 0
+            else None
+            for w, spacing in zip(fit_weights[len(cv.curve) :], spectral.curve["spacing"])
+        ]
     # Pool draw indices, so each map keeps its own kappa_obs draw.
     index, source = cv_average(
         [None if f is None else np.arange(len(f[0])) for f in fits],
@@ -288,16 +323,29 @@ def reconstruct_cv(
     )
     o = np.stack([fits[k][0][i] for k, i in zip(source, index)])
     k_obs = np.array([fits[k][1][i] for k, i in zip(source, index)])
-    curve = cv.curve.assign(weight=weights)
+    curve = cv.curve
+    if spectral is not None:
+        curve = pd.concat(
+            [curve.assign(prior="mrf"), spectral.curve.assign(prior="spectral")],
+            ignore_index=True,
+        )
+        curve["prior"] = curve["prior"].astype(str)
+    curve = curve.assign(weight=weights)
     grid = {"grid": np.arange(len(curve))}
+    nn = curve["kappa"].notna().to_numpy()
+    attrs = {
+        "method": method,
+        "heldout": heldout,
+        "weighted_kappa": float(np.dot(weights[nn], curve["kappa"][nn]) / weights[nn].sum())
+        if weights[nn].sum() > 0
+        else float("nan"),
+    }
+    if spectral is not None:
+        attrs["spectral_weight"] = float(weights[~nn].sum())
     cv_group = xr.Dataset(
         {name: ("grid", curve[name].to_numpy()) for name in curve.columns},
         coords=grid,
-        attrs={
-            "method": method,
-            "heldout": heldout,
-            "weighted_kappa": float(np.dot(weights, curve["kappa"])),
-        },
+        attrs=attrs,
     )
     theta = np.mod(o, 2.0 * np.pi) / 2.0
     posterior = {
@@ -309,6 +357,8 @@ def reconstruct_cv(
     }
     if extended:
         posterior["kappa2_ratio"] = curve["kappa2_ratio"].to_numpy()[source][None]
+    if spectral is not None:
+        posterior["spacing"] = curve["spacing"].to_numpy()[source][None]
     idata = az.from_dict(
         posterior=posterior,
         dims={"o": ["row", "col"], "theta": ["row", "col"]},
@@ -318,3 +368,42 @@ def reconstruct_cv(
     idata.posterior["theta"].attrs["period"] = np.pi
     idata.add_groups(cv=cv_group)
     return idata
+
+
+def _with_spectral(cv, z, observed, spacings, method, kappa_obs, signal, n_folds, sweeps, rng):
+    """The band-pass prior's CV, and weights over the joint grid (MRF rows first).
+
+    Each fold fit of the band-pass prior discards ``sweeps`` draws and keeps ``2 sweeps / 3``
+    (the defaults of :func:`~pmctx.vonmises.spectral_cv.cross_validate_spacing` at the
+    default ``cv_sweeps``).
+    """
+    if method not in ("stacking", "pseudo_bma", "best"):
+        raise ValueError(
+            f"method={method!r} orders the grid by kappa and rank only; with spacings use "
+            "'stacking', 'pseudo_bma' or 'best'."
+        )
+    if signal is not None:
+        raise ValueError(
+            "spacings (the band-pass prior) does not support a per-pixel signal; pass "
+            "signal=None or spacings=None."
+        )
+    if isinstance(spacings, str) and spacings != "cv":
+        raise ValueError(f"spacings must be None, 'cv' or a sequence of pixels, got {spacings!r}.")
+    spectral = cross_validate_spacing(
+        z,
+        observed,
+        spacings=None if isinstance(spacings, str) else spacings,
+        kappa_obs=kappa_obs,
+        n_folds=n_folds,
+        draws=max(1, 2 * sweeps // 3),
+        tune=sweeps,
+        random_seed=rng,
+    )
+    pointwise = np.vstack([cv.pointwise, spectral.pointwise])
+    if method == "stacking":
+        return spectral, stacking_weights(pointwise)
+    if method == "pseudo_bma":
+        return spectral, pseudo_bma_weights(pointwise, random_seed=rng)
+    weights = np.zeros(len(pointwise))
+    weights[int(np.argmax(pointwise.mean(axis=1)))] = 1.0
+    return spectral, weights
