@@ -16,6 +16,9 @@ Methods, every one on the same maps in one run:
 * ``pmctx-spectral``: :func:`pmctx.models.vonmises_spectral.reconstruct_spectral` at its
   defaults (band-pass prior with a column spacing, exact von Mises observations, spacing
   weighed by held-out pixels around the data's estimate, ``kappa_obs`` learned).
+* ``pmctx-both``: ``reconstruct_cv(spacings="cv")``: the kappa grid and the band-pass
+  spacings weighed together by held-out pixels (stacking); 'chosen' is the band-pass
+  prior's total weight.
 * ``gp``: the Macke-style complex GP of :func:`benchmarks.bench_vonmises_gp.gp_reconstruct`
   (squared-exponential kernel; hyperparameters by the marginal likelihood of a random
   subset of :data:`GP_FIT_PIXELS` observed pixels, prediction from all of them).
@@ -103,8 +106,19 @@ def spectral_reconstruct(z, observed, rng):
     return o[:, ~observed], {"kappa": chosen}
 
 
+def both_reconstruct(z, observed, rng):
+    """``reconstruct_cv(spacings="cv")``; 'chosen' is the band-pass prior's weight."""
+    from pmctx.models.vonmises_select import reconstruct_cv
+
+    theta = np.where(observed, np.mod(z, 2 * np.pi) / 2, np.nan)
+    idata = reconstruct_cv(theta, spacings="cv", random_seed=rng)
+    o = idata.posterior["o"].values[0]
+    return o[:, ~observed], {"kappa": round(float(idata.cv.attrs["spectral_weight"]), 3)}
+
+
 METHODS = {
     "pmctx": pmctx_reconstruct,
+    "pmctx-both": both_reconstruct,
     "pmctx-spectral": spectral_reconstruct,
     "pmctx-second": lambda z, observed, rng: pmctx_reconstruct(z, observed, rng, RATIOS),
     "gp": lambda z, observed, rng: gp_reconstruct(z, observed, rng, fit_pixels=GP_FIT_PIXELS),
@@ -220,12 +234,15 @@ if __name__ == "__main__":  # pragma: no cover
     parser.add_argument("--maps", type=int, default=2)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--conditions", help="missing:kappa_obs pairs, e.g. 0.3:1,0.3:4")
     parser.add_argument("out", nargs="?")
     args = parser.parse_args()
     methods = tuple(args.methods.split(","))
     spacings = tuple(float(s) for s in np.linspace(SPACINGS[0], SPACINGS[-1], args.maps))
     # The cheaper conditions first (10% missing leaves the most held-out pixels to score).
     plan = [(0.3, 1.0), (0.7, 4.0)] if args.quick else TABLE
+    if args.conditions:
+        plan = [tuple(float(v) for v in c.split(":")) for c in args.conditions.split(",")]
     rows = []
     for missing, kappa_obs in plan:  # written after every condition
         rows += condition(args.size, missing, kappa_obs, spacings, methods)
