@@ -41,6 +41,7 @@ from pmctx.vonmises.average import (
     cv_average,
     pick_index,
     pseudo_bma_weights,
+    stacking_objective,
     stacking_weights,
 )
 from pmctx.vonmises.hyper import kappa_obs_statistics, sample_kappa_obs
@@ -217,8 +218,10 @@ def reconstruct_cv(
         grid, by the same held-out pixels (its own folds,
         :func:`~pmctx.vonmises.spectral_cv.cross_validate_spacing`, each fold fit
         ``cv_sweeps`` discarded and ``2 cv_sweeps / 3`` kept draws); ``method`` must then be
-        "stacking", "pseudo_bma" or "best", and ``signal`` is not supported. None: the
-        nearest-neighbour prior alone.
+        "stacking" (the prior whose own stacking mixture has the higher held-out score is
+        chosen, and its grid stacked: a mixture of the two priors over-covers),
+        "pseudo_bma" or "best" (over the joint grid), and ``signal`` is not supported.
+        None: the nearest-neighbour prior alone.
     random_seed : int or numpy.random.Generator, optional
         Random seed or generator (as in :func:`pymc.sample`).
 
@@ -400,8 +403,15 @@ def _with_spectral(cv, z, observed, spacings, method, kappa_obs, signal, n_folds
         random_seed=rng,
     )
     pointwise = np.vstack([cv.pointwise, spectral.pointwise])
-    if method == "stacking":
-        return spectral, stacking_weights(pointwise)
+    if method == "stacking":  # choose the prior by its own mixture's score, stack within it
+        weights = np.zeros(len(pointwise))
+        own = [stacking_weights(cv.pointwise), stacking_weights(spectral.pointwise)]
+        scores = [stacking_objective(w, p) for w, p in zip(own, (cv.pointwise, spectral.pointwise))]
+        if scores[1] > scores[0]:
+            weights[len(cv.pointwise) :] = own[1]
+        else:
+            weights[: len(cv.pointwise)] = own[0]
+        return spectral, weights
     if method == "pseudo_bma":
         return spectral, pseudo_bma_weights(pointwise, random_seed=rng)
     weights = np.zeros(len(pointwise))

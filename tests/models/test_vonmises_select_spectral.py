@@ -32,6 +32,7 @@ def test_joint_grid_weights_and_pooled_draws():
     assert float(cv["weight"].sum()) == pytest.approx(1.0)
     assert np.isnan(cv["spacing"].values[0]) and np.isnan(cv["kappa"].values[1])
     assert cv.attrs["spectral_weight"] == pytest.approx(float(cv["weight"][1:].sum()))
+    assert cv.attrs["spectral_weight"] in (pytest.approx(0.0), pytest.approx(1.0))  # one prior
     spacing = idata.posterior["spacing"].values.ravel()
     kappa = idata.posterior["kappa"].values.ravel()
     assert np.all(np.isnan(spacing) != np.isnan(kappa))  # each draw from one prior
