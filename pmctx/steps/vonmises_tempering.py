@@ -29,7 +29,13 @@ from pmctx.vonmises.maps import smoothness
 from pmctx.vonmises.potentials import wrap_angle
 from pmctx.vonmises.tempering import kappa_ladder, tempered_sweep
 
-__all__ = ["AUTO_MAX_REPLICAS", "TemperedVonMisesGibbs", "auto_sampler", "default_n_replicas"]
+__all__ = [
+    "AUTO_MAX_REPLICAS",
+    "TEMPERED_TUNE",
+    "TemperedVonMisesGibbs",
+    "auto_sampler",
+    "default_n_replicas",
+]
 
 #: Lowest rung relative to the target when ``kappa_min`` is not given.
 DEFAULT_KAPPA_MIN_RATIO = 0.8
@@ -43,6 +49,11 @@ _SPACING_IN_SD = 1.7
 #: ``(3.5 K + 1.96 (K - 1)) / (8 x 3.5)`` times the augmented default's 8 sweeps per draw:
 #: 1.4x at the demo map's 8 rungs, 1.9x at 10, 2.1x at 11.
 AUTO_MAX_REPLICAS = 10
+#: Swap passes after each sweep of the rungs (even pairs, then odd pairs).
+DEFAULT_SWAP_PASSES = 2
+#: Tuning draws (of ``default_n_sweeps`` tempered steps each) that ``reconstruct`` runs when
+#: it tempers and ``tune`` is not given: the rungs only need burn-in, not adaptation.
+TEMPERED_TUNE = 200
 
 
 def default_n_replicas(shape, kappa: float, kappa_min: float) -> int:
@@ -124,9 +135,10 @@ class TemperedVonMisesGibbs(_VonMisesMapStep):
 
     Every step sweeps all ``n_replicas`` maps (about ``n_replicas`` times the CPU of one
     augmented sweep) and offers swaps between neighbouring rungs; the stored map is the one
-    at the model's ``kappa``. One step per stored draw by default, so that with 8 rungs a
-    draw costs about as much as one of :class:`~pmctx.steps.vonmises.AugmentedVonMisesGibbs`
-    (8 sweeps).
+    at the model's ``kappa``. Two steps per stored draw by default: with 8 rungs a draw
+    costs about three times one of :class:`~pmctx.steps.vonmises.AugmentedVonMisesGibbs`
+    (8 sweeps), and ``reconstruct`` pairs it with :data:`TEMPERED_TUNE` tuning draws
+    instead of 1000, so the whole default run stays within twice the augmented one's CPU.
 
     Parameters
     ----------
@@ -144,8 +156,12 @@ class TemperedVonMisesGibbs(_VonMisesMapStep):
         The model (default: the context's).
     rng : int or Generator, optional
         Random seed or generator.
-    n_sweeps : int, default 1
+    n_sweeps : int, default 2
         Tempered steps per stored draw.
+    n_swap_passes : int, default 2
+        Swap passes after each sweep of the rungs (even pairs, odd pairs, even, ...); passes
+        after the second reuse the energies already computed
+        (:func:`pmctx.vonmises.tempering.swap_passes`).
 
     Raises
     ------
@@ -168,7 +184,9 @@ class TemperedVonMisesGibbs(_VonMisesMapStep):
         **_VonMisesMapStep.stats_dtypes_shapes,
         "swap_rate": (np.float64, []),
     }
-    default_n_sweeps = 1
+    default_n_sweeps = 2
+    #: Tuning draws ``reconstruct`` runs with this step when its ``tune`` is not given.
+    default_tune = TEMPERED_TUNE
 
     def __init__(
         self,
@@ -180,6 +198,7 @@ class TemperedVonMisesGibbs(_VonMisesMapStep):
         model=None,
         rng=None,
         n_sweeps: int | None = None,
+        n_swap_passes: int = DEFAULT_SWAP_PASSES,
     ):
         super().__init__(vars, model=model, rng=rng, n_sweeps=n_sweeps)
         if self.model["kappa_obs"] in self.model.free_RVs:
@@ -201,6 +220,16 @@ class TemperedVonMisesGibbs(_VonMisesMapStep):
             isinstance(kappa_min, int | float) and math.isfinite(kappa_min) and kappa_min > 0
         ):
             raise ValueError(f"kappa_min must be a positive number, got {kappa_min!r}.")
+        if (
+            isinstance(n_swap_passes, bool)
+            or not isinstance(n_swap_passes, int | np.integer)
+            or n_swap_passes < 1
+        ):
+            raise ValueError(
+                f"n_swap_passes must be an integer >= 1, got {n_swap_passes!r}; pass e.g. 2 "
+                "(even pairs, then odd pairs)."
+            )
+        self.n_swap_passes = int(n_swap_passes)
         self.n_replicas = None if n_replicas is None else int(n_replicas)
         self.kappa_min = None if kappa_min is None else float(kappa_min)
         self._sweep = SWEEPS[sweep]
@@ -261,8 +290,9 @@ class TemperedVonMisesGibbs(_VonMisesMapStep):
         offered = accepted = 0.0
         for _ in range(self.n_sweeps):
             self._states, swaps = tempered_sweep(
-                self._states, field, ladder, self.rank, self.rng, sweep=self._sweep
-            )
+                self._states, field, ladder, self.rank, self.rng, sweep=self._sweep,
+                n_swap_passes=self.n_swap_passes,
+            )  # fmt: skip
             offered += np.sum(~np.isnan(swaps))
             accepted += np.nansum(swaps)
         o = self._states[-1]

@@ -24,6 +24,8 @@ Swaps are offered between pairs ``(0, 1), (2, 3), ...`` then ``(1, 2), (3, 4), .
 every sweep: alternating even and odd pairs in a fixed order moves a state up or down the
 ladder in a straight line rather than by a random walk (non-reversible replica exchange,
 Syed et al. 2022, JRSS B 84:321).
+More passes per sweep (``n_swap_passes``) cost little: between passes only the states'
+rungs change, so each state's energy at a rung is computed once (:func:`swap_passes`).
 
 Examples
 --------
@@ -51,6 +53,7 @@ __all__ = [
     "kappa_ladder",
     "swap_log_acceptance",
     "swap_pass",
+    "swap_passes",
     "tempered_sweep",
 ]
 
@@ -184,8 +187,72 @@ def swap_pass(states, kappas, rank: int, rng, *, parity: int):
     return accepted
 
 
-def tempered_sweep(states, field, kappas, rank: int, rng, *, sweep=augmented_sweep):
-    """One replica-exchange step: a sweep of every rung, then even and odd swaps.
+def swap_passes(states, kappas, rank: int, rng, *, n_passes: int = 2, parity: int = 0):
+    """``n_passes`` alternating swap passes (even pairs, odd pairs, ...) over fixed states.
+
+    The states do not change between passes, only their rungs, so each state's edge energy
+    at a rung is computed once and reused: a pass after the first costs about two energies
+    per pair at most, none where the states already visited those rungs. Every offer is the
+    Metropolis move of :func:`swap_pass`, and with ``n_passes = 2`` the same draws (energies,
+    uniforms, decisions) as ``swap_pass(parity=0)`` then ``swap_pass(parity=1)``.
+
+    Parameters
+    ----------
+    states : numpy.ndarray (K, M, N)
+        One map per rung (reordered in place).
+    kappas : array_like (K,)
+        The ladder.
+    rank : int
+        Rank of the potential.
+    rng : numpy.random.Generator
+        Random generator (one uniform per offer whose ratio is below 1).
+    n_passes : int, default 2
+        Passes, alternating parity; >= 1.
+    parity : {0, 1}, default 0
+        Parity of the first pass.
+
+    Returns
+    -------
+    numpy.ndarray (K - 1,)
+        Fraction of the offers to pair ``(p, p + 1)`` that were accepted (NaN if none).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> states = rng.uniform(-np.pi, np.pi, (3, 2, 2))
+    >>> swap_passes(states, np.array([1.0, 1.2, 1.5]), 2, rng, n_passes=4).shape
+    (2,)
+    """
+    n = len(kappas)
+    order = list(range(n))  # order[r]: the index (in the input) of the state now at rung r
+    cache = {}
+
+    def energy(state, rung):
+        if (state, rung) not in cache:
+            cache[state, rung] = edge_energy(states[state], kappas[rung], rank)
+        return cache[state, rung]
+
+    offered, accepted = np.zeros(max(n - 1, 0)), np.zeros(max(n - 1, 0))
+    for k in range(n_passes):
+        for p in range((parity + k) % 2, n - 1, 2):
+            a, b = order[p], order[p + 1]
+            e_lo = (energy(a, p), energy(b, p))
+            e_hi = (energy(b, p + 1), energy(a, p + 1))
+            log_alpha = swap_log_acceptance(e_lo, e_hi)
+            accept = log_alpha >= 0.0 or np.log(rng.random()) < log_alpha
+            if accept:
+                order[p], order[p + 1] = b, a
+            offered[p] += 1.0
+            accepted[p] += float(accept)
+    states[:] = states[order]
+    with np.errstate(invalid="ignore"):
+        return accepted / offered
+
+
+def tempered_sweep(
+    states, field, kappas, rank: int, rng, *, sweep=augmented_sweep, n_swap_passes: int = 2
+):
+    """One replica-exchange step: a sweep of every rung, then alternating swap passes.
 
     Parameters
     ----------
@@ -201,14 +268,18 @@ def tempered_sweep(states, field, kappas, rank: int, rng, *, sweep=augmented_swe
         Random generator.
     sweep : callable, default :func:`~pmctx.vonmises.augmented.augmented_sweep`
         Exact sweep ``sweep(o, field, kappa, rank, rng)`` run at every rung.
+    n_swap_passes : int, default 2
+        Swap passes after the sweeps (:func:`swap_passes`): even pairs, odd pairs, even, ...
+        Passes after the first two reuse the energies already computed, so they cost little
+        and let a state cross several rungs per sweep.
 
     Returns
     -------
     states : numpy.ndarray (K, M, N)
         The new maps, rung by rung.
     accepted : numpy.ndarray (K - 1,)
-        Swaps accepted between rungs ``p`` and ``p + 1`` in this step (0, 1 or 2 offers;
-        each pair is offered once, so 0 or 1).
+        Fraction of the swaps offered between rungs ``p`` and ``p + 1`` in this step that
+        were accepted (with the default two passes each pair is offered once: 0 or 1).
     """
     kappas = np.asarray(kappas, dtype=np.float64)
     states = np.array(states, dtype=np.float64)
@@ -217,8 +288,11 @@ def tempered_sweep(states, field, kappas, rank: int, rng, *, sweep=augmented_swe
             f"states must have shape (K, M, N) with K = {kappas.size} rungs, got "
             f"{states.shape}; pass one map per rung of the ladder."
         )
+    if isinstance(n_swap_passes, bool) or int(n_swap_passes) != n_swap_passes or n_swap_passes < 1:
+        raise ValueError(
+            f"n_swap_passes must be an integer >= 1, got {n_swap_passes!r}; pass e.g. 2 "
+            "(even then odd pairs)."
+        )
     for j, kappa in enumerate(kappas):
         states[j] = sweep(states[j], field, float(kappa), rank, rng)
-    even = swap_pass(states, kappas, rank, rng, parity=0)
-    odd = swap_pass(states, kappas, rank, rng, parity=1)
-    return states, np.where(np.isnan(even), odd, even)
+    return states, swap_passes(states, kappas, rank, rng, n_passes=int(n_swap_passes))

@@ -15,6 +15,7 @@ from pmctx.models.vonmises_map import build_model
 
 from pmctx.steps.vonmises_tempering import (
     AUTO_MAX_REPLICAS,
+    TEMPERED_TUNE,
     TemperedVonMisesGibbs,
     auto_sampler,
     default_n_replicas,
@@ -42,7 +43,7 @@ def test_pm_sample_stores_draws_from_the_target_rung(model):
             tune=20,
             chains=2,
             cores=1,
-            step=[TemperedVonMisesGibbs(n_replicas=3, kappa_min=0.4)],
+            step=[TemperedVonMisesGibbs(n_replicas=3, kappa_min=0.4, n_sweeps=1)],
             random_seed=5,
             progressbar=False,
             compute_convergence_checks=False,
@@ -67,7 +68,7 @@ def test_rungs_restart_from_a_new_start_and_continue_otherwise(model, monkeypatc
 
     monkeypatch.setattr(module, "tempered_sweep", recording_sweep)
     with model:
-        step = TemperedVonMisesGibbs(n_replicas=3, kappa_min=1.0, rng=1)
+        step = TemperedVonMisesGibbs(n_replicas=3, kappa_min=1.0, rng=1, n_sweeps=1)
     start = {"o_circular__": np.full((2, 2), 0.5)}
     point, _ = step.step(start)
     np.testing.assert_array_equal(seen[0], np.full((3, 2, 2), 0.5))  # every rung at the start
@@ -101,6 +102,9 @@ def test_default_ladder_and_option_errors(model):
         for bad in (0.0, -1.0, float("nan"), "1"):
             with pytest.raises(ValueError, match="kappa_min must be a positive number"):
                 TemperedVonMisesGibbs(kappa_min=bad)
+        for bad in (0, 1.5, True):
+            with pytest.raises(ValueError, match="n_swap_passes must be an integer >= 1"):
+                TemperedVonMisesGibbs(n_swap_passes=bad)
         with pytest.raises(ValueError, match="sweep must be one of"):
             TemperedVonMisesGibbs(sweep="nuts")
         with pytest.raises(ValueError, match="exceeds the model's kappa"):
@@ -151,3 +155,40 @@ def test_reconstruct_defaults_to_auto_and_keeps_an_explicit_sampler():
     assert "swap_rate" not in learned.sample_stats
     with pytest.raises(ValueError, match="sampler.*auto"):
         reconstruct(theta, kappa_obs=4.0, sampler="automatic", **options)
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({}, TEMPERED_TUNE),  # auto tempers: its own shorter burn-in
+        ({"sampler": "tempered"}, TEMPERED_TUNE),
+        ({"sampler": "augmented"}, 1000),  # pm.sample's default
+        ({"tune": 1000}, 1000),  # a value passed is kept
+        ({"sampler": "augmented", "tune": 7}, 7),
+    ],
+)
+def test_reconstruct_default_tune_follows_the_sampler(monkeypatch, options, expected):
+    import pmctx.models.vonmises_map as vm
+
+    class Stop(Exception):
+        pass
+
+    def capture(model, **kwargs):
+        raise Stop(kwargs["tune"])
+
+    monkeypatch.setattr(vm, "run_sampler", capture)
+    theta = np.full((4, 5), 0.5)
+    with pytest.raises(Stop) as stop:
+        vm.reconstruct(theta, **{"kappa_obs": 4.0, "chains": 1, **options})
+    assert stop.value.args[0] == expected
+
+
+def test_fit_data_leaves_the_default_tune_to_reconstruct(monkeypatch):
+    import pmctx.models.vonmises_map as vm
+
+    seen = {}
+    monkeypatch.setattr(vm, "reconstruct", lambda theta, **kwargs: seen.update(kwargs))
+    vm.fit_data({"theta": np.full((3, 3), 0.5)})
+    assert seen["tune"] is None
+    vm.fit_data({"theta": np.full((3, 3), 0.5)}, tune=50)
+    assert seen["tune"] == 50

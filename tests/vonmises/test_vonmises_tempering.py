@@ -8,6 +8,9 @@
   measured effective sample size and a total-variation tolerance derived from it
   (:func:`pmctx.testing.assert_chains_match_exact`); a sampler that accepts every swap
   fails the same test, so it has the power to see a wrong acceptance.
+* Repeated swap passes over fixed states (energies cached between passes) leave the law of
+  the states' order over the rungs exact: on three fixed maps the frequency of each of the 6
+  orders matches ``prod_r p_r(O_sigma(r))`` normalised over the orders, by the same test.
 """
 
 import numpy as np
@@ -20,6 +23,7 @@ from pmctx.vonmises.tempering import (
     edge_energy,
     kappa_ladder,
     swap_pass,
+    swap_passes,
     tempered_sweep,
 )
 from tests.oracles.vonmises_exact import bin_index, binned_joint
@@ -76,6 +80,44 @@ def test_swap_pass_accepts_with_the_metropolis_probability():
     se = np.sqrt(p * (1 - p) / n)
     assert 0.05 < p < 0.95
     assert abs(np.mean(accepted) - p) < 4 * se
+
+
+def test_two_cached_passes_are_an_even_then_an_odd_swap_pass():
+    rng = np.random.default_rng(4)
+    kappas = np.array([0.5, 0.9, 1.4, 2.0, 2.9])
+    for seed in range(20):
+        states = rng.uniform(-np.pi, np.pi, (5, 2, 3))
+        expected = states.copy()
+        rng_a, rng_b = np.random.default_rng(seed), np.random.default_rng(seed)
+        even = swap_pass(expected, kappas, RANK, rng_a, parity=0)
+        odd = swap_pass(expected, kappas, RANK, rng_a, parity=1)
+        rates = swap_passes(states, kappas, RANK, rng_b, n_passes=2)
+        np.testing.assert_array_equal(states, expected)
+        np.testing.assert_array_equal(rates, np.where(np.isnan(even), odd, even))
+
+
+def test_repeated_swap_passes_keep_the_exact_law_of_the_order(monkeypatch):
+    import itertools
+
+    rng = np.random.default_rng(8)
+    kappas = np.array([0.3, 0.5, 0.8])
+    maps = rng.uniform(-np.pi, np.pi, (3, 2, 3)) * np.array([1.0, 0.6, 0.3])[:, None, None]
+    orders = list(itertools.permutations(range(3)))
+    log_p = np.array([sum(edge_energy(maps[s], k, RANK) for s, k in zip(order, kappas))
+                      for order in orders])  # fmt: skip
+    probs = np.exp(log_p - log_p.max())
+    probs /= probs.sum()
+    assert probs.min() > 0.05  # every order likely: a sharp test of each
+    table = {(o.tobytes(), k): edge_energy(o, k, RANK) for o in maps for k in kappas}
+    monkeypatch.setattr(tempering, "edge_energy", lambda o, k, rank: table[o.tobytes(), k])
+    codes = np.empty((2, 3000), dtype=np.int64)
+    for chain in range(2):
+        states, walk = maps.copy(), np.random.default_rng([8, chain])
+        for t in range(codes.shape[1]):
+            swap_passes(states, kappas, RANK, walk, n_passes=3, parity=t % 2)
+            order = tuple(int(np.flatnonzero((maps == s).all(axis=(1, 2)))[0]) for s in states)
+            codes[chain, t] = orders.index(order)
+    assert_chains_match_exact(codes, probs, max_tv_tol=0.06)
 
 
 def run_tempered(n_steps, seed, n_chains=2):
