@@ -298,8 +298,8 @@ def reconstruct(
         ``kappa_obs`` is a number and the map has at most about 64 x 64 nodes (a ladder of at
         most 10 rungs, at most about twice the augmented sampler's CPU per draw), else
         ``"augmented"``. On the demo map at ``kappa = 5`` (fit seeds 0-2) it raised the
-        pinwheel count's bulk ESS from 100-115 to 185-404 and took its R-hat from 1.024-1.040
-        to 1.009-1.024, at 1.34-1.43 times the CPU (``benchmarks/vonmises_pinwheel_mixing.py
+        pinwheel count's bulk ESS from 100-115 to 254-715 and took its R-hat from 1.024-1.040
+        to 1.006-1.024, at 1.58-1.62 times the CPU (``benchmarks/vonmises_pinwheel_mixing.py
         defaults``): better, not yet always below 1.01.
     n_sweeps : int, optional
         Kernel sweeps per stored draw (thinning inside the step); default: the step's
