@@ -117,6 +117,8 @@ def condition(generator, size, missing, kappa_obs, spacings, methods, verbose=Tr
             "cpu_seconds_per_map": r["cpu"] / len(spacings),
             "baseline": "gp",
         }
+        cov_note = "no interval" if coverage is None else f"90% coverage {coverage:.3f}"
+        row["notes"] = f"error {row['error_deg']:.2f} deg, {cov_note}"
         rows.append(row)
         if verbose:
             cov = "  -  " if coverage is None else f"{coverage:.3f}"
