@@ -264,7 +264,7 @@ def reconstruct(
     rank: int = 5,
     sampler: str = "auto",
     draws: int = SAMPLE_DEFAULTS["draws"],
-    tune: int | None = None,
+    tune: int = SAMPLE_DEFAULTS["tune"],
     chains: int = SAMPLE_DEFAULTS["chains"],
     cores: int | None = SAMPLE_DEFAULTS["cores"],
     random_seed=SAMPLE_DEFAULTS["random_seed"],
@@ -298,22 +298,16 @@ def reconstruct(
         ``kappa_obs`` is a number and the map has at most about 64 x 64 nodes (a ladder of at
         most 10 rungs, at most about twice the augmented sampler's CPU per draw), else
         ``"augmented"``. On the demo map at ``kappa = 5`` (fit seeds 0-2) it raised the
-        pinwheel count's bulk ESS from 100-115 to 254-715 and took its R-hat from 1.024-1.040
-        to 1.006-1.024, at 1.58-1.62 times the CPU (``benchmarks/vonmises_pinwheel_mixing.py
+        pinwheel count's bulk ESS from 100-115 to 185-404 and took its R-hat from 1.024-1.040
+        to 1.009-1.024, at 1.34-1.43 times the CPU (``benchmarks/vonmises_pinwheel_mixing.py
         defaults``): better, not yet always below 1.01.
     n_sweeps : int, optional
         Kernel sweeps per stored draw (thinning inside the step); default: the step's
-        ``default_n_sweeps`` (2 tempered steps for ``"tempered"``; 8 for ``"augmented"`` and
-        ``"cluster"``: about 6 times the CPU per stored draw of one sweep and 2.8 times
-        theta's ESS per CPU second on the demo data). Chains that disagree on the pinwheel
-        layout need more sweeps in total, not more stored draws.
-    tune : int, optional
-        Tuning draws per chain (burn-in: the samplers adapt nothing). Default: pm.sample's
-        1000, except :data:`~pmctx.steps.vonmises_tempering.TEMPERED_TUNE` (200 draws of 2
-        tempered steps) when the sampler is ``"tempered"`` (chosen or by ``"auto"``), whose
-        rungs need less burn-in; the CPU goes to stored draws instead. A value passed is used
-        as it is.
-    draws, chains, cores, random_seed, progressbar, idata_kwargs
+        ``default_n_sweeps`` (8 for ``"augmented"`` and ``"cluster"``: about 6 times the CPU
+        per stored draw of one sweep and 2.8 times theta's ESS per CPU second on the demo
+        data). Chains that disagree on the pinwheel layout need more sweeps in total, not
+        more stored draws.
+    draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in ``pm.sample``, with its defaults.
     posterior_predictive : bool, default True
         Add the ``posterior_predictive`` group (observed ``z`` redrawn per draw) for
@@ -343,7 +337,7 @@ def reconstruct(
     >>> posterior_orientation(idata)[0].shape
     (4, 4)
     """
-    check_sample_kwargs(draws=draws, tune=0 if tune is None else tune, chains=chains, cores=cores)
+    check_sample_kwargs(draws=draws, tune=tune, chains=chains, cores=cores)
     theta_obs = as_angle_array(theta_obs, "theta_obs", low=0.0, high=np.pi, ndim=2, allow_nan=True)
     check_nonempty(theta_obs, "theta_obs", unit="grid row")
     check_choice(sampler, "sampler", ["auto", *STEPS])
@@ -352,8 +346,6 @@ def reconstruct(
     )
     if sampler == "auto":
         sampler = auto_sampler(model)
-    if tune is None:  # the sampler's burn-in: replica exchange needs less (TEMPERED_TUNE)
-        tune = getattr(STEPS[sampler], "default_tune", SAMPLE_DEFAULTS["tune"])
     if "z" not in model.named_vars:
         raise ValueError(
             f"theta_obs: every one of its {theta_obs.size} nodes is missing (NaN or mask 0), so "
@@ -479,8 +471,6 @@ def fit_data(data: dict, sampler: dict, **options):
         ``"mask"`` (M x N, 1 = observed), as loaded by :func:`pmctx.vonmises.inputs.load_vonmises`.
     **options
         Further :func:`reconstruct` options (``kappa``, ``kappa_obs``, ``rank``, ``sampler``, ...).
-        ``tune`` at pm.sample's default (1000, what ``pmctx fit`` passes unless told) lets
-        :func:`reconstruct` choose it (fewer tuning draws when it tempers).
 
     Returns
     -------
@@ -495,8 +485,6 @@ def fit_data(data: dict, sampler: dict, **options):
     >>> idata.posterior["theta"].shape
     (1, 10, 2, 2)
     """
-    if sampler["tune"] == SAMPLE_DEFAULTS["tune"]:  # pm.sample's default: reconstruct's own
-        sampler = {**sampler, "tune": None}
     return reconstruct(
         data["theta"],
         mask=data.get("mask"),

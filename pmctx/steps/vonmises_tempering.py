@@ -31,7 +31,6 @@ from pmctx.vonmises.tempering import kappa_ladder, tempered_sweep
 
 __all__ = [
     "AUTO_MAX_REPLICAS",
-    "TEMPERED_TUNE",
     "TemperedVonMisesGibbs",
     "auto_sampler",
     "default_n_replicas",
@@ -47,15 +46,10 @@ _SPACING_IN_SD = 1.7
 #: R = 5) an augmented sweep takes 3.5 ms and an edge energy 0.49 ms (2 CPUs, load ~3), so a
 #: tempered step of K rungs (K sweeps, 4 (K - 1) energies) costs
 #: ``(3.5 K + 1.96 (K - 1)) / (8 x 3.5)`` times the augmented default's 8 sweeps per draw:
-#: 1.4x at the demo map's 8 rungs, 1.9x at 10, 2.1x at 11. ``reconstruct``'s tempered run
-#: (:data:`TEMPERED_TUNE` + 1000 draws of 2 steps: 2400 steps against 2000 augmented draws)
-#: costs 1.2 times that per run: measured 1.58-1.62x at 8 rungs, about 2.3x expected at 10.
+#: 1.4x at the demo map's 8 rungs, 1.9x at 10, 2.1x at 11.
 AUTO_MAX_REPLICAS = 10
 #: Swap passes after each sweep of the rungs (even pairs, then odd pairs).
 DEFAULT_SWAP_PASSES = 2
-#: Tuning draws (of ``default_n_sweeps`` tempered steps each) that ``reconstruct`` runs when
-#: it tempers and ``tune`` is not given: the rungs only need burn-in, not adaptation.
-TEMPERED_TUNE = 200
 
 
 def default_n_replicas(shape, kappa: float, kappa_min: float) -> int:
@@ -92,18 +86,18 @@ def auto_sampler(model, kappa_min_ratio: float = DEFAULT_KAPPA_MIN_RATIO) -> str
     """The sampler that ``sampler="auto"`` runs for ``model``: ``"tempered"`` or ``"augmented"``.
 
     Replica exchange (:class:`TemperedVonMisesGibbs` at its defaults: ladder from ``0.8
-    kappa``, two steps per stored draw) needs a fixed ``kappa_obs``, and its CPU per draw grows
+    kappa``, one step per stored draw) needs a fixed ``kappa_obs``, and its CPU per draw grows
     with the number of rungs, which grows as the square root of the map's edges
     (:func:`default_n_replicas`). It is chosen when ``kappa_obs`` is a number and the ladder
     has at most :data:`AUTO_MAX_REPLICAS` rungs (maps up to about 64 x 64: at most about twice
     the augmented default's CPU per draw); otherwise the augmented block sampler. On the demo
-    map at ``kappa = 5``, ``reconstruct`` at every default, fit seeds 0-2, one run: pinwheel-
-    count R-hat 1.024 / 1.030 / 1.040 (bulk ESS 115 / 100 / 101) with the augmented sampler
-    (1000 + 1000 draws of 8 sweeps), 1.014 / 1.024 / 1.006 (ESS 412 / 254 / 715) tempered
-    (:data:`TEMPERED_TUNE` + 1000 draws of 2 steps), at 1.58-1.62 times the CPU
-    (``benchmarks/vonmises_pinwheel_mixing.py defaults``): better on every seed, below 1.01
-    on one; the pinwheel mode's lifetime varies so much between chains that ESS at a fixed
-    budget ranges over a factor of three.
+    map at ``kappa = 5``, ``reconstruct`` at every default, fit seeds 0-2: pinwheel-count
+    R-hat 1.024 / 1.030 / 1.040 (bulk ESS 115 / 100 / 101) with the augmented sampler,
+    1.019 / 1.024 / 1.009 (ESS 185 / 322 / 404) tempered, at 1.34-1.43 times the CPU
+    (``benchmarks/vonmises_pinwheel_mixing.py defaults``, before the cached swap passes). With
+    ``tune=200, n_sweeps=2`` (2400 tempered steps) one run measured 1.014 / 1.024 / 1.006
+    (ESS 412 / 254 / 715) at 1.58-1.62 times the augmented default's CPU: better on every
+    seed, below 1.01 on one (``benchmarks/results/vonmises_pinwheel_defaults.json``).
 
     Parameters
     ----------
@@ -140,10 +134,9 @@ class TemperedVonMisesGibbs(_VonMisesMapStep):
 
     Every step sweeps all ``n_replicas`` maps (about ``n_replicas`` times the CPU of one
     augmented sweep) and offers swaps between neighbouring rungs; the stored map is the one
-    at the model's ``kappa``. Two steps per stored draw by default: with 8 rungs a draw
-    costs about three times one of :class:`~pmctx.steps.vonmises.AugmentedVonMisesGibbs`
-    (8 sweeps), and ``reconstruct`` pairs it with :data:`TEMPERED_TUNE` tuning draws
-    instead of 1000, so the whole default run stays within twice the augmented one's CPU.
+    at the model's ``kappa``. One step per stored draw by default, so that with 8 rungs a
+    draw costs about as much as one of :class:`~pmctx.steps.vonmises.AugmentedVonMisesGibbs`
+    (8 sweeps).
 
     Parameters
     ----------
@@ -161,7 +154,7 @@ class TemperedVonMisesGibbs(_VonMisesMapStep):
         The model (default: the context's).
     rng : int or Generator, optional
         Random seed or generator.
-    n_sweeps : int, default 2
+    n_sweeps : int, default 1
         Tempered steps per stored draw.
     n_swap_passes : int, default 2
         Swap passes after each sweep of the rungs (even pairs, odd pairs, even, ...); passes
@@ -189,9 +182,7 @@ class TemperedVonMisesGibbs(_VonMisesMapStep):
         **_VonMisesMapStep.stats_dtypes_shapes,
         "swap_rate": (np.float64, []),
     }
-    default_n_sweeps = 2
-    #: Tuning draws ``reconstruct`` runs with this step when its ``tune`` is not given.
-    default_tune = TEMPERED_TUNE
+    default_n_sweeps = 1
 
     def __init__(
         self,

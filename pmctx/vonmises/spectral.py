@@ -3,7 +3,7 @@
 Real orientation maps have a preferred column spacing ``L``: their power sits on a ring of
 radius ``1 / L`` in spatial frequency. This prior says so directly. A latent complex field
 ``w`` lives on a torus padded beyond the map (so the prior does not assume the map itself
-is periodic), with a stationary circular complex Gaussian prior of spectral density
+is periodic), with a stationary circular complex Gaussian prior of spectral density::
 
     S(k) = exp(-(|k| - 1/L)^2 / (2 (b / L)^2)) / mean + floor,
 

@@ -2,7 +2,7 @@
 
 The pure kernel behind :mod:`pmctx.vonmises.spectral`. The state is a complex field ``w``
 (flattened, any length ``n``) with a zero-mean Gaussian prior; the observations are doubled
-angles ``z_i`` at the pixels ``obs`` with the von Mises likelihood
+angles ``z_i`` at the pixels ``obs`` with the von Mises likelihood::
 
     log L(w) = kappa_obs sum_i cos(z_i - arg w_i)
              = kappa_obs sum_i (Re w_i cos z_i + Im w_i sin z_i) / |w_i|.

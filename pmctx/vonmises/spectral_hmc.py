@@ -4,7 +4,7 @@ The kernel behind :func:`pmctx.vonmises.spectral.spectral_posterior`'s default s
 The field on the padded torus is ``w = F' (sqrt(S) u)`` (``F`` the unitary 2-D DFT, ``S``
 the spectral density), so the whitened Fourier coefficients ``u`` have the prior density
 ``exp(-|u|^2)`` (real and imaginary parts ``N(0, 1/2)``). With observed doubled angles
-``z_i`` at flat indices ``obs``, the potential is
+``z_i`` at flat indices ``obs``, the potential is::
 
     U(u) = |u|^2 - kappa_obs sum_i cos(z_i - arg w_i),
 

@@ -15,7 +15,6 @@ from pmctx.models.vonmises_map import build_model
 
 from pmctx.steps.vonmises_tempering import (
     AUTO_MAX_REPLICAS,
-    TEMPERED_TUNE,
     TemperedVonMisesGibbs,
     auto_sampler,
     default_n_replicas,
@@ -155,40 +154,3 @@ def test_reconstruct_defaults_to_auto_and_keeps_an_explicit_sampler():
     assert "swap_rate" not in learned.sample_stats
     with pytest.raises(ValueError, match="sampler.*auto"):
         reconstruct(theta, kappa_obs=4.0, sampler="automatic", **options)
-
-
-@pytest.mark.parametrize(
-    ("options", "expected"),
-    [
-        ({}, TEMPERED_TUNE),  # auto tempers: its own shorter burn-in
-        ({"sampler": "tempered"}, TEMPERED_TUNE),
-        ({"sampler": "augmented"}, 1000),  # pm.sample's default
-        ({"tune": 1000}, 1000),  # a value passed is kept
-        ({"sampler": "augmented", "tune": 7}, 7),
-    ],
-)
-def test_reconstruct_default_tune_follows_the_sampler(monkeypatch, options, expected):
-    import pmctx.models.vonmises_map as vm
-
-    class Stop(Exception):
-        pass
-
-    def capture(model, **kwargs):
-        raise Stop(kwargs["tune"])
-
-    monkeypatch.setattr(vm, "run_sampler", capture)
-    theta = np.full((4, 5), 0.5)
-    with pytest.raises(Stop) as stop:
-        vm.reconstruct(theta, **{"kappa_obs": 4.0, "chains": 1, **options})
-    assert stop.value.args[0] == expected
-
-
-def test_fit_data_leaves_the_default_tune_to_reconstruct(monkeypatch):
-    import pmctx.models.vonmises_map as vm
-
-    seen = {}
-    monkeypatch.setattr(vm, "reconstruct", lambda theta, **kwargs: seen.update(kwargs))
-    vm.fit_data({"theta": np.full((3, 3), 0.5)})
-    assert seen["tune"] is None
-    vm.fit_data({"theta": np.full((3, 3), 0.5)}, tune=50)
-    assert seen["tune"] == 50
