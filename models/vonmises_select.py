@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pmctx.validation import as_angle_array, as_rng, check_choice, check_int
+from pmctx.validation import as_rng, check_choice, check_int
 from pmctx.vonmises.average import (
     PICK_RULES,
     cv_average,
@@ -45,7 +45,8 @@ from pmctx.vonmises.average import (
     stacking_weights,
 )
 from pmctx.vonmises.hyper import kappa_obs_statistics, sample_kappa_obs
-from pmctx.vonmises.potentials import natural_field, wrap_angle
+from pmctx.vonmises.inputs import observed_doubled_angles
+from pmctx.vonmises.potentials import natural_field
 from pmctx.vonmises.second_neighbour import second_neighbour_sweep
 from pmctx.vonmises.select import cross_validate
 from pmctx.vonmises.spectral import ring_spectrum, spectral_posterior
@@ -258,9 +259,7 @@ def reconstruct_cv(
             f"method={method!r} orders the grid by kappa and rank only, so it cannot choose "
             f"among kappa2_ratios {ratios}; use 'stacking', 'pseudo_bma' or 'best'."
         )
-    theta_obs = as_angle_array(theta_obs, "theta_obs", ndim=2, low=0.0, high=np.pi, allow_nan=True)
-    observed = ~np.isnan(theta_obs) if mask is None else np.asarray(mask).astype(bool)
-    z = np.where(observed, wrap_angle(2.0 * np.nan_to_num(theta_obs)), 0.0)
+    z, observed = observed_doubled_angles(theta_obs, mask)
     signal = None if signal is None else np.asarray(signal, dtype=np.float64)
     rng = as_rng(random_seed)
     cv = cross_validate(

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from pmctx.validation import as_angle_array, as_rng, check_int, check_positive
+from pmctx.validation import as_rng, check_int, check_positive
 from pmctx.vonmises.average import cv_average, stacking_weights
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR, log_i0
-from pmctx.vonmises.potentials import LOG_2PI, wrap_angle
+from pmctx.vonmises.inputs import observed_doubled_angles
+from pmctx.vonmises.potentials import LOG_2PI
 from pmctx.vonmises.spectral import (
     FLOOR,
     RING_WIDTH,
@@ -93,7 +94,7 @@ def build_spectral_model(
     spacings = _spacing_argument(spacing)
     if spacings is None or len(spacings) != 1:
         raise ValueError(f"spacing must be one number of pixels here, got {spacing!r}.")
-    z, observed = _observations(theta_obs, mask)
+    z, observed = observed_doubled_angles(theta_obs, mask)
     torus = torus_for(z.shape, spacings)
     spectrum = ring_spectrum(torus, spacings[0], width, floor)
     half = np.sqrt(spectrum[:, : torus[1] // 2 + 1])[None, :, :, None]
@@ -173,18 +174,6 @@ def sample_spectral_model(model, *, draws=200, tune=100, chains=1, random_seed=N
             progressbar=False,
             compute_convergence_checks=False,
         )
-
-
-def _observations(theta_obs, mask):
-    theta_obs = as_angle_array(theta_obs, "theta_obs", ndim=2, low=0.0, high=np.pi, allow_nan=True)
-    observed = ~np.isnan(theta_obs) if mask is None else np.asarray(mask).astype(bool)
-    if observed.shape != theta_obs.shape:
-        raise ValueError(
-            f"mask must have theta_obs's shape {theta_obs.shape}, got {observed.shape}."
-        )
-    if not observed.any():
-        raise ValueError("theta_obs has no observed pixel; the map cannot be reconstructed.")
-    return np.where(observed, wrap_angle(2.0 * np.nan_to_num(theta_obs)), 0.0), observed
 
 
 def _spacing_argument(spacing):
@@ -267,7 +256,7 @@ def reconstruct_spectral(
     spacings = _spacing_argument(spacing)
     draws = check_int(draws, "draws", minimum=1)
     tune = check_int(tune, "tune", minimum=0)
-    z, observed = _observations(theta_obs, mask)
+    z, observed = observed_doubled_angles(theta_obs, mask)
     rng = as_rng(random_seed)
     cv = None
     if spacings is None or len(spacings) > 1:

@@ -2,7 +2,9 @@
 
 :func:`load_vonmises` and :func:`load_vonmises_chain` read the two models' data files
 (``pmctx fit``; layouts in :mod:`pmctx.datafiles`);
-:func:`check_map_observations` (the orientation map, :mod:`pmctx.models.vonmises_map`) and
+:func:`check_map_observations` (the orientation map, :mod:`pmctx.models.vonmises_map`),
+:func:`observed_doubled_angles` (orientations in ``[0, pi]`` for the selecting and band-pass
+reconstructions) and
 :func:`check_series` (the chain smoother, :mod:`pmctx.models.vonmises_chain`) turn observed
 angles with NaN (or a mask) for missing values into the filled arrays and 0/1 masks the
 models store; :func:`check_concentration` and :func:`check_hyper_update` check the chain's
@@ -41,6 +43,7 @@ from pmctx.vonmises.potentials import wrap_angle
 __all__ = [
     "CHAIN_SCHEMA", "HYPER_UPDATES", "MAP_SCHEMA", "check_concentration", "check_hyper_update",
     "check_map_observations", "check_series", "load_vonmises", "load_vonmises_chain",
+    "observed_doubled_angles",
 ]  # fmt: skip
 
 #: How the chain smoother samples learned concentrations (``hyper_update``).
@@ -94,6 +97,49 @@ def check_map_observations(z, mask=None, shape=None):
         if np.isnan(z[mask == 1]).any():
             raise ValueError("z is NaN at nodes the mask marks as observed; set mask to 0 there.")
     return np.where(mask == 1, z, 0.0), mask
+
+
+def observed_doubled_angles(theta_obs, mask=None):
+    """Observed orientations in ``[0, pi]`` as doubled angles and an observed mask.
+
+    Parameters
+    ----------
+    theta_obs : array_like, shape (M, N)
+        Observed orientations in ``[0, pi]``; NaN marks a missing pixel.
+    mask : array_like of 0/1 or bool, shape (M, N), optional
+        1 where observed (default: where ``theta_obs`` is not NaN).
+
+    Returns
+    -------
+    z : numpy.ndarray, shape (M, N)
+        Doubled angles ``2 theta`` wrapped to ``(-pi, pi]``, 0 where not observed.
+    observed : numpy.ndarray of bool, shape (M, N)
+        Where a pixel is observed.
+
+    Raises
+    ------
+    ValueError
+        When ``mask`` does not have the map's shape, or no pixel is observed.
+
+    Examples
+    --------
+    >>> z, observed = observed_doubled_angles([[0.25, np.nan], [0.5, 0.0]])
+    >>> z.tolist(), observed.tolist()
+    ([[0.5, 0.0], [1.0, 0.0]], [[True, False], [True, True]])
+    """
+    theta_obs = as_angle_array(theta_obs, "theta_obs", ndim=2, low=0.0, high=np.pi, allow_nan=True)
+    observed = ~np.isnan(theta_obs) if mask is None else np.asarray(mask).astype(bool)
+    if observed.shape != theta_obs.shape:
+        raise ValueError(
+            f"mask must have theta_obs's shape {theta_obs.shape}, got {observed.shape}. "
+            "Pass one 0/1 entry per pixel (1 = observed)."
+        )
+    if not observed.any():
+        raise ValueError(
+            "theta_obs has no observed pixel; the map cannot be reconstructed. Pass at least "
+            "one observed orientation (NaN or mask 0 marks a missing pixel)."
+        )
+    return np.where(observed, wrap_angle(2.0 * np.nan_to_num(theta_obs)), 0.0), observed
 
 
 def check_series(y, mask=None, signal=None):

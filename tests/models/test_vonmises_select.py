@@ -68,6 +68,19 @@ def test_reconstruct_cv_groups_and_pooled_draws():
         reconstruct_cv(theta, method="median")
 
 
+@pytest.mark.parametrize(
+    ("theta", "mask", "match"),
+    [
+        (np.full((4, 4), 0.5), np.ones((4, 5)), r"mask must have theta_obs's shape \(4, 4\)"),
+        (np.full((4, 4), np.nan), None, "no observed pixel"),
+        (np.full((4, 4), 0.5), np.zeros((4, 4)), "no observed pixel"),
+    ],
+)
+def test_reconstruct_cv_refuses_a_bad_mask_or_no_observation(theta, mask, match):
+    with pytest.raises(ValueError, match=match):
+        reconstruct_cv(theta, mask=mask, kappas=[2.0], ranks=[2], cv_sweeps=3, draws=2, tune=1)
+
+
 COVERAGE_METHODS = ("stacking", "best")
 
 
