@@ -301,12 +301,11 @@ def reconstruct_cv(
         for w, kappa, rank, ratio in zip(fit_weights, cv.curve["kappa"], cv.curve["rank"], ratio_of)
     ]
     if spectral is not None:
-        torus = torus_for(z.shape, spectral.curve["spacing"])
         fits += [
             spectral_posterior(
                 z,
                 observed,
-                ring_spectrum(torus, spacing),
+                ring_spectrum(torus_for(z.shape, [spacing]), spacing, width),
                 draws=draws,
                 tune=tune,
                 kappa_obs=kappa_obs,
@@ -314,7 +313,9 @@ def reconstruct_cv(
             )
             if w > 0
             else None
-            for w, spacing in zip(fit_weights[len(cv.curve) :], spectral.curve["spacing"])
+            for w, spacing, width in zip(
+                fit_weights[len(cv.curve) :], spectral.curve["spacing"], spectral.curve["width"]
+            )
         ]
     # Pool draw indices, so each map keeps its own kappa_obs draw.
     index, source = cv_average(
@@ -361,6 +362,7 @@ def reconstruct_cv(
         posterior["kappa2_ratio"] = curve["kappa2_ratio"].to_numpy()[source][None]
     if spectral is not None:
         posterior["spacing"] = curve["spacing"].to_numpy()[source][None]
+        posterior["width"] = curve["width"].to_numpy()[source][None]
     idata = az.from_dict(
         posterior=posterior,
         dims={"o": ["row", "col"], "theta": ["row", "col"]},

@@ -202,7 +202,7 @@ def reconstruct_spectral(
     *,
     mask=None,
     spacing="cv",
-    width: float = RING_WIDTH,
+    width=None,
     floor: float = FLOOR,
     kappa_obs=None,
     draws: int = 200,
@@ -223,20 +223,24 @@ def reconstruct_spectral(
         1 where observed (default: not NaN).
     spacing : float, sequence of float, None or "cv", default "cv"
         Column spacing in pixels (>= 2). One value fixes it; several are weighed by
-        held-out pixels; ``"cv"`` or None weighs
-        :data:`~pmctx.vonmises.spectral_cv.RATIOS` times the data's estimate.
-    width : float, default RING_WIDTH
-        Relative width of the spectral ring (:func:`~pmctx.vonmises.spectral.ring_spectrum`).
+        held-out pixels; ``"cv"`` or None weighs the two-stage search of
+        :func:`~pmctx.vonmises.spectral_cv.cross_validate_spacing` (a coarse grid reaching
+        2.5 times either side of the data's estimate, then a refinement around its best).
+    width : float or sequence of float, optional
+        Relative width(s) of the spectral ring (:func:`~pmctx.vonmises.spectral.ring_spectrum`),
+        weighed by the same held-out pixels when several. Default: both of
+        :data:`~pmctx.vonmises.spectral_cv.WIDTHS` with a cross-validated spacing,
+        :data:`~pmctx.vonmises.spectral.RING_WIDTH` at one fixed spacing.
     floor : float, default FLOOR
         White floor of the spectrum.
     kappa_obs : float, optional
         Fixed observation concentration on doubled angles (default: learned).
     draws, tune : int
-        Pooled draws, and discarded draws of each spacing's fit.
+        Pooled draws, and discarded draws of each grid point's fit.
     n_folds, cv_draws, cv_tune : int
         Folds, and kept / discarded draws per fold fit, of the cross-validation.
     min_weight : float, default 0.01
-        Spacings below this weight are not fitted (the rest renormalised).
+        Grid points below this weight are not fitted (the rest renormalised).
     random_seed : int or numpy.random.Generator, optional
         Random seed or generator.
 
@@ -244,11 +248,11 @@ def reconstruct_spectral(
     -------
     arviz.InferenceData
         ``posterior``: ``o`` (doubled angles) and ``theta`` (``row``, ``col``; 1 chain),
-        ``kappa_obs``, ``spacing`` (of each draw's fit); ``log_likelihood``: ``z``, the
-        von Mises log density of every observed pixel per draw (``obs_pixel``);
-        ``constant_data``: ``obs_mask``; with more than one spacing, ``cv``: the CV
-        curve with ``weight`` (``attrs``: ``estimate``, the data's estimated spacing, and
-        ``weighted_spacing``).
+        ``kappa_obs``, ``spacing`` and ``width`` (of each draw's fit); ``log_likelihood``:
+        ``z``, the von Mises log density of every observed pixel per draw (``obs_pixel``);
+        ``constant_data``: ``obs_mask``; with more than one grid point, ``cv``: the CV
+        curve (``spacing``, ``width``, ...) with ``weight`` (``attrs``: ``estimate``, the
+        data's estimated spacing, ``weighted_spacing`` and ``weighted_width``).
     """
     import arviz as az
     import xarray as xr
@@ -259,7 +263,8 @@ def reconstruct_spectral(
     z, observed = observed_doubled_angles(theta_obs, mask)
     rng = as_rng(random_seed)
     cv = None
-    if spacings is None or len(spacings) > 1:
+    widths = [RING_WIDTH] if width is None else np.atleast_1d(width).tolist()
+    if spacings is None or len(spacings) > 1 or len(widths) > 1:
         cv = cross_validate_spacing(
             z,
             observed,
@@ -272,17 +277,16 @@ def reconstruct_spectral(
             tune=cv_tune,
             random_seed=rng,
         )
-        spacings = cv.curve["spacing"].tolist()
+        spacings, widths = cv.curve["spacing"].tolist(), cv.curve["width"].tolist()
         weights = stacking_weights(cv.pointwise)
     else:
         weights = np.ones(1)
     fit_weights = np.where(weights >= min(min_weight, weights.max()), weights, 0.0)
-    torus = torus_for(z.shape, spacings)
     fits = [
         spectral_posterior(
             z,
             observed,
-            ring_spectrum(torus, s, width, floor),
+            ring_spectrum(torus_for(z.shape, [s]), s, b, floor),
             draws=draws,
             tune=tune,
             kappa_obs=kappa_obs,
@@ -290,7 +294,7 @@ def reconstruct_spectral(
         )
         if w > 0
         else None
-        for w, s in zip(fit_weights, spacings)
+        for w, s, b in zip(fit_weights, spacings, widths)
     ]
     index, source = cv_average(
         [None if f is None else np.arange(len(f[0])) for f in fits],
@@ -307,6 +311,7 @@ def reconstruct_spectral(
         "theta": (np.mod(o, 2.0 * np.pi) / 2.0)[None],
         "kappa_obs": k_obs[None],
         "spacing": np.asarray(spacings, dtype=np.float64)[source][None],
+        "width": np.asarray(widths, dtype=np.float64)[source][None],
     }
     idata = az.from_dict(
         posterior=posterior,
@@ -318,7 +323,10 @@ def reconstruct_spectral(
     idata.posterior["theta"].attrs["period"] = np.pi
     if cv is not None:
         curve = cv.curve.assign(weight=weights)
-        attrs = {"weighted_spacing": float(np.dot(weights, curve["spacing"]))}
+        attrs = {
+            "weighted_spacing": float(np.dot(weights, curve["spacing"])),
+            "weighted_width": float(np.dot(weights, curve["width"])),
+        }
         if cv.estimate is not None:
             attrs["estimate"] = float(cv.estimate)
         idata.add_groups(

@@ -1,13 +1,20 @@
-"""Choosing the band-pass prior's column spacing by held-out pixels.
+"""Choosing the band-pass prior's column spacing and ring width by held-out pixels.
 
 The same scheme as the von Mises map's ``kappa`` (:mod:`pmctx.vonmises.select`): the
 observed pixels are split into folds, the map is sampled under the band-pass prior
 (:func:`pmctx.vonmises.spectral.spectral_posterior`) given all other folds, and each
 held-out observation is scored by the posterior predictive density
 ``log mean_s VonMises(z_i; o_i^(s), kappa_obs^(s))``
-(:func:`pmctx.vonmises.select.heldout_log_predictive`). The grid of spacings is centred on
-the data's own estimate (:func:`pmctx.vonmises.spectral.estimate_spacing`, the peak of
-the radial power spectrum of the observed unit vectors) unless given.
+(:func:`pmctx.vonmises.select.heldout_log_predictive`), one row per ``(spacing, width)``.
+
+Without given spacings the search does not trust the data's own estimate
+(:func:`pmctx.vonmises.spectral.estimate_spacing`, the peak of the radial power spectrum of
+the observed unit vectors): maps whose power is not a thin ring put that peak far from the
+column spacing (a difference-of-Gaussians map of spacing 20 gave 51 pixels). A coarse stage
+scores :data:`COARSE_RATIOS` times the estimate (a reach of 2.5 times either way) at the
+widest of the widths, then a refinement scores :data:`RATIOS` times the coarse winner at
+every width of :data:`WIDTHS`; all rows are kept (the folds are shared), so stacking weighs
+the whole search.
 
 Examples
 --------
@@ -19,7 +26,7 @@ Examples
 >>> cv = cross_validate_spacing(z, z == z, spacings=[4.0, 6.0], draws=4, tune=4,
 ...                             random_seed=0)
 >>> cv.curve.columns.tolist()
-['spacing', 'score', 'delta', 'se_diff', 'kappa_obs']
+['spacing', 'width', 'score', 'delta', 'se_diff', 'kappa_obs']
 """
 
 from __future__ import annotations
@@ -40,10 +47,22 @@ from pmctx.vonmises.spectral import (
     spectral_posterior,
 )
 
-__all__ = ["RATIOS", "SpacingCV", "cross_validate_spacing", "spacing_grid", "torus_for"]
+__all__ = [
+    "COARSE_RATIOS",
+    "RATIOS",
+    "WIDTHS",
+    "SpacingCV",
+    "cross_validate_spacing",
+    "spacing_grid",
+    "torus_for",
+]
 
-#: Spacings scored by default: these multiples of the data's estimated spacing.
+#: Coarse search: these multiples of the data's estimated spacing (steps of about 1.6).
+COARSE_RATIOS = (0.4, 0.63, 1.0, 1.6)
+#: Refinement: these multiples of the coarse search's best spacing.
 RATIOS = (0.8, 1.0, 1.25)
+#: Relative ring widths weighed by the search (:func:`~pmctx.vonmises.spectral.ring_spectrum`).
+WIDTHS = (RING_WIDTH, 0.5)
 #: Padding beyond the map: at least this many pixels, and at least the largest spacing.
 MIN_PAD = 24
 
@@ -55,13 +74,14 @@ class SpacingCV:
     Parameters
     ----------
     curve : pandas.DataFrame
-        One row per spacing: ``spacing``, ``score`` (mean held-out log predictive density
-        per observed pixel), ``delta`` (score minus the best), ``se_diff`` (paired standard
-        error of that difference), ``kappa_obs`` (posterior mean, averaged over folds).
+        One row per grid point: ``spacing``, ``width``, ``score`` (mean held-out log
+        predictive density per observed pixel), ``delta`` (score minus the best),
+        ``se_diff`` (paired standard error of that difference), ``kappa_obs`` (posterior
+        mean, averaged over folds).
     pointwise : numpy.ndarray (K, n_observed)
-        Held-out log predictive density of every observed pixel at every spacing.
+        Held-out log predictive density of every observed pixel at every grid point.
     estimate : float or None
-        The data's estimated spacing when the grid was centred on it.
+        The data's estimated spacing when the search started from it.
     """
 
     curve: pd.DataFrame
@@ -69,8 +89,12 @@ class SpacingCV:
     estimate: float | None
 
 
-def spacing_grid(z, observed, ratios=RATIOS) -> tuple[list[float], float]:
-    """Spacings ``ratio * estimate`` (at least 2 pixels) around the data's own estimate.
+def spacing_grid(z, observed, ratios=RATIOS, estimate=None) -> tuple[list[float], float]:
+    """Spacings ``ratio * estimate`` around an estimate, within 2 pixels and the map's side.
+
+    A spacing beyond the map's shorter side cannot be told apart from a smooth gradient,
+    and one below 2 pixels is beyond the Nyquist limit; duplicates after clipping are
+    dropped (order kept).
 
     Parameters
     ----------
@@ -80,6 +104,8 @@ def spacing_grid(z, observed, ratios=RATIOS) -> tuple[list[float], float]:
         Where ``z`` is observed.
     ratios : sequence of float, default RATIOS
         Multiples of the estimate.
+    estimate : float, optional
+        The centre (default :func:`~pmctx.vonmises.spectral.estimate_spacing` of the data).
 
     Returns
     -------
@@ -88,8 +114,11 @@ def spacing_grid(z, observed, ratios=RATIOS) -> tuple[list[float], float]:
     estimate : float
         :func:`~pmctx.vonmises.spectral.estimate_spacing` of the data.
     """
-    estimate = estimate_spacing(z, observed)
-    return [max(2.0, round(float(r) * estimate, 3)) for r in ratios], estimate
+    if estimate is None:
+        estimate = estimate_spacing(z, observed)
+    high = float(max(2, min(np.shape(z))))
+    spacings = [min(high, max(2.0, round(float(r) * estimate, 3))) for r in ratios]
+    return list(dict.fromkeys(spacings)), float(estimate)
 
 
 def torus_for(shape, spacings) -> tuple[int, int]:
@@ -120,15 +149,16 @@ def cross_validate_spacing(
     observed,
     *,
     spacings=None,
-    width: float = RING_WIDTH,
+    width=None,
     floor: float = FLOOR,
     kappa_obs=None,
     n_folds: int = 3,
     draws: int = 40,
     tune: int = 60,
+    estimate=None,
     random_seed=None,
 ) -> SpacingCV:
-    """Held-out-pixel cross-validation of the column spacing of the band-pass prior.
+    """Held-out-pixel cross-validation of the band-pass prior's spacing and ring width.
 
     Parameters
     ----------
@@ -137,21 +167,30 @@ def cross_validate_spacing(
     observed : numpy.ndarray of bool (M, N)
         Where ``z`` is observed.
     spacings : sequence of float, optional
-        Spacings to score (pixels, each >= 2); default :func:`spacing_grid` of the data.
-    width, floor : float
-        Ring width and white floor of :func:`~pmctx.vonmises.spectral.ring_spectrum`.
+        Spacings to score (pixels, each >= 2), each at every width. Default: the two-stage
+        search of the module docstring (:data:`COARSE_RATIOS` times the data's estimate at
+        the widest width, then :data:`RATIOS` times the best of those at every width).
+    width : float or sequence of float, optional
+        Relative ring width(s) of :func:`~pmctx.vonmises.spectral.ring_spectrum`
+        (default :data:`WIDTHS` for the search, ``RING_WIDTH`` with given spacings).
+    floor : float, default FLOOR
+        White floor of the spectrum.
     kappa_obs : float, optional
         Fixed observation concentration (default: learned in every fit).
     n_folds : int, default 3
-        Folds of observed pixels (a random split shared by every spacing).
+        Folds of observed pixels (a random split shared by every grid point).
     draws, tune : int
         Kept and discarded draws of each fold's fit.
+    estimate : float, optional
+        Where the search starts (default the data's
+        :func:`~pmctx.vonmises.spectral.estimate_spacing`); ignored with given spacings.
     random_seed : int or numpy.random.Generator, optional
         Random seed or generator.
 
     Returns
     -------
     SpacingCV
+        Rows in the order scored (given spacings: spacing-major, width-minor).
     """
     z = np.asarray(z, dtype=np.float64)
     observed = np.asarray(observed, dtype=bool)
@@ -161,20 +200,62 @@ def cross_validate_spacing(
             f"n_folds ({n_folds}) must be at most the number of observed pixels "
             f"({int(observed.sum())}); pass fewer folds or observe more pixels."
         )
-    estimate = None
-    if spacings is None:
-        spacings, estimate = spacing_grid(z, observed)
-    spacings = [check_positive(s, "spacing") for s in np.atleast_1d(spacings)]
-    torus = torus_for(z.shape, spacings)
+    search = spacings is None
+    if width is None:
+        width = WIDTHS if search else RING_WIDTH
+    widths = [check_positive(b, "width") for b in np.atleast_1d(width)]
+    if not widths:
+        raise ValueError("width must hold at least one value; pass e.g. 0.25 or (0.25, 0.5).")
     rng = as_rng(random_seed)
     obs_index = np.flatnonzero(observed)
     fold_of = rng.permutation(obs_index.size) % n_folds
-    pointwise = np.empty((len(spacings), obs_index.size))
-    mean_kappa_obs = np.empty(len(spacings))
-    for g, spacing in enumerate(spacings):
-        spectrum = ring_spectrum(torus, spacing, width, floor)
+    score = _Scorer(z, observed, obs_index, fold_of, floor, kappa_obs, draws, tune, rng)
+    if search:
+        coarse, estimate = spacing_grid(z, observed, COARSE_RATIOS, estimate=estimate)
+        for spacing in coarse:
+            score(spacing, max(widths))
+        best = score.grid[int(np.argmax(np.mean(score.pointwise, axis=1)))][0]
+        for spacing in spacing_grid(z, observed, RATIOS, estimate=best)[0]:
+            for b in widths:
+                score(spacing, b)
+    else:
+        estimate = None
+        for spacing in np.atleast_1d(spacings):
+            for b in widths:
+                score(check_positive(spacing, "spacing"), b)
+    pointwise = np.asarray(score.pointwise)
+    mean = pointwise.mean(axis=1)
+    best = int(np.argmax(mean))
+    diff = pointwise - pointwise[best]
+    se = diff.std(axis=1, ddof=1) / np.sqrt(obs_index.size) if obs_index.size > 1 else 0 * mean
+    curve = pd.DataFrame(
+        {
+            "spacing": [g[0] for g in score.grid],
+            "width": [g[1] for g in score.grid],
+            "score": mean,
+            "delta": mean - mean[best],
+            "se_diff": se,
+            "kappa_obs": score.kappa_obs,
+        }
+    )
+    return SpacingCV(curve, pointwise, estimate)
+
+
+class _Scorer:
+    """Scores ``(spacing, width)`` grid points on shared folds, each once."""
+
+    def __init__(self, z, observed, obs_index, fold_of, floor, kappa_obs, draws, tune, rng):
+        self.args = (z, observed, obs_index, fold_of, floor, kappa_obs, draws, tune, rng)
+        self.grid, self.pointwise, self.kappa_obs = [], [], []
+
+    def __call__(self, spacing, width):
+        if (spacing, width) in self.grid:
+            return
+        z, observed, obs_index, fold_of, floor, kappa_obs, draws, tune, rng = self.args
+        spectrum = ring_spectrum(torus_for(z.shape, [spacing]), spacing, width, floor)
+        row = np.empty(obs_index.size)
         k_means = []
-        for fold in range(n_folds):
+        for fold in range(int(fold_of.max()) + 1):
             test = np.zeros(z.shape, dtype=bool)
             test.flat[obs_index[fold_of == fold]] = True
             o_test, k_draws = spectral_posterior(
@@ -187,20 +268,8 @@ def cross_validate_spacing(
                 keep=test,
                 random_seed=rng,
             )
-            pointwise[g, fold_of == fold] = heldout_log_predictive(z[test], o_test, k_draws)
+            row[fold_of == fold] = heldout_log_predictive(z[test], o_test, k_draws)
             k_means.append(k_draws.mean())
-        mean_kappa_obs[g] = np.mean(k_means)
-    score = pointwise.mean(axis=1)
-    best = int(np.argmax(score))
-    diff = pointwise - pointwise[best]
-    se = diff.std(axis=1, ddof=1) / np.sqrt(obs_index.size) if obs_index.size > 1 else 0 * score
-    curve = pd.DataFrame(
-        {
-            "spacing": spacings,
-            "score": score,
-            "delta": score - score[best],
-            "se_diff": se,
-            "kappa_obs": mean_kappa_obs,
-        }
-    )
-    return SpacingCV(curve, pointwise, estimate)
+        self.grid.append((float(spacing), float(width)))
+        self.pointwise.append(row)
+        self.kappa_obs.append(float(np.mean(k_means)))

@@ -25,7 +25,7 @@ from pmctx.vonmises.spectral import (
     spectral_posterior,
     spectral_start,
 )
-from pmctx.vonmises.spectral_cv import cross_validate_spacing, torus_for
+from pmctx.vonmises.spectral_cv import cross_validate_spacing, spacing_grid, torus_for
 from pmctx.vonmises.spectral_ess import ess_updates, phase_log_likelihood
 from pmctx.vonmises.spectral_hmc import hmc_move, potential_and_gradient, whiten
 
@@ -246,3 +246,27 @@ def test_cv_pointwise_is_the_heldout_density_of_its_draws():
 def test_bad_inputs_raise_clear_errors(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_spacing_search_reaches_a_spacing_2_5_times_below_its_start():
+    # A plane wave of spacing 6 with the search started at 15 (2.5 times too large, as the
+    # data's estimate was on difference-of-Gaussians maps): the coarse stage reaches 6, and
+    # the best row of the whole search is within the refinement's 25% of it.
+    rng = np.random.default_rng(3)
+    x = np.indices((16, 16))[1]
+    z = rng.vonmises(2 * np.pi * x / 6.0, 4.0)
+    observed = rng.random(z.shape) > 0.3
+    cv = cross_validate_spacing(
+        z, observed, estimate=15.0, width=[0.25], n_folds=2, draws=8, tune=8, random_seed=0
+    )
+    assert cv.estimate == 15.0
+    assert cv.curve["spacing"].iloc[0] == pytest.approx(6.0)  # 0.4 x 15
+    best = cv.curve["spacing"].iloc[int(np.argmax(cv.curve["score"]))]
+    assert 6.0 / 1.25 <= best <= 6.0 * 1.25
+
+
+def test_spacing_grid_clips_to_the_map_and_drops_duplicates():
+    z = np.zeros((16, 20))
+    spacings, estimate = spacing_grid(z, z == 0, (0.1, 0.4, 1.6, 2.0), estimate=12.0)
+    assert estimate == 12.0
+    assert spacings == [2.0, 4.8, 16.0]
