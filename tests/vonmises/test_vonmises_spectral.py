@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from scipy.stats import vonmises
 
+from pmctx.vonmises.average import stacking_weights
 from pmctx.vonmises.select import heldout_log_predictive
 from pmctx.vonmises.spectral import (
     estimate_spacing,
@@ -192,8 +193,9 @@ def test_cv_pointwise_is_the_heldout_density_of_its_draws():
     observed = rng.random(z.shape) > 0.2
     spacings = [3.0, 5.0]
     cv = cross_validate_spacing(
-        z, observed, spacings=spacings, n_folds=2, draws=4, tune=3, random_seed=7
+        z, observed, spacings=spacings, n_folds=2, draws=4, tune=3, rescore_draws=0, random_seed=7
     )
+    assert cv.curve["draws"].tolist() == [4, 4]
     replay = np.random.default_rng(7)
     index = np.flatnonzero(observed)
     fold_of = replay.permutation(index.size) % 2
@@ -216,6 +218,15 @@ def test_cv_pointwise_is_the_heldout_density_of_its_draws():
             np.testing.assert_allclose(cv.pointwise[g, fold_of == fold], direct, rtol=1e-9)
             np.testing.assert_allclose(heldout_log_predictive(z[test], o, k), direct, rtol=1e-9)
     assert cv.curve["delta"].max() == 0.0
+    # Rescoring (default 4 x draws) scores the rows stacking keeps again after the same
+    # search, and leaves the others as they were.
+    rescored = cross_validate_spacing(
+        z, observed, spacings=spacings, n_folds=2, draws=4, tune=3, random_seed=7
+    )
+    again = stacking_weights(cv.pointwise) >= 0.01
+    assert rescored.curve["draws"].tolist() == [16 if a else 4 for a in again]
+    np.testing.assert_array_equal(rescored.pointwise[~again], cv.pointwise[~again])
+    assert np.all(rescored.pointwise[again] != cv.pointwise[again])
 
 
 @pytest.mark.parametrize(
