@@ -88,6 +88,8 @@ def pmctx_reconstruct(z, observed, rng, kappa2_ratios=(0.0,)):
     theta = np.where(observed, np.mod(z, 2 * np.pi) / 2, np.nan)
     idata = reconstruct_cv(theta, kappa2_ratios=kappa2_ratios, random_seed=rng)
     o = idata.posterior["o"].values[0]
+    if "spectral_weight" in idata.cv.attrs:
+        return o[:, ~observed], {"kappa": _prior_choice(idata)}
     chosen = round(float(idata.cv.attrs["weighted_kappa"]), 2)
     if "kappa2_ratio" in idata.cv:
         weights = idata.cv["weight"].values
@@ -106,19 +108,32 @@ def spectral_reconstruct(z, observed, rng):
     return o[:, ~observed], {"kappa": chosen}
 
 
-def both_reconstruct(z, observed, rng):
-    """``reconstruct_cv(spacings="cv")``; 'chosen' is the band-pass prior's weight."""
+def _prior_choice(idata):
+    """'chosen' of a run weighing both priors: the band-pass weight, and the lead of the
+    band-pass mixture's held-out score per pixel with its paired SE (when stacking)."""
+    attrs = idata.cv.attrs
+    chosen = [round(float(attrs["spectral_weight"]), 3)]
+    if "prior_diff" in attrs:
+        chosen += [round(float(attrs["prior_diff"]), 4), round(float(attrs["prior_se"]), 4)]
+    return chosen
+
+
+def both_reconstruct(z, observed, rng, spacings="cv"):
+    """``reconstruct_cv(spacings=...)``; 'chosen' as :func:`_prior_choice` (or the kappa)."""
     from pmctx.models.vonmises_select import reconstruct_cv
 
     theta = np.where(observed, np.mod(z, 2 * np.pi) / 2, np.nan)
-    idata = reconstruct_cv(theta, spacings="cv", random_seed=rng)
+    idata = reconstruct_cv(theta, spacings=spacings, random_seed=rng)
     o = idata.posterior["o"].values[0]
-    return o[:, ~observed], {"kappa": round(float(idata.cv.attrs["spectral_weight"]), 3)}
+    if spacings is None:
+        return o[:, ~observed], {"kappa": round(float(idata.cv.attrs["weighted_kappa"]), 2)}
+    return o[:, ~observed], {"kappa": _prior_choice(idata)}
 
 
 METHODS = {
     "pmctx": pmctx_reconstruct,
     "pmctx-both": both_reconstruct,
+    "pmctx-mrf": lambda z, observed, rng: both_reconstruct(z, observed, rng, spacings=None),
     "pmctx-spectral": spectral_reconstruct,
     "pmctx-second": lambda z, observed, rng: pmctx_reconstruct(z, observed, rng, RATIOS),
     "gp": lambda z, observed, rng: gp_reconstruct(z, observed, rng, fit_pixels=GP_FIT_PIXELS),
