@@ -96,7 +96,13 @@ def gp_reconstruct(z, observed, rng, n_draws: int = 400, fit_pixels: int | None 
     """Complex GP posterior draws (doubled angles) at the missing pixels.
 
     ``fit_pixels``: the kernel's hyperparameters maximise the marginal likelihood of at most
-    this many observed pixels (a random subset; default all), the prediction uses them all."""
+    this many observed pixels (default all), the prediction uses them all. The subset is a
+    compact patch, the observed pixels nearest a random centre: a random subset of a large
+    map spaces its pixels too far apart for the marginal likelihood to see the kernel's short
+    scale. On a 64 x 64 band-pass map (spacing 8, 30% missing, ``kappa_obs`` 4), 600 pixels
+    in a patch gave 10.23 deg at 90% coverage 0.884, all 2,867 observed pixels 10.37 deg /
+    0.891 (13x the CPU), 600 random pixels 11.74 deg / 0.829; on a 128 x 128 map (10%
+    missing) the patch gave 9.58 deg / 0.881 and the random subset 10.22 deg / 0.937."""
     rows, cols = np.indices(z.shape)
     coords = np.stack([rows.ravel(), cols.ravel()], axis=1).astype(np.float64)
     obs = observed.ravel()
@@ -104,7 +110,9 @@ def gp_reconstruct(z, observed, rng, n_draws: int = 400, fit_pixels: int | None 
     y = np.exp(1j * z.ravel()[obs])
     subset = np.arange(len(y))
     if fit_pixels is not None and len(y) > fit_pixels:
-        subset = np.sort(rng.choice(len(y), size=fit_pixels, replace=False))
+        centre = rng.integers(0, z.shape, size=2)
+        distance = np.sum((x_obs - centre) ** 2, axis=1)
+        subset = np.sort(np.argsort(distance, kind="stable")[:fit_pixels])
     y_stack = np.stack([y.real, y.imag], axis=1)[subset]
     sq_fit = np.sum((x_obs[subset][:, None] - x_obs[subset][None]) ** 2, axis=-1)
 

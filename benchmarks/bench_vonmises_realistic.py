@@ -20,8 +20,8 @@ Methods, every one on the same maps in one run:
   spacings weighed together by held-out pixels (stacking); 'chosen' is the band-pass
   prior's total weight.
 * ``gp``: the Macke-style complex GP of :func:`benchmarks.bench_vonmises_gp.gp_reconstruct`
-  (squared-exponential kernel; hyperparameters by the marginal likelihood of a random
-  subset of :data:`GP_FIT_PIXELS` observed pixels, prediction from all of them).
+  (squared-exponential kernel; hyperparameters by the marginal likelihood of a compact
+  patch of :data:`GP_FIT_PIXELS` observed pixels, prediction from all of them).
 * ``normconv``: normalized convolution: the observed unit vectors ``exp(i z)`` and the
   observation mask convolved with a Gaussian, divided, the angle taken; the width is the
   one of :data:`NC_WIDTHS` whose prediction of held-out observed pixels (3 folds) has the
