@@ -289,7 +289,7 @@ def reconstruct_cv(
         (:mod:`pmctx.models.vonmises_spectral`) against the grid, by the same held-out
         pixels (its own folds, :func:`~pmctx.vonmises.spectral_cv.cross_validate_spacing`,
         each fold fit ``cv_sweeps`` discarded and ``2 cv_sweeps / 3`` kept draws, the rows
-        stacking keeps scored again with 4 times the kept draws): ``"cv"`` searches
+        of stacking weight at least 0.1 scored again with 4 times the kept draws): ``"cv"`` searches
         spacing and ring width (a coarse grid reaching 2.5 times either side of the data's
         estimated spacing, then a refinement at ring widths 0.25 and 0.5); a sequence
         fixes the spacings in pixels (ring width 0.25). ``method`` must then be

@@ -12,9 +12,9 @@ Without given spacings the search does not trust the data's own estimate
 the observed unit vectors): maps whose power is not a thin ring put that peak far from the
 column spacing (a difference-of-Gaussians map of spacing 20 gave 51 pixels). A coarse stage
 scores :data:`COARSE_RATIOS` times the estimate (a reach of 2.5 times either way) at the
-widest of the widths, then a refinement scores :data:`RATIOS` times the coarse winner at
-every width of :data:`WIDTHS`; all rows are kept (the folds are shared), so stacking weighs
-the whole search.
+widest of the widths with half the draws, then a refinement scores :data:`RATIOS` times the
+coarse winner at every width of :data:`WIDTHS` with all of them; all rows are kept (the
+folds are shared), so stacking weighs the whole search.
 
 The held-out density of a short chain is biased low: ``log mean_s p_s`` over few effective
 draws falls short of ``log E p`` (Jensen), and the field's HMC draws are autocorrelated. On a
@@ -22,7 +22,7 @@ draws falls short of ``log E p`` (Jensen), and the field's HMC draws are autocor
 score per pixel at the best spacing rose from -1.893 with 40 kept draws per fold to -1.811
 with 160 (and to -1.877 with 40 draws after 240 discarded ones: it is the number of draws,
 not burn-in), while the nearest-neighbour map's Rao-Blackwellised score needs no such
-length. So the rows stacking keeps (weight at least :data:`RESCORE_WEIGHT`) are scored again
+length. So the rows of stacking weight at least :data:`RESCORE_WEIGHT` are scored again
 with :data:`RESCORE_FACTOR` times the kept draws, which is what the choice between the two
 priors (:func:`pmctx.models.vonmises_select.reconstruct_cv`) compares.
 
@@ -77,7 +77,7 @@ RATIOS = (0.8, 1.0, 1.25)
 #: Relative ring widths weighed by the search (:func:`~pmctx.vonmises.spectral.ring_spectrum`).
 WIDTHS = (RING_WIDTH, 0.5)
 #: Rows of at least this stacking weight are scored again with longer chains ...
-RESCORE_WEIGHT = 0.01
+RESCORE_WEIGHT = 0.1
 #: ... of this many times the kept draws per fold.
 RESCORE_FACTOR = 4
 #: Padding beyond the map: at least this many pixels, and at least the largest spacing.
@@ -239,24 +239,24 @@ def cross_validate_spacing(
     rng = as_rng(random_seed)
     obs_index = np.flatnonzero(observed)
     fold_of = rng.permutation(obs_index.size) % n_folds
-    score = _Scorer(z, observed, obs_index, fold_of, floor, kappa_obs, draws, tune, rng)
+    score = _Scorer(z, observed, obs_index, fold_of, floor, kappa_obs, rng)
     if search:
         coarse, estimate = spacing_grid(z, observed, COARSE_RATIOS, estimate=estimate)
         for spacing in coarse:
-            score(spacing, max(widths))
+            score(spacing, max(widths), max(1, draws // 2), tune // 2)
         best = score.grid[int(np.argmax(np.mean(score.pointwise, axis=1)))][0]
         for spacing in spacing_grid(z, observed, RATIOS, estimate=best)[0]:
             for b in widths:
-                score(spacing, b)
+                score(spacing, b, draws, tune)
     else:
         estimate = None
         for spacing in np.atleast_1d(spacings):
             for b in widths:
-                score(check_positive(spacing, "spacing"), b)
+                score(check_positive(spacing, "spacing"), b, draws, tune)
     if rescore_draws > draws:
         weights = stacking_weights(np.asarray(score.pointwise))
         for g in np.flatnonzero(weights >= min(RESCORE_WEIGHT, weights.max())):
-            score.rescore(int(g), rescore_draws)
+            score(*score.grid[g], rescore_draws, tune)
     pointwise = np.asarray(score.pointwise)
     mean = pointwise.mean(axis=1)
     best = int(np.argmax(mean))
@@ -277,28 +277,28 @@ def cross_validate_spacing(
 
 
 class _Scorer:
-    """Scores ``(spacing, width)`` grid points on shared folds, each once."""
+    """Scores ``(spacing, width)`` grid points on shared folds; a longer run replaces a row."""
 
-    def __init__(self, z, observed, obs_index, fold_of, floor, kappa_obs, draws, tune, rng):
-        self.args = (z, observed, obs_index, fold_of, floor, kappa_obs, tune, rng)
-        self.n_draws = draws
+    def __init__(self, z, observed, obs_index, fold_of, floor, kappa_obs, rng):
+        self.args = (z, observed, obs_index, fold_of, floor, kappa_obs, rng)
         self.grid, self.pointwise, self.kappa_obs, self.draws = [], [], [], []
 
-    def __call__(self, spacing, width):
-        if (spacing, width) not in self.grid:
-            row, k_mean = self._score(spacing, width, self.n_draws)
-            self.grid.append((float(spacing), float(width)))
+    def __call__(self, spacing, width, draws, tune):
+        key = (float(spacing), float(width))
+        if key in self.grid and self.draws[self.grid.index(key)] >= draws:
+            return
+        row, k_mean = self._score(spacing, width, draws, tune)
+        if key in self.grid:
+            g = self.grid.index(key)
+            self.pointwise[g], self.kappa_obs[g], self.draws[g] = row, k_mean, draws
+        else:
+            self.grid.append(key)
             self.pointwise.append(row)
             self.kappa_obs.append(k_mean)
-            self.draws.append(self.n_draws)
+            self.draws.append(draws)
 
-    def rescore(self, g, draws):
-        """Score row ``g`` again with ``draws`` kept draws per fold (on the same folds)."""
-        self.pointwise[g], self.kappa_obs[g] = self._score(*self.grid[g], draws)
-        self.draws[g] = draws
-
-    def _score(self, spacing, width, draws):
-        z, observed, obs_index, fold_of, floor, kappa_obs, tune, rng = self.args
+    def _score(self, spacing, width, draws, tune):
+        z, observed, obs_index, fold_of, floor, kappa_obs, rng = self.args
         spectrum = ring_spectrum(torus_for(z.shape, [spacing]), spacing, width, floor)
         row = np.empty(obs_index.size)
         k_means = []

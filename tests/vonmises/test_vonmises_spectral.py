@@ -26,7 +26,12 @@ from pmctx.vonmises.spectral import (
     spectral_posterior,
     spectral_start,
 )
-from pmctx.vonmises.spectral_cv import cross_validate_spacing, spacing_grid, torus_for
+from pmctx.vonmises.spectral_cv import (
+    RESCORE_WEIGHT,
+    cross_validate_spacing,
+    spacing_grid,
+    torus_for,
+)
 from pmctx.vonmises.spectral_ess import ess_updates, phase_log_likelihood
 from pmctx.vonmises.spectral_hmc import hmc_move, potential_and_gradient, whiten
 
@@ -218,12 +223,12 @@ def test_cv_pointwise_is_the_heldout_density_of_its_draws():
             np.testing.assert_allclose(cv.pointwise[g, fold_of == fold], direct, rtol=1e-9)
             np.testing.assert_allclose(heldout_log_predictive(z[test], o, k), direct, rtol=1e-9)
     assert cv.curve["delta"].max() == 0.0
-    # Rescoring (default 4 x draws) scores the rows stacking keeps again after the same
+    # Rescoring (default 4 x draws) scores the rows of weight >= 0.1 again after the same
     # search, and leaves the others as they were.
     rescored = cross_validate_spacing(
         z, observed, spacings=spacings, n_folds=2, draws=4, tune=3, random_seed=7
     )
-    again = stacking_weights(cv.pointwise) >= 0.01
+    again = stacking_weights(cv.pointwise) >= RESCORE_WEIGHT
     assert rescored.curve["draws"].tolist() == [16 if a else 4 for a in again]
     np.testing.assert_array_equal(rescored.pointwise[~again], cv.pointwise[~again])
     assert np.all(rescored.pointwise[again] != cv.pointwise[again])
