@@ -25,7 +25,7 @@ Examples
 >>> rng = np.random.default_rng(0)
 >>> theta = np.mod(rng.vonmises(np.zeros((8, 8)), 4.0), 2 * np.pi) / 2
 >>> idata = reconstruct_cv(theta, kappas=[1.0, 4.0], ranks=[2], cv_sweeps=12, draws=20,
-...                        tune=10, random_seed=0)
+...                        tune=10, spacings=None, random_seed=0)
 >>> idata.posterior["theta"].shape, float(idata.cv["weight"].sum().round(6))
 ((1, 20, 8, 8), 1.0)
 """
@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.special import logsumexp
 
 from pmctx.validation import as_rng, check_choice, check_int
 from pmctx.vonmises.average import (
     PICK_RULES,
+    choose_prior,
     cv_average,
     pick_index,
     pseudo_bma_weights,
@@ -53,82 +53,10 @@ from pmctx.vonmises.spectral import ring_spectrum, spectral_posterior
 from pmctx.vonmises.spectral_cv import cross_validate_spacing, torus_for
 from pmctx.vonmises.start import smoothed_start
 
-__all__ = [
-    "KAPPAS",
-    "METHODS",
-    "PRIOR_MARGIN",
-    "choose_prior",
-    "grid_posterior",
-    "grid_weights",
-    "reconstruct_cv",
-]
+__all__ = ["KAPPAS", "METHODS", "grid_posterior", "grid_weights", "reconstruct_cv"]
 
 KAPPAS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
 METHODS = ("stacking", "pseudo_bma", *PICK_RULES)
-#: The nearest-neighbour prior replaces the band-pass one only when its stacking mixture's
-#: held-out score leads by more than this many paired standard errors (:func:`choose_prior`).
-PRIOR_MARGIN = 2.0
-
-
-def choose_prior(mrf_pointwise, spectral_pointwise, margin: float = PRIOR_MARGIN):
-    """Choose between the nearest-neighbour and the band-pass prior by held-out pixels.
-
-    Each prior's grid is stacked on its own (:func:`~pmctx.vonmises.average.stacking_weights`),
-    and the two mixtures' held-out log densities are compared pixel by pixel on the same
-    observations: ``d_i = log p_band(z_i) - log p_mrf(z_i)``, mean ``d`` and its paired
-    standard error ``sd(d) / sqrt(n)``. The band-pass prior is kept unless the
-    nearest-neighbour mixture leads by more than ``margin`` standard errors.
-
-    Why not the larger score, and why this direction: the band-pass scores come from
-    short HMC chains, and ``log mean_s p_s`` over few effective draws is biased low (Jensen;
-    rescoring with 4 times the draws, :mod:`pmctx.vonmises.spectral_cv`, removes most of
-    it, and more draws only ever raised the score in development), while the
-    nearest-neighbour scores are Rao-Blackwellised. A small lead of the nearest-neighbour
-    mixture is therefore within what remaining Monte Carlo error explains, and choosing
-    on it flipped the choice on maps where the band-pass prior was far better at the
-    missing pixels (31.4 against 25.9 degrees at a lead of 0.022 +- 0.011 per pixel, with
-    40-draw scores). A lead beyond ``margin`` paired standard errors is kept as evidence
-    for the nearest-neighbour prior (maps drawn from it, smooth maps without a column
-    spacing). Joint stacking over both grids is not used: it mixes the two posteriors and
-    widened the 90% intervals past 0.95 coverage.
-
-    Parameters
-    ----------
-    mrf_pointwise, spectral_pointwise : array_like (K, n), (J, n)
-        Held-out log densities of the same ``n`` observed pixels on each prior's grid.
-    margin : float, default PRIOR_MARGIN
-        Paired standard errors by which the nearest-neighbour mixture must lead.
-
-    Returns
-    -------
-    prior : {"mrf", "spectral"}
-        The chosen prior.
-    weights : numpy.ndarray (K + J,)
-        Stacking weights within the chosen prior, zero on the other's rows (MRF rows first).
-    diff, se : float
-        Mean ``d`` per pixel (band-pass minus nearest-neighbour) and its paired standard
-        error.
-
-    Examples
-    --------
-    >>> mrf = np.log([[0.30, 0.20, 0.25, 0.20]])
-    >>> band = np.log([[0.20, 0.30, 0.20, 0.30]])
-    >>> choose_prior(mrf, band)[:2]
-    ('spectral', array([0., 1.]))
-    """
-    own = [stacking_weights(mrf_pointwise), stacking_weights(spectral_pointwise)]
-    mixtures = [
-        logsumexp(np.log(np.maximum(w, 1e-300))[:, None] + np.asarray(p, dtype=np.float64), axis=0)
-        for w, p in zip(own, (mrf_pointwise, spectral_pointwise))
-    ]
-    d = mixtures[1] - mixtures[0]
-    diff = float(d.mean())
-    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
-    prior = "mrf" if diff < -margin * se else "spectral"
-    weights = np.concatenate([own[0] * (prior == "mrf"), own[1] * (prior == "spectral")]).astype(
-        np.float64
-    )
-    return prior, weights, diff, se
 
 
 def grid_weights(cv, method: str = "stacking", *, random_seed=None) -> np.ndarray:
@@ -284,7 +212,7 @@ def reconstruct_cv(
         grid becomes every ``(kappa, rank, ratio)``; ``(0.0,)`` is the nearest-neighbour
         prior alone. With more than one ratio ``method`` must be "stacking", "pseudo_bma"
         or "best".
-    spacings : None, "cv" or sequence of float, default None
+    spacings : "auto", "cv", None or sequence of float, default None
         Also weigh the band-pass prior with a column spacing
         (:mod:`pmctx.models.vonmises_spectral`) against the grid, by the same held-out
         pixels (its own folds, :func:`~pmctx.vonmises.spectral_cv.cross_validate_spacing`,
@@ -293,11 +221,12 @@ def reconstruct_cv(
         spacing and ring width (a coarse grid reaching 2.5 times either side of the data's
         estimated spacing, then a refinement at ring widths 0.25 and 0.5); a sequence
         fixes the spacings in pixels (ring width 0.25). ``method`` must then be
-        "stacking" (:func:`choose_prior`: the band-pass prior unless the
-        nearest-neighbour mixture's held-out score leads by more than
-        :data:`PRIOR_MARGIN` paired standard errors, then the chosen prior's grid
-        stacked), "pseudo_bma" or "best" (over the joint grid), and ``signal`` is not
-        supported. None: the nearest-neighbour prior alone.
+        "stacking" (:func:`~pmctx.vonmises.average.choose_prior`: the band-pass prior
+        unless the nearest-neighbour mixture's held-out score leads by more than
+        :data:`~pmctx.vonmises.average.PRIOR_MARGIN` paired standard errors, then the
+        chosen prior's grid stacked), "pseudo_bma" or "best" (over the joint grid), and
+        ``signal`` is not supported. None: the nearest-neighbour prior alone. ``"auto"``:
+        ``"cv"`` unless ``signal`` is given or ``method`` is "one_se" or "elbow", None then.
     random_seed : int or numpy.random.Generator, optional
         Random seed or generator (as in :func:`pymc.sample`).
 
@@ -310,12 +239,12 @@ def reconstruct_cv(
         with ``weight``; ``constant_data``: ``obs_mask``. ``cv.attrs`` holds ``method``,
         ``heldout`` and the weighted ``kappa``; with ``spacings`` also ``spectral_weight``,
         the posterior's ``spacing`` and ``width``, and (stacking) the chosen ``prior`` with
-        ``prior_diff`` and ``prior_se`` (:func:`choose_prior`).
+        ``prior_diff`` and ``prior_se`` (:func:`~pmctx.vonmises.average.choose_prior`).
 
     Examples
     --------
     >>> idata = reconstruct_cv(np.full((6, 6), 0.5), kappas=[2.0], ranks=[3], cv_sweeps=9,
-    ...                        draws=5, tune=3, random_seed=1)
+    ...                        draws=5, tune=3, spacings=None, random_seed=1)
     >>> idata.cv["weight"].values.tolist(), idata.posterior["rank"].values.ravel()[:2].tolist()
     ([1.0], [3, 3])
     """
@@ -351,6 +280,8 @@ def reconstruct_cv(
         kappa2_ratios=ratios,
         random_seed=rng,
     )
+    if isinstance(spacings, str) and spacings == "auto":
+        spacings = None if signal is not None or method in ("one_se", "elbow") else "cv"
     spectral, choice = None, {}
     if spacings is None:
         weights = grid_weights(cv, method, random_seed=rng)
@@ -470,7 +401,9 @@ def _with_spectral(cv, z, observed, spacings, method, kappa_obs, signal, n_folds
             "signal=None or spacings=None."
         )
     if isinstance(spacings, str) and spacings != "cv":
-        raise ValueError(f"spacings must be None, 'cv' or a sequence of pixels, got {spacings!r}.")
+        raise ValueError(
+            f"spacings must be 'auto', 'cv', None or a sequence of pixels, got {spacings!r}."
+        )
     spectral = cross_validate_spacing(
         z,
         observed,

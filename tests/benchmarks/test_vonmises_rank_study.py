@@ -17,8 +17,9 @@ def test_reconstruct_cv_over_a_rank_grid_weights_every_rank():
     _, z_nan = simulate(8, 3, 0)
     theta = np.mod(z_nan, 2 * np.pi) / 2
     idata = reconstruct_cv(
-        theta, kappas=[2.0, 5.0], ranks=[3, 5, 10], cv_sweeps=9, draws=12, tune=3, random_seed=0
-    )
+        theta, kappas=[2.0, 5.0], ranks=[3, 5, 10], cv_sweeps=9, draws=12, tune=3,
+        spacings=None, random_seed=0,
+    )  # fmt: skip
     cv = idata.cv
     # One CV row per (kappa, rank), kappa-major, each with a finite score and a weight.
     assert list(zip(cv["kappa"].values, cv["rank"].values)) == [

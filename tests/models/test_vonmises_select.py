@@ -1,5 +1,8 @@
 """reconstruct_cv: kappa weighted by held-out pixels, and the coverage of its intervals.
 
+These tests check the nearest-neighbour grid (``spacings=None``); the band-pass prior the
+default also weighs is tested in ``test_vonmises_select_spectral.py``.
+
 Tolerance of the slow coverage test, from ``benchmarks/study_vonmises_kappa.py`` (16 x 16
 prior maps, kappa 5, rank 5; 10-70% missing; kappa_obs 1 and 4; 20 data sets, results in
 ``benchmarks/results/vonmises_kappa_study.json``): the 90% intervals of the stacking
@@ -37,8 +40,9 @@ def _data(size, missing, kappa_obs, seed):
 def test_reconstruct_cv_groups_and_pooled_draws():
     _, theta, observed = _data(8, 0.3, 2.0, 0)
     idata = reconstruct_cv(
-        theta, kappas=[1.0, 3.0, 8.0], ranks=[3], cv_sweeps=15, draws=40, tune=10, random_seed=0
-    )
+        theta, kappas=[1.0, 3.0, 8.0], ranks=[3], cv_sweeps=15, draws=40, tune=10,
+        spacings=None, random_seed=0,
+    )  # fmt: skip
     post, cv = idata.posterior, idata.cv
     assert post["o"].shape == (1, 40, 8, 8)
     assert post["theta"].attrs["period"] == pytest.approx(np.pi)
@@ -60,6 +64,7 @@ def test_reconstruct_cv_groups_and_pooled_draws():
         draws=10,
         tune=5,
         method="best",
+        spacings=None,
         random_seed=0,
     )
     assert best.cv["weight"].values.max() == 1.0
@@ -119,7 +124,7 @@ def _coverage(method, n_maps=6, size=24, missing=0.5, kappa_obs=2.0):
     covered = []
     for seed in range(n_maps):
         truth, theta, observed = _data(size, missing, kappa_obs, 50 + seed)
-        idata = reconstruct_cv(theta, method=method, random_seed=seed)
+        idata = reconstruct_cv(theta, method=method, spacings=None, random_seed=seed)
         o = idata.posterior["o"].values[0][:, ~observed]
         covered.append(_interval_stats(o, truth[~observed])[1])
     covered = np.concatenate(covered)

@@ -17,7 +17,7 @@ def _theta(seed=0, shape=(6, 6)):
 def test_ratios_are_a_grid_axis_and_reach_the_posterior():
     idata = reconstruct_cv(
         _theta(), kappas=[2.0], ranks=[3], kappa2_ratios=(0.0, -0.25), cv_sweeps=9,
-        draws=6, tune=3, random_seed=1,
+        draws=6, tune=3, spacings=None, random_seed=1,
     )  # fmt: skip
     assert idata.cv["kappa2_ratio"].values.tolist() == [0.0, -0.25]
     assert float(idata.cv["weight"].sum()) == pytest.approx(1.0)
@@ -27,8 +27,9 @@ def test_ratios_are_a_grid_axis_and_reach_the_posterior():
 
 def test_the_default_grid_has_no_ratio_column():
     idata = reconstruct_cv(
-        _theta(), kappas=[2.0], ranks=[3], cv_sweeps=6, draws=3, tune=2, random_seed=1
-    )
+        _theta(), kappas=[2.0], ranks=[3], cv_sweeps=6, draws=3, tune=2, spacings=None,
+        random_seed=1,
+    )  # fmt: skip
     assert "kappa2_ratio" not in idata.cv and "kappa2_ratio" not in idata.posterior
 
 

@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
-from pmctx.models.vonmises_select import PRIOR_MARGIN, choose_prior, reconstruct_cv
+from pmctx.models.vonmises_select import reconstruct_cv
 
+from pmctx.vonmises.average import PRIOR_MARGIN, choose_prior
 from pmctx.vonmises.spectral import prior_draws, ring_spectrum
 
 
@@ -44,7 +45,7 @@ def test_joint_grid_weights_and_pooled_draws():
     [
         ({"method": "one_se"}, "with spacings use"),
         ({"signal": np.ones((10, 10))}, "does not support a per-pixel signal"),
-        ({"spacings": "auto"}, "spacings must be None, 'cv'"),
+        ({"spacings": "grid"}, "spacings must be 'auto', 'cv', None"),
     ],
 )
 def test_spacings_refuse_what_they_cannot_do(kwargs, match):
@@ -84,3 +85,14 @@ def test_choose_prior_compares_each_prior_s_stacking_mixture():
     chosen, weights, diff, _ = choose_prior(mrf, band)
     assert chosen == "mrf" and diff == pytest.approx(np.log(0.45 / 0.5))
     np.testing.assert_allclose(weights, [0.5, 0.5, 0.0], atol=1e-6)
+
+
+def test_auto_weighs_the_band_pass_prior_unless_it_cannot():
+    small = {"kappas": [2.0], "ranks": [3], "cv_sweeps": 6, "draws": 4, "tune": 2}
+    idata = reconstruct_cv(_theta(), **small, spacings="auto", random_seed=0)
+    assert set(idata.cv["prior"].values) == {"mrf", "spectral"}
+    assert idata.cv.attrs["prior"] in ("mrf", "spectral")
+    assert idata.cv.attrs["prior_se"] > 0
+    for fallback in ({"signal": np.ones((10, 10))}, {"method": "one_se"}):
+        plain = reconstruct_cv(_theta(), **small, **fallback, spacings="auto", random_seed=0)
+        assert "prior" not in plain.cv and "spectral_weight" not in plain.cv.attrs
