@@ -49,8 +49,8 @@ TEST_ENV := PMCTX_CORES=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
 	PYTENSOR_FLAGS="cmodule__remove_gxx_opt=True$${PYTENSOR_FLAGS:+,$$PYTENSOR_FLAGS}"
 
 test: $(STAMP)
-	$(BIN)/ruff check pmctx models tests benchmarks setup.py
-	$(BIN)/ruff format --check pmctx models tests benchmarks setup.py
+	$(BIN)/ruff check pmctx models tests benchmarks notebooks setup.py
+	$(BIN)/ruff format --check pmctx models tests benchmarks notebooks setup.py
 	$(BIN)/lint-imports
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" --durations=30 --timeout=900
 
@@ -58,13 +58,13 @@ test-slow: $(STAMP)
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m slow --durations=30 --timeout=900
 
 lint: $(STAMP)
-	$(BIN)/ruff check pmctx models tests benchmarks setup.py
-	$(BIN)/ruff format --check pmctx models tests benchmarks setup.py
+	$(BIN)/ruff check pmctx models tests benchmarks notebooks setup.py
+	$(BIN)/ruff format --check pmctx models tests benchmarks notebooks setup.py
 	$(BIN)/lint-imports
 
 format: $(STAMP)
-	$(BIN)/ruff check --fix pmctx models tests benchmarks setup.py
-	$(BIN)/ruff format pmctx models tests benchmarks setup.py
+	$(BIN)/ruff check --fix pmctx models tests benchmarks notebooks setup.py
+	$(BIN)/ruff format pmctx models tests benchmarks notebooks setup.py
 
 # The docs site, with the tutorials executed (warnings are errors); docs-noexec skips execution.
 docs: $(STAMP)
