@@ -96,8 +96,9 @@ def _log_psi(ca, sa, cb, sb, kappa, mx, my):
 
 
 @numba.njit(cache=True)
-def _window_energy(o, r0, c0, w, kappa, mx, my):
-    """Sum of ``log psi_kappa`` over the edges with at least one end in the window."""
+def _window_energy(o, r0, c0, w, kappa, kappa_out, mx, my):
+    """Sum of ``log psi`` over the edges touching the window (``kappa_out`` on those that
+    leave it)."""
     n_rows, n_cols = o.shape
     total = 0.0
     for r in range(max(r0 - 1, 0), min(r0 + w, n_rows)):
@@ -106,14 +107,16 @@ def _window_energy(o, r0, c0, w, kappa, mx, my):
             ca, sa = np.cos(o[r, c]), np.sin(o[r, c])
             # the edge to the right neighbour, then the one below
             if c + 1 < n_cols and r >= r0 and (here or c + 1 == c0):
-                total += _log_psi(ca, sa, np.cos(o[r, c + 1]), np.sin(o[r, c + 1]), kappa, mx, my)
+                k = kappa if here and c + 1 < c0 + w else kappa_out
+                total += _log_psi(ca, sa, np.cos(o[r, c + 1]), np.sin(o[r, c + 1]), k, mx, my)
             if r + 1 < n_rows and c >= c0 and (here or r + 1 == r0):
-                total += _log_psi(ca, sa, np.cos(o[r + 1, c]), np.sin(o[r + 1, c]), kappa, mx, my)
+                k = kappa if here and r + 1 < r0 + w else kappa_out
+                total += _log_psi(ca, sa, np.cos(o[r + 1, c]), np.sin(o[r + 1, c]), k, mx, my)
     return total
 
 
 @numba.njit(cache=True)
-def _pass(o, fx, fy, r0, c0, w, colour, kappa, mx, my, offsets, logits):
+def _pass(o, fx, fy, r0, c0, w, colour, kappa_in, kappa_out, mx, my, offsets, logits):
     """One data-augmentation pass over the window nodes of one checkerboard colour."""
     n_rows, n_cols = o.shape
     n_modes = mx.size
@@ -127,6 +130,8 @@ def _pass(o, fx, fy, r0, c0, w, colour, kappa, mx, my, offsets, logits):
                 rn, cn = r + offsets[k, 0], c + offsets[k, 1]
                 if rn < 0 or rn >= n_rows or cn < 0 or cn >= n_cols:
                     continue
+                inside = r0 <= rn < r0 + w and c0 <= cn < c0 + w
+                kappa = kappa_in if inside else kappa_out
                 sx, sy = ca + np.cos(o[rn, cn]), sa + np.sin(o[rn, cn])
                 top = -np.inf
                 for m in range(n_modes):
@@ -149,26 +154,26 @@ def _pass(o, fx, fy, r0, c0, w, colour, kappa, mx, my, offsets, logits):
 
 
 @numba.njit(cache=True)
-def _scan(o, fx, fy, r0, c0, w, kappa, n_sweeps, first, mx, my, offsets, logits):
+def _scan(o, fx, fy, r0, c0, w, k_in, k_out, n_sweeps, first, mx, my, offsets, logits):
     for p in range(2 * n_sweeps):
-        _pass(o, fx, fy, r0, c0, w, (first + p) % 2, kappa, mx, my, offsets, logits)
+        _pass(o, fx, fy, r0, c0, w, (first + p) % 2, k_in, k_out, mx, my, offsets, logits)
 
 
 @numba.njit(cache=True)
-def _transition(o, fx, fy, r0, c0, w, kappas, n_sweeps, mx, my, offsets):
+def _transition(o, fx, fy, r0, c0, w, k_in, k_out, n_sweeps, mx, my, offsets):
     """Up and down the ladder from ``o`` (copied); returns the final state and log ratio."""
     x = o.copy()
     logits = np.empty(mx.size)
     log_ratio = 0.0
-    n = kappas.size
+    n = k_in.size
     for j in range(1, n):
-        log_ratio += _window_energy(x, r0, c0, w, kappas[j], mx, my)
-        log_ratio -= _window_energy(x, r0, c0, w, kappas[j - 1], mx, my)
-        _scan(x, fx, fy, r0, c0, w, kappas[j], n_sweeps, 0, mx, my, offsets, logits)
+        log_ratio += _window_energy(x, r0, c0, w, k_in[j], k_out[j], mx, my)
+        log_ratio -= _window_energy(x, r0, c0, w, k_in[j - 1], k_out[j - 1], mx, my)
+        _scan(x, fx, fy, r0, c0, w, k_in[j], k_out[j], n_sweeps, 0, mx, my, offsets, logits)
     for j in range(n - 1, 0, -1):
-        _scan(x, fx, fy, r0, c0, w, kappas[j], n_sweeps, 1, mx, my, offsets, logits)
-        log_ratio += _window_energy(x, r0, c0, w, kappas[j - 1], mx, my)
-        log_ratio -= _window_energy(x, r0, c0, w, kappas[j], mx, my)
+        _scan(x, fx, fy, r0, c0, w, k_in[j], k_out[j], n_sweeps, 1, mx, my, offsets, logits)
+        log_ratio += _window_energy(x, r0, c0, w, k_in[j - 1], k_out[j - 1], mx, my)
+        log_ratio -= _window_energy(x, r0, c0, w, k_in[j], k_out[j], mx, my)
     return x, log_ratio
 
 
@@ -194,7 +199,8 @@ def _check_window(shape, row: int, col: int, width: int):
         )
 
 
-def window_energy(o, row: int, col: int, width: int, kappa: float, rank: int) -> float:
+def window_energy(o, row: int, col: int, width: int, kappa: float, rank: int, *,
+                  kappa_boundary: float | None = None) -> float:  # fmt: skip
     """Sum of ``log psi_kappa`` over the edges with at least one end in the window.
 
     Parameters
@@ -209,6 +215,8 @@ def window_energy(o, row: int, col: int, width: int, kappa: float, rank: int) ->
         Smoothing concentration of those edges.
     rank : int
         Rank of the potential.
+    kappa_boundary : float, optional
+        Coupling of the edges that leave the window (default ``kappa``).
 
     Returns
     -------
@@ -226,14 +234,16 @@ def window_energy(o, row: int, col: int, width: int, kappa: float, rank: int) ->
     o = np.ascontiguousarray(o, dtype=np.float64)
     _check_window(o.shape, row, col, width)
     modes = mode_vectors(rank)
+    k_out = float(kappa if kappa_boundary is None else kappa_boundary)
     return float(
-        _window_energy(o, int(row), int(col), int(width), float(kappa), modes[:, 0].copy(),
-                       modes[:, 1].copy())
+        _window_energy(o, int(row), int(col), int(width), float(kappa), k_out,
+                       modes[:, 0].copy(), modes[:, 1].copy())
     )  # fmt: skip
 
 
 def window_pass(o, field, row: int, col: int, width: int, kappa: float, rank: int, rng, *,
-                n_sweeps: int = 1, first_colour: int = 0):  # fmt: skip
+                n_sweeps: int = 1, first_colour: int = 0,
+                kappa_boundary: float | None = None):  # fmt: skip
     """``T_j``: ``n_sweeps`` scans of the window's two colours at ``kappa`` (others fixed).
 
     Leaves invariant the map posterior whose edges touching the window have coupling
@@ -259,6 +269,8 @@ def window_pass(o, field, row: int, col: int, width: int, kappa: float, rank: in
         Scans of both colours.
     first_colour : {0, 1}, default 0
         The colour ``(row + col) % 2`` updated first (0 on the way up, 1 on the way down).
+    kappa_boundary : float, optional
+        Coupling of the edges that leave the window (default ``kappa``).
 
     Returns
     -------
@@ -275,8 +287,9 @@ def window_pass(o, field, row: int, col: int, width: int, kappa: float, rank: in
     field = np.asarray(field, dtype=np.float64)
     _seed(int(rng.integers(2**62)))
     _scan(o, np.ascontiguousarray(field[..., 0]), np.ascontiguousarray(field[..., 1]),
-          int(row), int(col), int(width), float(kappa), n_sweeps, int(first_colour), mx, my,
-          _OFFSETS, np.empty(mx.size))  # fmt: skip
+          int(row), int(col), int(width), float(kappa),
+          float(kappa if kappa_boundary is None else kappa_boundary), n_sweeps,
+          int(first_colour), mx, my, _OFFSETS, np.empty(mx.size))  # fmt: skip
     return wrap_angle(o)
 
 
@@ -316,7 +329,7 @@ def transition_ladder(kappa: float, n_rungs: int, *, kappa_min: float) -> np.nda
 
 def window_transition(o, field, kappa: float, rank: int, rng, *, width: int = 8,
                       n_rungs: int = 10, kappa_min: float = 4.0, n_sweeps: int = 1,
-                      corner=None):  # fmt: skip
+                      heat: str = "all", corner=None):  # fmt: skip
     """One tempered transition on a window at a random position; Metropolis-accepted.
 
     Parameters
@@ -339,6 +352,10 @@ def window_transition(o, field, kappa: float, rank: int, rng, *, width: int = 8,
         The hottest coupling (clipped to ``kappa``).
     n_sweeps : int, default 1
         Scans of both colours per rung and direction.
+    heat : {"all", "boundary"}, default "all"
+        Which edges the ladder heats: all edges touching the window, or only those that
+        leave it (the window's inside keeps ``kappa`` and is decoupled from the rest of the
+        map at the top of the ladder; fewer edges enter the acceptance).
     corner : tuple of int, optional
         Top-left corner of the window; by default uniform over the positions that fit.
 
@@ -357,11 +374,14 @@ def window_transition(o, field, kappa: float, rank: int, rng, *, width: int = 8,
     row, col = int(corner[0]), int(corner[1])
     _check_window(o.shape, row, col, width)
     n_rungs = int(n_rungs) if not isinstance(n_rungs, bool) and n_rungs == int(n_rungs) else n_rungs
+    if heat not in ("all", "boundary"):
+        raise ValueError(f"heat must be 'all' or 'boundary', got {heat!r}.")
     ladder, mx, my = _cached(float(kappa), n_rungs, min(float(kappa_min), float(kappa)), int(rank))
+    k_in = ladder if heat == "all" else np.full(ladder.size, float(kappa))
     _seed(int(rng.integers(2**62)))
     x, log_ratio = _transition(
         o, np.ascontiguousarray(field[..., 0]), np.ascontiguousarray(field[..., 1]), row, col,
-        int(width), ladder, _check_sweeps(n_sweeps), mx, my, _OFFSETS,
+        int(width), k_in, ladder, _check_sweeps(n_sweeps), mx, my, _OFFSETS,
     )  # fmt: skip
     accepted = _accept(log_ratio, rng)
     return (wrap_angle(x) if accepted else o.copy()), accepted
@@ -392,7 +412,7 @@ def window_sweep(o, field, kappa: float, rank: int, rng, *, n_transitions: int =
     n_transitions : int, default 1
         Tempered transitions after the sweep.
     **options
-        ``width``, ``n_rungs``, ``kappa_min``, ``n_sweeps`` of :func:`window_transition`.
+        ``width``, ``n_rungs``, ``kappa_min``, ``n_sweeps``, ``heat`` of :func:`window_transition`.
 
     Returns
     -------
