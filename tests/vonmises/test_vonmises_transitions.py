@@ -28,7 +28,6 @@ from pmctx.vonmises.transitions import (
     transition_ladder,
     window_energy,
     window_pass,
-    window_sweep,
     window_transition,
 )
 from tests.oracles.vonmises_exact import bin_index, binned_joint
@@ -162,13 +161,6 @@ def test_accepting_every_proposal_fails_the_same_check(exact_bins, monkeypatch):
         codes.ravel(), exact_bins, tv_tol=tv_tolerance(exact_bins, n_eff), ess=n_eff
     )
     assert not result.passed, str(result)
-
-
-def test_window_sweep_runs_and_keeps_the_shape():
-    rng = np.random.default_rng(2)
-    o = window_sweep(np.zeros((7, 6)), np.zeros((7, 6, 2)), 4.0, RANK, rng, n_transitions=2,
-                     width=4, n_rungs=3, kappa_min=2.0)  # fmt: skip
-    assert o.shape == (7, 6) and np.all(np.abs(o) <= np.pi)
 
 
 def test_ladder_and_window_errors():
