@@ -40,7 +40,8 @@ escape``, 48 starts in the 11-pinwheel mode, 300 sweeps, results in
 ``benchmarks/results/vonmises_pinwheel_escape.json``): an augmented sweep alone leaves the
 mode every 425 sweeps, 1.32 CPU s per exit; with three 8 x 8 transitions (5 rungs down to
 4.5) after each sweep every 200 sweeps, but at 2.1 times the CPU per sweep, 1.30 s per
-exit; other widths (6, 12) and ladders (down to 4, 10 rungs) cost 1.75-3.5 s per exit.
+exit (six such transitions: 307 sweeps, 2.73 s; about 30 exits each, so about 18%
+Poisson error); other widths (6, 12) and ladders (down to 4, 10 rungs) cost 1.73-3.5 s.
 Aimed at the patch, a transition ends outside the mode in only 3-5% of the moves (all
 edges heated; none with the boundary heated). The move is exact but does not pay per CPU
 second there, so no sampler uses it by default.
