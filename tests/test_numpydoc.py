@@ -191,7 +191,6 @@ VALIDATED = [
     "pmctx.vonmises.start",
     "pmctx.vonmises.storage",
     "pmctx.vonmises.tempering",
-    "pmctx.vonmises.transitions",
     # the test oracles hold to the same standard
     "tests.oracles.ibp_reference",
     "tests.oracles.vonmises_exact",

@@ -32,7 +32,6 @@ MODULES = [
     "pmctx.vonmises.average",
     "pmctx.models.vonmises_select",
     "pmctx.vonmises.tempering",
-    "pmctx.vonmises.transitions",
     "pmctx.steps.vonmises_tempering",
     "pmctx.vonmises.second_neighbour",
     "pmctx.vonmises.spectral",
