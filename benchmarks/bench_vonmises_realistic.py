@@ -17,8 +17,13 @@ Methods, every one on the same maps in one run:
   defaults (band-pass prior with a column spacing, exact von Mises observations, spacing
   weighed by held-out pixels around the data's estimate, ``kappa_obs`` learned).
 * ``pmctx-both``: ``reconstruct_cv(spacings="cv")``: the kappa grid and the band-pass
-  spacings weighed together by held-out pixels (stacking); 'chosen' is the band-pass
-  prior's total weight.
+  prior weighed by the same held-out pixels (spacing and ring width searched by
+  :func:`pmctx.vonmises.spectral_cv.cross_validate_spacing`, the prior chosen by
+  :func:`pmctx.vonmises.average.choose_prior`, then stacked within it); 'chosen' is the
+  band-pass prior's total weight, the band-pass mixture's held-out lead per pixel and its
+  paired SE.
+* ``pmctx-mrf``: ``reconstruct_cv(spacings=None)``, the nearest-neighbour grid alone (the
+  same call as ``pmctx`` while that is the default).
 * ``gp``: the Macke-style complex GP of :func:`benchmarks.bench_vonmises_gp.gp_reconstruct`
   (squared-exponential kernel; hyperparameters by the marginal likelihood of a compact
   patch of :data:`GP_FIT_PIXELS` observed pixels, prediction from all of them).
