@@ -64,8 +64,8 @@ def choose_prior(mrf_pointwise, spectral_pointwise, margin: float = PRIOR_MARGIN
     Why not the larger score, and why this direction: the band-pass scores come from
     short HMC chains, and ``log mean_s p_s`` over few effective draws is biased low
     (Jensen), while the nearest-neighbour scores are Rao-Blackwellised. Rescoring with 4
-    times the draws (:mod:`pmctx.vonmises.spectral_cv`) removes most of that bias, and more
-    draws only ever raised the band-pass score; what remains still favours the
+    times the draws (:mod:`pmctx.vonmises.spectral_cv`) reduces that bias, and more draws
+    only ever raised the band-pass score; what remains still favours the
     nearest-neighbour prior, so a small lead of its mixture is within what Monte Carlo
     error explains. A choice by the larger score flipped to the nearest-neighbour prior at
     a lead of 0.022 +- 0.011 per pixel on a map where the band-pass prior was far better at
