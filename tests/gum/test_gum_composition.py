@@ -16,6 +16,7 @@ import pytest
 
 from pmctx.gum import gum
 from pmctx.gum.build import build_pymc_model
+from pmctx.testing import reference_compile_kwargs
 
 pytestmark = pytest.mark.slow
 
@@ -28,10 +29,10 @@ def _data(n=80, seed=0):
     return {"x": x, "x4": x4, "y": rng.poisson(np.exp(0.2 + np.sin(2 * x) + 0.4 * x4))}
 
 
-def _sample(model, draws, seed):
+def _sample(model, draws, seed, **kwargs):
     with model:
         return pm.sample(draws=draws, tune=500, chains=2, cores=1, random_seed=seed,
-                         progressbar=False, compute_convergence_checks=False)  # fmt: skip
+                         progressbar=False, compute_convergence_checks=False, **kwargs)  # fmt: skip
 
 
 def test_plain_sample_with_a_sampled_gp_scale_matches_plain_nuts_without_pmctx_start():
@@ -43,7 +44,10 @@ def test_plain_sample_with_a_sampled_gp_scale_matches_plain_nuts_without_pmctx_s
     np.testing.assert_allclose(start["f_x_z"], g.map_point()["f_x_z"])  # the Laplace start
     ours = _sample(g.model, 500, seed=1)
     reference = _sample(
-        build_pymc_model(g.design, lengthscale_prior_sigma=0.5, start=None), 1500, seed=2
+        build_pymc_model(g.design, lengthscale_prior_sigma=0.5, start=None),
+        1500,
+        seed=2,
+        compile_kwargs=reference_compile_kwargs(),
     )
     assert "b_x4" in ours.posterior and "b_x4" in reference.posterior
     for name in QUANTITIES:

@@ -17,7 +17,7 @@ from pmctx.steps.vonmises import (
     ColumnFFBSVonMises,
     PointwiseVonMisesGibbs,
 )
-from pmctx.testing import assert_matches_exact, compare_to_exact
+from pmctx.testing import assert_matches_exact, compare_to_exact, reference_compile_kwargs
 from pmctx.vonmises.potentials import log_joint, natural_field
 from tests.oracles.vonmises_exact import bin_index, binned_joint
 
@@ -191,7 +191,9 @@ def test_nuts_agrees_on_edge_statistics(model, field):
             tune=1000,
             chains=2,
             cores=1,
-            step=pm.NUTS(max_treedepth=6, target_accept=0.9),
+            step=pm.NUTS(
+                max_treedepth=6, target_accept=0.9, compile_kwargs=reference_compile_kwargs()
+            ),
             random_seed=2,
             progressbar=False,
             compute_convergence_checks=False,
