@@ -357,6 +357,17 @@ class _GaussianBlock:
     def _sd(self, point):
         return self.sd if self.sd is not None else float(np.exp(point["sd_log__"]))
 
+    def _precision_and_shift(self, prec_y, V):
+        """The block's posterior precision ``P = X'X / sd^2 + S0^-1`` (entries p11, p12, p22)
+        and ``b = X'y / sd^2 + S0^-1 m0``, with ``X = [1, V - 0.5]`` summed, not built."""
+        x = V[self.seen] - 0.5
+        p11 = prec_y * self.seen.size + self.prior_prec[0]
+        p12 = prec_y * x.sum()
+        p22 = prec_y * (x @ x) + self.prior_prec[1]
+        b1 = prec_y * self._sum_y + self.prior_prec[0] * self.prior_mean[0]
+        b2 = prec_y * (x @ self.y) + self.prior_prec[1] * self.prior_mean[1]
+        return (p11, p12, p22), (b1, b2)
+
     def log_marginal(self, point, V):
         """log p(y | V, sd) with (level, gain) integrated out (their normal priors).
 
@@ -378,16 +389,10 @@ class _GaussianBlock:
         """
         sd = self._sd(point)
         prec_y = 1.0 / (sd * sd)
-        x = V[self.seen] - 0.5
-        sx, sxx, sxy = x.sum(), x @ x, x @ self.y
-        n = self.seen.size
-        p11 = prec_y * n + self.prior_prec[0]
-        p12 = prec_y * sx
-        p22 = prec_y * sxx + self.prior_prec[1]
+        (p11, p12, p22), (b1, b2) = self._precision_and_shift(prec_y, V)
         det = p11 * p22 - p12 * p12
-        b1 = prec_y * self._sum_y + self.prior_prec[0] * self.prior_mean[0]
-        b2 = prec_y * sxy + self.prior_prec[1] * self.prior_mean[1]
         quad = (p22 * b1 * b1 - 2.0 * p12 * b1 * b2 + p11 * b2 * b2) / det
+        n = self.seen.size
         return float(
             -0.5 * n * np.log(2.0 * np.pi * sd * sd)
             - 0.5 * (np.log(det) - np.sum(np.log(self.prior_prec)))
@@ -411,18 +416,11 @@ class _GaussianBlock:
             Lower Cholesky factor of the conditional covariance.
         """
         sd = self._sd(point)
-        prec_y = 1.0 / (sd * sd)
-        # X = [1, V - 0.5]: X'X and X'y by sums, the 2 x 2 inverse and Cholesky factor in
-        # closed form (PMMH calls this for every filter run).
-        x = V[self.seen] - 0.5
-        sx, sxx, sxy = x.sum(), x @ x, x @ self.y
-        p11 = prec_y * self.seen.size + self.prior_prec[0]
-        p12 = prec_y * sx
-        p22 = prec_y * sxx + self.prior_prec[1]
+        # The 2 x 2 inverse and Cholesky factor in closed form (PMMH calls this for every
+        # filter run).
+        (p11, p12, p22), (b1, b2) = self._precision_and_shift(1.0 / (sd * sd), V)
         det = p11 * p22 - p12 * p12
         c11, c12, c22 = p22 / det, -p12 / det, p11 / det
-        b1 = prec_y * self._sum_y + self.prior_prec[0] * self.prior_mean[0]
-        b2 = prec_y * sxy + self.prior_prec[1] * self.prior_mean[1]
         mean = np.array([c11 * b1 + c12 * b2, c12 * b1 + c22 * b2])
         l11 = np.sqrt(c11)
         l21 = c12 / l11
