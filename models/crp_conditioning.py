@@ -522,7 +522,7 @@ def _spec():
             "concentration": "Beta(eta, eta) prior on feature probabilities (default 1.0)",
         },
         advice="Run longer (draws=2000, tune=2000) or more chains",
-        demo_seconds=(7, 5),
+        demo_seconds=(3, 5),
     )
 
 

@@ -264,7 +264,7 @@ def _spec():
             "alpha": "fix the negative-binomial dispersion (default: sampled)",
         },
         advice=CONVERGENCE_ADVICE,
-        demo_seconds=(15, 8),
+        demo_seconds=(5, 8),
     )
 
 

@@ -568,7 +568,7 @@ def _spec():
         },
         advice="Run longer (draws=2000, tune=2000) or more chains; if chains disagree on "
         "n_active, they sit in different modes: fix sigma_n to the force noise or raise K_max",
-        demo_seconds=(42, 6),
+        demo_seconds=(27, 6),
     )
 
 

@@ -393,7 +393,7 @@ def _spec():
         },
         advice="Run longer (draws=2000, tune=1000); x is drawn exactly given the "
         "concentrations, so slow mixing points to kappa and kappa_obs trading off: fix one",
-        demo_seconds=(21, 4),
+        demo_seconds=(14, 4),
     )
 
 

@@ -533,7 +533,7 @@ def _spec():
         "far more often per CPU second; with it or on a larger map, run longer "
         "(e.g. draws=4000, or n_sweeps=32 kernel sweeps per draw; the default is 8) and "
         "compare the chains' pinwheel counts",
-        demo_seconds=(70, 6),
+        demo_seconds=(47, 6),
     )
 
 

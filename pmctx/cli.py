@@ -156,18 +156,45 @@ def _add_demo(sub) -> None:
     demo.set_defaults(func=_demo)
 
 
-def _demo_estimate(chosen, quick: bool, jobs: int = 1) -> str:
+#: Extra wall seconds of the first ``pmctx demo`` on a machine, while Numba compiles pmctx's
+#: kernels and caches them: 86.5 s with an empty kernel cache against 49.6 s right after, and
+#: 98.2 against 47.1 s (``benchmarks/bench_demo.py --first-run``), 2 CPUs at load 1-3.
+FIRST_RUN_SECONDS = 45
+
+
+def _kernels_cached() -> bool:
+    """Whether Numba has cached pmctx's kernels: an index file (``*.nbi``) beside pmctx's
+    sources or under ``NUMBA_CACHE_DIR``. Where pmctx's folder is read-only Numba caches
+    elsewhere, so the answer is unknown and taken as yes (no first-run warning)."""
+    package = Path(__file__).resolve().parent
+    if not os.access(package, os.W_OK) and not os.environ.get("NUMBA_CACHE_DIR"):
+        return True
+    roots = [
+        package,
+        *([Path(os.environ["NUMBA_CACHE_DIR"])] if "NUMBA_CACHE_DIR" in os.environ else []),
+    ]
+    return any(next(root.rglob("*.nbi"), None) is not None for root in roots if root.is_dir())
+
+
+def _demo_estimate(chosen, quick: bool, jobs: int = 1, *, first_run: bool = False) -> str:
     """The line announcing how long the chosen demos take: each spec's ``demo_seconds``
-    (measured on 2 CPUs beside another model's demo), shared among ``jobs`` models at once."""
+    (measured on 2 CPUs beside another model's demo, kernels cached), shared among ``jobs``
+    models at once, and on a ``first_run`` the kernels' compile time."""
     from pmctx.registry import get_spec
 
     expected = {name: get_spec(name).demo_seconds[1 if quick else 0] for name in chosen}
     parts = ", ".join(f"{name} {seconds:g}" for name, seconds in expected.items())
     total = max(max(expected.values()), sum(expected.values()) / jobs)
     at_once = f", {jobs} models at a time" if jobs > 1 else ""
+    first = (
+        f" First run on this machine: about {FIRST_RUN_SECONDS} s more, while Numba compiles "
+        "pmctx's kernels and caches them."
+        if first_run
+        else ""
+    )
     return (
         f"pmctx demo: about {total:.0f} s on 2 CPUs{at_once}, more on a busy machine "
-        f"(expected seconds of each: {parts})."
+        f"(expected seconds of each: {parts}).{first}"
     )
 
 
@@ -198,7 +225,7 @@ def _demo(args) -> int:
     _check_out(args.out)
     chosen = args.models or names
     jobs = _demo_jobs(args.jobs, len(chosen))
-    print(_demo_estimate(chosen, args.quick, jobs), flush=True)
+    print(_demo_estimate(chosen, args.quick, jobs, first_run=not _kernels_cached()), flush=True)
     if jobs == 1:
         failed = [name for name in chosen if not _demo_one(name, args)]
     else:

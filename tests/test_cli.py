@@ -124,6 +124,20 @@ def test_demo_announces_the_sum_of_each_specs_expected_seconds():
         assert shared.startswith(f"pmctx demo: about {at_once:.0f} s on 2 CPUs, 2 models at")
 
 
+def test_demo_estimate_adds_the_kernel_compile_on_a_first_run(tmp_path, monkeypatch):
+    line = cli._demo_estimate(MODEL_NAMES, False, jobs=2, first_run=True)
+    assert line.endswith(
+        f"First run on this machine: about {cli.FIRST_RUN_SECONDS} s more, while Numba "
+        "compiles pmctx's kernels and caches them."
+    )
+    assert "First run" not in cli._demo_estimate(MODEL_NAMES, False, jobs=2)
+    # An index file under NUMBA_CACHE_DIR counts as cached kernels.
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    (tmp_path / "pmctx" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "pmctx" / "__pycache__" / "kernel.nbi").write_bytes(b"")
+    assert cli._kernels_cached()
+
+
 class _FakeSpec:
     demo_seconds = (1.0, 1.0)
 
