@@ -157,9 +157,11 @@ def _add_demo(sub) -> None:
 
 
 #: Extra wall seconds of the first ``pmctx demo`` on a machine, while Numba compiles pmctx's
-#: kernels and caches them: 86.5 s with an empty kernel cache against 49.6 s right after, and
-#: 98.2 against 47.1 s (``benchmarks/bench_demo.py --first-run``), 2 CPUs at load 1-3.
-FIRST_RUN_SECONDS = 45
+#: kernels and caches them: ``time pmctx demo`` took 72.7 s with an empty kernel cache against
+#: 48.0 s right after (2 CPUs at load 0.3-2.3), since the chains' processes inherit the
+#: kernels compiled once before they fork (:func:`pmctx.sampling.run_sampler`); each compiled
+#: them itself before (86.5 against 49.6 s).
+FIRST_RUN_SECONDS = 25
 
 
 def _kernels_cached() -> bool:

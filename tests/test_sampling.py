@@ -116,6 +116,31 @@ def test_parallel_chains_of_a_custom_step_equal_sequential_ones():
     np.testing.assert_array_equal(parallel.posterior["z"], sequential.posterior["z"])
 
 
+def test_pmctx_steps_compile_their_kernels_once_before_chains_fork(monkeypatch):
+    """One throwaway step on a copy in the parent when chains fork; the step itself and its
+    generator are untouched, and nothing runs for one process or one chain."""
+    from pmctx.sampling import _compile_kernels_before_forking
+    from pmctx.steps.vonmises import AugmentedVonMisesGibbs
+
+    model = vonmises_map.build_model(np.full((3, 3), 0.4), kappa=1.0, rank=2)
+    with model:
+        step = vonmises_map.default_steps(model)
+    ours = [s for s in step if isinstance(s, AugmentedVonMisesGibbs)]
+    assert ours
+    calls = []
+    real = AugmentedVonMisesGibbs.step
+    monkeypatch.setattr(
+        AugmentedVonMisesGibbs, "step", lambda self, point: calls.append(self) or real(self, point)
+    )
+    state = ours[0].rng.bit_generator.state
+    _compile_kernels_before_forking(model, step, chains=2, cores=1)
+    _compile_kernels_before_forking(model, step, chains=1, cores=2)
+    assert calls == []
+    _compile_kernels_before_forking(model, step, chains=2, cores=2)
+    assert len(calls) == 1 and calls[0] is not ours[0]
+    assert ours[0].rng.bit_generator.state == state
+
+
 def test_fit_with_sampler_documents_the_sampler_keywords_after_data():
     from pmctx.sampling import SAMPLER_PARAMETERS, _with_sampler_parameters, fit_with_sampler
 
