@@ -7,11 +7,17 @@ model declarations live in ``pmctx.models``, one module per model.
 import warnings
 from importlib.metadata import PackageNotFoundError, version
 
+from pmctx import _arviz_kernels
+
 # ArviZ 0.23 announces its coming refactor with a FutureWarning once a day on import; a pmctx
 # user cannot act on it (pmctx pins arviz < 0.30), so it is silenced here, narrowly by message.
 warnings.filterwarnings(
     "ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning
 )
+
+# Before anything imports PyMC: ArviZ's import-time Numba kernel is compiled once per machine
+# instead of once per process (see pmctx._arviz_kernels).
+_arviz_kernels.install()
 
 try:
     __version__ = version("pmctx")
