@@ -2,9 +2,10 @@
 
 ArviZ 0.2x (``arviz.stats.ecdf_utils``) declares ``_binom_pmf`` with ``numba.vectorize`` and
 an explicit signature. Numba compiles such a ufunc eagerly, when the module is imported, and
-without ``cache=True`` it compiles it again in every process: about 0.5 s of each
-``import pymc`` (PyMC imports ArviZ) on the 2-CPU benchmark machine, a tenth of a GUM fit's
-whole process. Numba's own remedy is ``cache=True``, which ArviZ does not pass.
+without ``cache=True`` it compiles it again in every process: ``import pmctx, pymc`` took
+3.66-3.72 s with the kernel cached against 4.00-4.21 s for ``import pymc`` (PyMC imports ArviZ)
+on the 2-CPU benchmark machine, out of a 6-7 s GUM fit process. Numba's own remedy is
+``cache=True``, which ArviZ does not pass.
 
 :func:`install` puts a finder on ``sys.meta_path`` that waits for that one module: while it
 executes, ``numba.vectorize`` adds ``cache=True`` to its keyword arguments, and afterwards the
