@@ -39,25 +39,41 @@ def row_caches(Z, A, Y, F):
     return R, C, m
 
 
-@numba.njit(cache=True)
 def full_sweep(Z, A, Y, F, X, pi_logit, hyper, rng, new_features, block_size, moves):
     """One whole sweep in place: A (eq. 2), Y (eq. 3-5), rows of Z, then pi | Z.
 
     Returns ``(features added, truncation hits)``. ``new_features`` applies to the legacy
-    moves only (the joint move always includes the free columns).
+    moves only (the joint move always includes the free columns). Each row move has its own
+    compiled sweep, so a process compiles only the moves it runs.
     """
-    k_max = Z.shape[1]
+    if moves == MOVES_JOINT:
+        return _sweep_joint(Z, A, Y, F, X, pi_logit, hyper, rng, block_size)
+    return _sweep_legacy(Z, A, Y, F, X, pi_logit, hyper, rng, new_features, block_size)
+
+
+@numba.njit(cache=True)
+def _before_rows(Z, A, Y, F, X, hyper, rng):
+    """A | Z, then Y | Z: the noisy-OR tables and the row caches the row moves read."""
     if A.shape[1] > 0:
         A[:, :] = sample_a_kernel(Z, F, hyper[1], hyper[2], rng)
-    ll0, ll1 = noisy_or_tables(hyper[4], hyper[5], k_max)
+    ll0, ll1 = noisy_or_tables(hyper[4], hyper[5], Z.shape[1])
     R, C, m = row_caches(Z, A, Y, F)
     if Y.shape[1] > 0:
         update_y(Z, Y, X, C, hyper[3], ll0, ll1, rng)
-    if moves == MOVES_JOINT:
-        added, hits = sweep_rows_joint(Z, A, Y, X, R, C, m, hyper, ll0, ll1, rng, block_size)
-    else:
-        added, hits = sweep_rows(
-            Z, A, Y, X, R, C, m, hyper, ll0, ll1, rng, new_features, block_size
-        )
+    return ll0, ll1, R, C, m
+
+
+@numba.njit(cache=True)
+def _sweep_joint(Z, A, Y, F, X, pi_logit, hyper, rng, block_size):
+    ll0, ll1, R, C, m = _before_rows(Z, A, Y, F, X, hyper, rng)
+    added, hits = sweep_rows_joint(Z, A, Y, X, R, C, m, hyper, ll0, ll1, rng, block_size)
+    pi_logit[:] = sample_pi_logit_kernel(m, Z.shape[0], hyper[0] / hyper[6], rng)
+    return added, hits
+
+
+@numba.njit(cache=True)
+def _sweep_legacy(Z, A, Y, F, X, pi_logit, hyper, rng, new_features, block_size):
+    ll0, ll1, R, C, m = _before_rows(Z, A, Y, F, X, hyper, rng)
+    added, hits = sweep_rows(Z, A, Y, X, R, C, m, hyper, ll0, ll1, rng, new_features, block_size)
     pi_logit[:] = sample_pi_logit_kernel(m, Z.shape[0], hyper[0] / hyper[6], rng)
     return added, hits
