@@ -42,9 +42,39 @@ def row_caches(Z, A, Y, F):
 def full_sweep(Z, A, Y, F, X, pi_logit, hyper, rng, new_features, block_size, moves):
     """One whole sweep in place: A (eq. 2), Y (eq. 3-5), rows of Z, then pi | Z.
 
-    Returns ``(features added, truncation hits)``. ``new_features`` applies to the legacy
-    moves only (the joint move always includes the free columns). Each row move has its own
-    compiled sweep, so a process compiles only the moves it runs.
+    Each row move has its own compiled sweep, so a process compiles only the move it runs.
+
+    Parameters
+    ----------
+    Z : numpy.ndarray of int64, shape (N, K_max)
+        Binary feature assignments, updated in place.
+    A : numpy.ndarray of float64, shape (K_max, D)
+        Force basis, updated in place.
+    Y : numpy.ndarray of int64, shape (K_max, T)
+        Binary cue matrix, updated in place.
+    F : numpy.ndarray of float64, shape (N, D)
+        Observed forces (C-contiguous).
+    X : numpy.ndarray of int64, shape (N, T)
+        Observed binary cues (C-contiguous).
+    pi_logit : numpy.ndarray of float64, shape (K_max,)
+        Logits of the feature probabilities, updated in place.
+    hyper : numpy.ndarray of float64, shape (7,)
+        :meth:`pmctx.ibp.sampler.IBPHyper.as_array`'s layout.
+    rng : numpy.random.Generator
+        Source of every random draw.
+    new_features : bool
+        Whether the legacy moves may open new features (the joint move always may).
+    block_size : int
+        Shared columns drawn together in a row's block move.
+    moves : int
+        ``MOVES_JOINT`` or ``MOVES_LEGACY``.
+
+    Returns
+    -------
+    features_added : int
+        New features opened in this sweep.
+    truncation_hits : int
+        Times a move wanted more than ``K_max`` features.
     """
     if moves == MOVES_JOINT:
         return _sweep_joint(Z, A, Y, F, X, pi_logit, hyper, rng, block_size)
