@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pmctx.ibp.sweep import MOVES_JOINT, MOVES_LEGACY, full_sweep
+from pmctx.ibp.sweep import sweep_joint, sweep_legacy
 
 __all__ = ["MOVES", "IBPHyper", "IBPState", "gibbs_sweep"]
 
-MOVES = {"legacy": MOVES_LEGACY, "joint": MOVES_JOINT}
+MOVES = ("joint", "legacy")
 
 
 @dataclass(frozen=True)
@@ -188,18 +188,18 @@ def gibbs_sweep(
     """
     if moves not in MOVES:
         raise ValueError(f"moves must be one of {sorted(MOVES)}; got {moves!r}.")
-    k_max = state.Z.shape[1]
-    added, hits = full_sweep(
+    arrays = (
         state.Z,
         state.A,
         state.Y,
         np.ascontiguousarray(F, dtype=np.float64),
         np.ascontiguousarray(X, dtype=np.int64),
         state.pi_logit,
-        hyper.as_array(k_max),
+        hyper.as_array(state.Z.shape[1]),
         rng,
-        new_features,
-        block_size,
-        MOVES[moves],
     )
+    if moves == "joint":
+        added, hits = sweep_joint(*arrays, block_size)
+    else:
+        added, hits = sweep_legacy(*arrays, new_features, block_size)
     return int(added), int(hits)
