@@ -81,6 +81,10 @@ __all__ = [
 SUBSAMPLE_START_MIN_TRIALS = 500
 BIRTH_DEATH_MIN_TRIALS = 500
 BIRTH_DEATH_PER_SWEEP = 5
+# From this many trials on, each draw is SWEEPS_PER_DRAW_LARGE sweeps: at N = 10,000 one sweep
+# per draw left the tail ESS of loglik at 341 of the 400 the convergence check asks for.
+SWEEPS_PER_DRAW_MIN_TRIALS = 5000
+SWEEPS_PER_DRAW_LARGE = 2
 START_CHOICES = ("auto", "subsample", "zero")
 
 
@@ -248,7 +252,9 @@ def sample(
         ``SUBSAMPLE_START_MIN_TRIALS`` (500) trials on, else ``"zero"``. Only the start
         changes; the sampler is the same exact kernel (from ``BIRTH_DEATH_MIN_TRIALS``
         (500) trials on, with ``BIRTH_DEATH_PER_SWEEP`` (5) birth/death proposals for small
-        shared features per sweep, whatever the start). Why: :mod:`pmctx.ibp.start`.
+        shared features per sweep, whatever the start; from ``SWEEPS_PER_DRAW_MIN_TRIALS``
+        (5,000) trials on, each draw is ``SWEEPS_PER_DRAW_LARGE`` (2) sweeps). Why:
+        :mod:`pmctx.ibp.start`.
     store : {"auto", "all"}, default "auto"
         How much to keep (:mod:`pmctx.ibp.storage`): ``"auto"`` keeps memory in proportion to
         what summaries, convergence checks, LOO and plots read (``Z`` and ``Y`` per draw as
@@ -309,7 +315,8 @@ def sample(
         initvals = subsample_initvals(model, F, X, chains=chains, random_seed=random_seed)
     with model:
         large = n_trials >= BIRTH_DEATH_MIN_TRIALS
-        steps = [IBPGibbs(birth_death=BIRTH_DEATH_PER_SWEEP if large else 0)]
+        sweeps = SWEEPS_PER_DRAW_LARGE if n_trials >= SWEEPS_PER_DRAW_MIN_TRIALS else 1
+        steps = [IBPGibbs(birth_death=BIRTH_DEATH_PER_SWEEP if large else 0, sweeps=sweeps)]
         if model["alpha"] in model.free_RVs:
             steps.append(IBPAlphaGibbs())
         if any(n in model.named_vars and model[n] in model.free_RVs for n in LEARNED_HYPER):

@@ -261,6 +261,31 @@ def test_ibp_gibbs_with_birth_death_matches_exact_posterior(tiny_model, exact_ti
     assert_matches_exact(state_indices(draws, z_states), z_probs, tv_tol=0.04, ess=len(draws) / 4)
 
 
+def test_several_sweeps_per_step_are_that_many_one_sweep_steps(tiny_model):
+    """``sweeps=3`` is three single-sweep steps from the same generator, draw for draw, so
+    the exact-posterior checks of the single sweep carry over."""
+    with tiny_model:
+        several, single = IBPGibbs(sweeps=3, birth_death=2, rng=7), IBPGibbs(birth_death=2, rng=7)
+    point = tiny_model.initial_point()
+    for _ in range(20):
+        a, (stats_a,) = several.step(point)
+        b, totals = point, {"n_new_features": 0, "birth_death_accepted": 0}
+        for _ in range(3):
+            b, (stats_b,) = single.step(b)
+            for key in totals:
+                totals[key] += stats_b[key]
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key])
+        assert all(stats_a[key] == value for key, value in totals.items())
+        assert stats_a["n_active"] == stats_b["n_active"]
+        point = a
+
+
+def test_sweeps_is_validated(tiny_model):
+    with tiny_model, pytest.raises(ValueError, match="sweeps"):
+        IBPGibbs(sweeps=0)
+
+
 def test_birth_death_count_is_validated(tiny_model):
     with tiny_model, pytest.raises(ValueError, match="birth_death"):
         IBPGibbs(birth_death=-1)
