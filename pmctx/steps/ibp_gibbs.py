@@ -107,8 +107,8 @@ class IBPGibbs(PmctxStep):
     Sampler stats: ``n_active`` (columns in use), ``n_singletons`` (columns used by one row
     only: with learned hyperparameters the posterior often keeps one such feature explaining
     a single noisy trial, so ``n_active - n_singletons`` is the number of features the data
-    pin down), ``n_new_features`` (features added in the sweep) and ``truncation_hit`` (some
-    row left no free column: raise ``K_max``).
+    pin down), ``n_new_features`` (features added in the step's sweeps) and ``truncation_hit``
+    (some row left no free column: raise ``K_max``).
 
     Examples
     --------
@@ -245,7 +245,7 @@ class IBPGibbs(PmctxStep):
         forces = _residual_forces(self._F, self._offset_fn, point)
         added = hits = accepted = born_or_died = 0
         for _ in range(self.sweeps):
-            new_features, truncated = gibbs_sweep(
+            sweep_added, sweep_hits = gibbs_sweep(
                 state,
                 forces,
                 self._X,
@@ -255,7 +255,7 @@ class IBPGibbs(PmctxStep):
                 block_size=self.block_size,
                 moves=self.moves,
             )
-            added, hits = added + new_features, hits + truncated
+            added, hits = added + sweep_added, hits + sweep_hits
             for _ in range(self.split_merge):
                 accepted += split_merge_move(
                     state.Z, state.A, state.Y, forces, self._X, hyper, self.rng
