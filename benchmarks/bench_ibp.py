@@ -14,12 +14,14 @@ new features each sweep).
 Part 2, at N=100, 1,000 and 10,000: ESS per second of the label-invariant quantities users
 read, ``n_active`` and ``loglik``, over 4 chains (ArviZ rank-normalised ESS, first half of
 each chain dropped as warm-up; the time is that of the kept half), for
-``old``: ``IBPGibbs(moves="legacy")`` with the hyperparameters fixed (the previous package
-default, sigma_n fixed at the true 0.3), and
-``joint``: ``IBPGibbs()`` (joint row moves) with the same fixed hyperparameters (the moves'
-effect alone; N=100 and 1,000 only), and
-``new``: the package defaults, ``IBPGibbs()`` (joint row moves) with ``IBPAlphaGibbs`` and
-``IBPHyperGibbs`` learning every hyperparameter, from ``Z = 0``, and
+``old``: ``IBPGibbs(moves="legacy", birth_death=0, sweeps=1)`` with the hyperparameters
+fixed (the previous package default, sigma_n fixed at the true 0.3), and
+``joint``: ``IBPGibbs(birth_death=0, sweeps=1)`` (joint row moves) with the same fixed
+hyperparameters (the moves' effect alone; N=100 and 1,000 only), and
+``new``: the package defaults, ``IBPGibbs()`` (joint row moves; from 500 trials on with
+birth/death proposals, from 5,000 two sweeps per step: rows recorded before those defaults
+ran one sweep without them) with ``IBPAlphaGibbs`` and ``IBPHyperGibbs`` learning every
+hyperparameter, from ``Z = 0``, and
 ``start``: the same steps from ``sample()``'s start at N >= 500, each chain from its own
 :func:`pmctx.ibp.start.subsample_start` (its CPU time is reported apart, per chain; the ESS
 is of the kept half as for the others).
@@ -158,9 +160,9 @@ def _ess_run(n, k_max, variant, n_sweeps, chains=4):
     for chain in range(chains):
         with model:
             if variant == "old":
-                steps = [IBPGibbs(moves="legacy", rng=chain)]
+                steps = [IBPGibbs(moves="legacy", birth_death=0, sweeps=1, rng=chain)]
             elif variant == "joint":
-                steps = [IBPGibbs(rng=chain)]
+                steps = [IBPGibbs(birth_death=0, sweeps=1, rng=chain)]
             else:
                 steps = [IBPGibbs(rng=chain), IBPAlphaGibbs(rng=chain), IBPHyperGibbs(rng=chain)]
         point = model.initial_point()  # pm.sample's start: Z = 0

@@ -76,15 +76,10 @@ __all__ = [
 ]
 
 # start="auto" starts every chain from pmctx.ibp.start.subsample_start from this many trials
-# on; from this many trials on, IBPGibbs runs this many birth/death proposals for small shared
-# features per sweep (pmctx.ibp.birth_death). Measurements: docs/guides/ibp_defaults.md.
+# on. The sampler's own trial-count policy (birth/death proposals from 500 trials, two sweeps
+# per draw from 5,000) is IBPGibbs's "auto", so a plain pm.sample() runs it too.
+# Measurements: docs/guides/ibp_defaults.md.
 SUBSAMPLE_START_MIN_TRIALS = 500
-BIRTH_DEATH_MIN_TRIALS = 500
-BIRTH_DEATH_PER_SWEEP = 5
-# From this many trials on, each draw is SWEEPS_PER_DRAW_LARGE sweeps: at N = 10,000 one sweep
-# per draw left the tail ESS of loglik at 341 of the 400 the convergence check asks for.
-SWEEPS_PER_DRAW_MIN_TRIALS = 5000
-SWEEPS_PER_DRAW_LARGE = 2
 START_CHOICES = ("auto", "subsample", "zero")
 
 
@@ -250,10 +245,9 @@ def sample(
         (:func:`pmctx.ibp.start.subsample_start`; about 1-2 CPU s per chain); ``"zero"``:
         pm.sample's start, ``Z = 0``; ``"auto"``: ``"subsample"`` from
         ``SUBSAMPLE_START_MIN_TRIALS`` (500) trials on, else ``"zero"``. Only the start
-        changes; the sampler is the same exact kernel (from ``BIRTH_DEATH_MIN_TRIALS``
-        (500) trials on, with ``BIRTH_DEATH_PER_SWEEP`` (5) birth/death proposals for small
-        shared features per sweep, whatever the start; from ``SWEEPS_PER_DRAW_MIN_TRIALS``
-        (5,000) trials on, each draw is ``SWEEPS_PER_DRAW_LARGE`` (2) sweeps). Why:
+        changes; the sampler is the same exact kernel, :class:`~pmctx.steps.ibp_gibbs.IBPGibbs`
+        at its defaults (from 500 trials on, 5 birth/death proposals for small shared features
+        per sweep, whatever the start; from 5,000 trials on, two sweeps per draw). Why:
         :mod:`pmctx.ibp.start`.
     store : {"auto", "all"}, default "auto"
         How much to keep (:mod:`pmctx.ibp.storage`): ``"auto"`` keeps memory in proportion to
@@ -314,9 +308,7 @@ def sample(
     if initvals is None and subsample:
         initvals = subsample_initvals(model, F, X, chains=chains, random_seed=random_seed)
     with model:
-        large = n_trials >= BIRTH_DEATH_MIN_TRIALS
-        sweeps = SWEEPS_PER_DRAW_LARGE if n_trials >= SWEEPS_PER_DRAW_MIN_TRIALS else 1
-        steps = [IBPGibbs(birth_death=BIRTH_DEATH_PER_SWEEP if large else 0, sweeps=sweeps)]
+        steps = [IBPGibbs()]  # birth/death and sweeps per draw chosen from the trial count
         if model["alpha"] in model.free_RVs:
             steps.append(IBPAlphaGibbs())
         if any(n in model.named_vars and model[n] in model.free_RVs for n in LEARNED_HYPER):

@@ -1,4 +1,4 @@
-"""Cache the one Numba kernel ArviZ compiles on import, so every process stops paying for it.
+"""Two fixes to how ArviZ 0.2x imports: cache its one import-time Numba kernel; survive its race.
 
 ArviZ 0.2x (``arviz.stats.ecdf_utils``) declares ``_binom_pmf`` with ``numba.vectorize`` and
 an explicit signature. Numba compiles such a ufunc eagerly, when the module is imported, and
@@ -11,6 +11,14 @@ on the 2-CPU benchmark machine, out of a 6-7 s GUM fit process. Numba's own reme
 executes, ``numba.vectorize`` adds ``cache=True`` to its keyword arguments, and afterwards the
 original is back. Nothing else is touched and nothing is imported early (``import pmctx`` stays
 light); when ArviZ drops the kernel or numba is missing, the import proceeds unchanged.
+
+The same finder wraps ``arviz`` itself. ArviZ 0.23's first import of the day writes a stamp
+file through one shared temporary name (``~/.cache/arviz/daily_warning.tmp``); when several
+processes import it at once (pytest-xdist workers, Dask workers, chain processes after
+midnight) one renames the file away under another, whose import then fails with
+``FileNotFoundError`` (arviz-devs/arviz#2530, #2583; a clean clone's ``make test`` failed at
+collection this way). By then the other process has written today's stamp, so the import is
+run once more and passes.
 """
 
 import functools
@@ -19,6 +27,8 @@ import importlib.machinery
 import sys
 
 TARGET = "arviz.stats.ecdf_utils"
+PACKAGE = "arviz"
+STAMP_NAME = "daily_warning"
 
 
 class _CachingLoader(importlib.abc.Loader):
@@ -50,18 +60,40 @@ class _CachingLoader(importlib.abc.Loader):
         return getattr(self._loader, name)
 
 
+class _StampRaceLoader(importlib.abc.Loader):
+    """Runs ``arviz/__init__`` again when it lost the race for its daily stamp file."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        try:
+            self._loader.exec_module(module)
+        except FileNotFoundError as err:
+            if STAMP_NAME not in str(err):
+                raise
+            self._loader.exec_module(module)  # the winner's stamp is on disk now
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
 class _CachingFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path, target=None):
-        if fullname != TARGET:
+        loaders = {TARGET: _CachingLoader, PACKAGE: _StampRaceLoader}
+        if fullname not in loaders:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is not None and spec.loader is not None:
-            spec.loader = _CachingLoader(spec.loader)
+            spec.loader = loaders[fullname](spec.loader)
         return spec
 
 
 def install() -> None:
-    """Add the finder once, unless ArviZ's kernel module is already imported."""
-    if TARGET in sys.modules or any(isinstance(f, _CachingFinder) for f in sys.meta_path):
+    """Add the finder once, unless ArviZ is already imported."""
+    if PACKAGE in sys.modules or any(isinstance(f, _CachingFinder) for f in sys.meta_path):
         return
     sys.meta_path.insert(0, _CachingFinder())

@@ -1,13 +1,14 @@
 """Specialised Gibbs step for the IBP visuo-motor model (seed 000, Algorithm 2, truncated).
 
 The step owns the whole latent block of :func:`pmctx.models.ibp.build_model` — ``Z``, ``pi``
-and, where present, ``A`` and ``Y`` — and runs one sweep of
-:func:`pmctx.ibp.sampler.gibbs_sweep` per call: ``A`` from its Gaussian conditional (eq. 2,
-Cholesky), exact ``y_kt`` updates (eq. 3-5), ``z_ik`` with the finite-K collapsed prior
-``(m_-ik + alpha/K_max) / (N + alpha/K_max)`` and incremental residuals, a new-feature block
-per row (eq. 10-14 on the free columns of the truncation), then ``pi | Z``. Hyperparameters
-(``alpha, sigma_n, sigma_A, phi, lam, eps``) are read from the current point, so they may be
-fixed data or free variables sampled by other PyMC steps.
+and, where present, ``A`` and ``Y`` — and runs sweeps of :func:`pmctx.ibp.sampler.gibbs_sweep`
+(one per call below 5,000 trials, two from there on; ``sweeps=``), each: ``A`` from its
+Gaussian conditional (eq. 2, Cholesky), exact ``y_kt`` updates (eq. 3-5), ``z_ik`` with the
+finite-K collapsed prior ``(m_-ik + alpha/K_max) / (N + alpha/K_max)`` and incremental
+residuals, a new-feature block per row (eq. 10-14 on the free columns of the truncation), then
+``pi | Z``; from 500 trials on, birth/death proposals for small shared features follow
+(``birth_death=``). Hyperparameters (``alpha, sigma_n, sigma_A, phi, lam, eps``) are read from
+the current point, so they may be fixed data or free variables sampled by other PyMC steps.
 """
 
 from __future__ import annotations
@@ -28,12 +29,45 @@ from pmctx.validation import check_int
 
 __all__ = [
     "ALPHA_PRIOR",
+    "BIRTH_DEATH_MIN_TRIALS",
+    "BIRTH_DEATH_PER_SWEEP",
     "HYPER_NAMES",
     "LEARNED_HYPER",
+    "SWEEPS_PER_DRAW_LARGE",
+    "SWEEPS_PER_DRAW_MIN_TRIALS",
     "IBPAlphaGibbs",
     "IBPGibbs",
     "IBPHyperGibbs",
 ]
+
+# What birth_death="auto" and sweeps="auto" choose from the number of trials, so that
+# pmctx.models.ibp.sample and a plain pm.sample() run the same sampler. From
+# BIRTH_DEATH_MIN_TRIALS trials on, BIRTH_DEATH_PER_SWEEP birth/death proposals for small
+# shared features per sweep (pmctx.ibp.birth_death; docs/guides/ibp_defaults.md); from
+# SWEEPS_PER_DRAW_MIN_TRIALS on, each step is SWEEPS_PER_DRAW_LARGE sweeps: at N = 10,000 one
+# sweep per draw left the tail ESS of loglik at 341 of the 400 the convergence check asks for.
+BIRTH_DEATH_MIN_TRIALS = 500
+BIRTH_DEATH_PER_SWEEP = 5
+SWEEPS_PER_DRAW_MIN_TRIALS = 5000
+SWEEPS_PER_DRAW_LARGE = 2
+
+
+def _default_birth_death(n_trials: int) -> int:
+    """Birth/death proposals per sweep that ``birth_death="auto"`` runs on ``n_trials`` rows."""
+    return BIRTH_DEATH_PER_SWEEP if n_trials >= BIRTH_DEATH_MIN_TRIALS else 0
+
+
+def _default_sweeps(n_trials: int) -> int:
+    """Sweeps per step that ``sweeps="auto"`` runs on ``n_trials`` rows."""
+    return SWEEPS_PER_DRAW_LARGE if n_trials >= SWEEPS_PER_DRAW_MIN_TRIALS else 1
+
+
+def _auto_int(value, name: str, default: int, *, minimum: int) -> int:
+    if isinstance(value, str):
+        if value != "auto":
+            raise ValueError(f"{name} must be 'auto' or an integer >= {minimum}; got {value!r}.")
+        return default
+    return check_int(value, name, minimum=minimum)
 
 
 def _force_offset_fn(step, model):
@@ -65,7 +99,7 @@ def _observed(model, name):
 
 
 class IBPGibbs(PmctxStep):
-    """One specialised IBP Gibbs sweep over ``Z``, ``pi``, ``A`` and ``Y`` per step.
+    """Specialised IBP Gibbs sweeps over ``Z``, ``pi``, ``A`` and ``Y``: one or two per step.
 
     Parameters
     ----------
@@ -91,16 +125,18 @@ class IBPGibbs(PmctxStep):
         after the Gibbs sweep; ``pi`` is then redrawn given ``Z``. Off by default: on the
         synthetic bar data the joint row moves already mix and the proposals (uniform
         allocations) are rarely accepted at N >= 100.
-    birth_death : int, default 0
+    birth_death : int or "auto", default "auto"
         Birth/death Metropolis-Hastings proposals per sweep for features owned by 2-19 rows
         (:mod:`pmctx.ibp.birth_death`: a data-driven birth with its exact reverse density),
-        after the Gibbs sweep; ``pi`` is then redrawn given ``Z``. Off here;
-        :func:`pmctx.models.ibp.sample` passes 5 from 500 trials on, where it raised the ESS
-        of ``n_shared`` per CPU second (docs/guides/ibp_defaults.md).
-    sweeps : int, default 1
+        after the Gibbs sweep; ``pi`` is then redrawn given ``Z``. ``"auto"``:
+        ``BIRTH_DEATH_PER_SWEEP`` (5) from ``BIRTH_DEATH_MIN_TRIALS`` (500) trials on, where it
+        raised the ESS of ``n_shared`` per CPU second (docs/guides/ibp_defaults.md), else 0.
+    sweeps : int or "auto", default "auto"
         Sweeps (each with its split-merge and birth/death proposals) per step, so per stored
         draw: on large data sets a sweep costs less than storing its draw, and the draws of
-        slowly changing quantities (``loglik``) are less correlated.
+        slowly changing quantities (``loglik``) are less correlated. ``"auto"``:
+        ``SWEEPS_PER_DRAW_LARGE`` (2) from ``SWEEPS_PER_DRAW_MIN_TRIALS`` (5,000) trials on,
+        else 1. The step's ``birth_death`` and ``sweeps`` attributes hold the numbers chosen.
 
     Notes
     -----
@@ -143,8 +179,8 @@ class IBPGibbs(PmctxStep):
         block_size: int = 3,
         moves: str = "joint",
         split_merge: int = 0,
-        birth_death: int = 0,
-        sweeps: int = 1,
+        birth_death: int | str = "auto",
+        sweeps: int | str = "auto",
     ):
         model = pm.modelcontext(model)
         missing = [n for n in ("Z", "pi") if n not in model.named_vars]
@@ -199,8 +235,8 @@ class IBPGibbs(PmctxStep):
             )
         self.moves = moves
         self.split_merge = check_int(split_merge, "split_merge", minimum=0)
-        self.birth_death = check_int(birth_death, "birth_death", minimum=0)
-        self.sweeps = check_int(sweeps, "sweeps", minimum=1)
+        self.birth_death = _auto_int(birth_death, "birth_death", _default_birth_death(n), minimum=0)
+        self.sweeps = _auto_int(sweeps, "sweeps", _default_sweeps(n), minimum=1)
 
     def current_hyper(self, point) -> IBPHyper:
         """The hyperparameters at ``point``: fixed ones, or the current values of random ones.

@@ -9,6 +9,7 @@ import numpy as np
 import pymc as pm
 import pytest
 from pmctx.models.ibp import build_model, sample
+from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
 from scipy import stats
 from scipy.special import betaln, logsumexp
 
@@ -289,6 +290,26 @@ def test_sweeps_is_validated(tiny_model):
 def test_birth_death_count_is_validated(tiny_model):
     with tiny_model, pytest.raises(ValueError, match="birth_death"):
         IBPGibbs(birth_death=-1)
+    with tiny_model, pytest.raises(ValueError, match="birth_death must be 'auto' or an integer"):
+        IBPGibbs(birth_death="on")
+
+
+@pytest.mark.parametrize(
+    "n_trials, birth_death, sweeps",
+    [(3, 0, 1), (499, 0, 1), (500, 5, 1), (4999, 5, 1), (5000, 5, 2)],
+)
+def test_auto_policy_follows_the_trial_count(n_trials, birth_death, sweeps):
+    """A plain pm.sample() on build_model's model runs what models.ibp.sample runs: the
+    step's "auto" choices from the trial count (PyMC's own step assignment, as pm.sample)."""
+    model = build_model(np.zeros((n_trials, 1)), K_max=2, reconstructions=False, **HYPER)
+    with model:
+        provided, selected = assign_step_methods(model, methods=pm.STEP_METHODS)
+        steps = instantiate_steppers(model, provided, selected, initial_point=model.initial_point())
+    (step,) = [s for s in np.atleast_1d(steps) if isinstance(s, IBPGibbs)]
+    assert (step.birth_death, step.sweeps) == (birth_death, sweeps)
+    with model:
+        explicit = IBPGibbs(birth_death=1, sweeps=3)
+    assert (explicit.birth_death, explicit.sweeps) == (1, 3)
 
 
 def test_new_features_off_needs_the_legacy_moves():
