@@ -534,7 +534,9 @@ def as_feature_matrix(features, name: str = "features") -> tuple[np.ndarray, lis
             f"{name} must be binary (0/1; NaN for an unknown US), got {int(bad.sum())} other "
             f"value(s) such as {np.unique(arr[bad])[:5].tolist()}. Threshold them first."
         )
-    coded = np.where(observed, arr, -1.0).astype(np.int64)
+    # C order: the filter's compiled kernels then see one array layout (an F-ordered input,
+    # e.g. a DataFrame's values, would compile them again).
+    coded = np.where(observed, arr, -1.0).astype(np.int64, order="C")
     if names is None:
         names = ["US", *(f"feature_{i}" for i in range(1, arr.shape[1]))]
     return coded, list(names)

@@ -230,7 +230,7 @@ class CRPCollapsedGibbs(PmctxStep):
         z_shape = np.shape(start[self.value_names[0]])
         if features is None:
             features = _model_features(self.model, tagged, z_shape[0])
-        self.features = np.asarray(features, dtype=np.int64)
+        self.features = np.ascontiguousarray(features, dtype=np.int64)  # one compiled layout
         if self.features.ndim != 2 or self.features.shape[0] != z_shape[0]:
             raise ValueError(
                 f"features must have shape (n_trials, n_features) with n_trials={z_shape[0]} "

@@ -244,7 +244,9 @@ def _chain_block(lo, hi, node_vec, pairs, uniforms, aux, log_evidence):
 
 @numba.njit(cache=True)
 def _chains_serial(node_vec, pairs, uniforms, aux, log_evidence):
-    _chain_block(0, node_vec.shape[0], node_vec, pairs, uniforms, aux, log_evidence)
+    # np.int64(0), not 0: a literal argument would compile _chain_block a second time, for
+    # Literal[int](0), beside the int64 signature _chains_parallel uses.
+    _chain_block(np.int64(0), node_vec.shape[0], node_vec, pairs, uniforms, aux, log_evidence)
 
 
 @numba.njit(cache=True, parallel=True)

