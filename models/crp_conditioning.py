@@ -521,7 +521,7 @@ def _spec():
             "max_causes": "truncation, number of latent causes (default 10)",
             "concentration": "Beta(eta, eta) prior on feature probabilities (default 1.0)",
         },
-        advice="Run longer (draws=2000, tune=2000) or more chains",
+        advice="Run longer or with more chains",
         demo_seconds=(3, 5),
     )
 

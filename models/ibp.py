@@ -565,7 +565,7 @@ def _spec():
             "start": "chain start: 'auto' (default: subsample fit from 500 trials on), "
             "'subsample', 'zero'",
         },
-        advice="Run longer (draws=2000, tune=2000) or more chains; if chains disagree on "
+        advice="Run longer or with more chains; if chains disagree on "
         "n_active, they sit in different modes: fix sigma_n to the force noise or raise K_max",
         demo_seconds=(27, 6),
     )

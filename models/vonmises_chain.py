@@ -391,7 +391,7 @@ def _spec():
             "kappa_obs": "observation concentration (number or 'prior', default 'prior')",
             "rank": "rank R of the transition potential (default 5)",
         },
-        advice="Run longer (draws=2000, tune=1000); x is drawn exactly given the "
+        advice="Run longer; x is drawn exactly given the "
         "concentrations, so slow mixing points to kappa and kappa_obs trading off: fix one",
         demo_seconds=(14, 4),
     )

@@ -59,6 +59,7 @@ __all__ = [
     "R_HAT_MAX",
     "check_convergence",
     "convergence_report",
+    "draws_advice",
     "ess_bulk",
     "ess_tail",
     "flatten_elements",
@@ -460,7 +461,9 @@ def convergence_report(
             "ess_min": float(ess_min),
             "converged": bool(r_ok and b >= ess_min and t >= ess_min),
         }
-    return pd.DataFrame.from_dict(rows, orient="index")
+    report = pd.DataFrame.from_dict(rows, orient="index")
+    report.attrs["draws"] = int(dataset.sizes.get("draw", 0))  # per chain, for the advice
+    return report
 
 
 #: The report of each fit that report_after_fit checked (the model's own invariants at the
@@ -553,15 +556,72 @@ def check_convergence(idata_or_quantities, quantities=None, *, advice: str = "",
     return report
 
 
+#: ESS grows in proportion to the draws at a fixed mixing; the draws a warning suggests carry
+#: this margin for the noise of the ESS estimate, rounded up to a multiple of DRAWS_STEP.
+DRAWS_MARGIN = 1.25
+DRAWS_STEP = 500
+#: Beyond this many times the draws, more of the same chains is not the remedy.
+MAX_DRAWS_FACTOR = 10.0
+
+
+def draws_advice(report: pd.DataFrame) -> str:
+    """The draws per chain that would lift the smallest ESS of ``report`` to its minimum.
+
+    At a fixed mixing rate ESS grows in proportion to the number of draws, so a quantity
+    with ESS ``e`` short of ``ess_min`` after ``d`` draws per chain needs about
+    ``d * ess_min / e``; the suggestion adds :data:`DRAWS_MARGIN` and rounds up to a multiple
+    of :data:`DRAWS_STEP`. Beyond :data:`MAX_DRAWS_FACTOR` times the draws the sentence says
+    so instead: chains that far apart usually sit in different modes.
+
+    Parameters
+    ----------
+    report : pandas.DataFrame
+        A :func:`convergence_report` (its ``attrs["draws"]``, the draws per chain).
+
+    Returns
+    -------
+    str
+        A sentence ending in a full stop, or ``""`` when no ESS falls short.
+
+    Examples
+    --------
+    >>> report = pd.DataFrame({"ess_bulk": [113.0], "ess_tail": [358.0], "ess_min": [400.0]},
+    ...                       index=["loglik"])
+    >>> report.attrs["draws"] = 1000
+    >>> draws_advice(report).split(": ")[-1]
+    'draws=4500 (tune as many).'
+    """
+    draws = int(report.attrs.get("draws", 0))
+    ess = report[["ess_bulk", "ess_tail"]].min(axis=1)
+    short = ess < report["ess_min"]
+    if not draws or not short.any():
+        return ""
+    ratios = report["ess_min"][short] / ess[short].clip(lower=1.0)
+    name = ratios.idxmax()
+    ratio = float(ratios[name])
+    figures = f"({name}, {ess[name]:.0f} of {report.loc[name, 'ess_min']:.0f})"
+    if ratio > MAX_DRAWS_FACTOR:
+        return (
+            f"The smallest ESS {figures} would need more than {MAX_DRAWS_FACTOR:.0f} times "
+            f"the {draws} draws per chain: the chains are likely in different modes (see the "
+            "trace plot) rather than short."
+        )
+    needed = int(np.ceil(draws * ratio * DRAWS_MARGIN / DRAWS_STEP) * DRAWS_STEP)
+    return (
+        f"At this mixing the smallest ESS {figures} needs about {ratio:.1f} times the "
+        f"{draws} draws per chain: draws={needed} (tune as many)."
+    )
+
+
 def _warn_unconverged(report: pd.DataFrame, advice: str, stacklevel: int) -> None:
     failed = report[~report["converged"]]
     if len(failed):
         lines = "; ".join(format_problem(name, row) for name, row in failed.iterrows())
-        todo = advice or (
-            "Run longer (e.g. draws=2000, tune=2000) or more chains, and check the trace plot"
-        )
+        todo = advice or "Run longer or with more chains, and check the trace plot"
+        more = draws_advice(report)
         warnings.warn(
-            f"The sampler has not converged on {lines}. {todo}. Do not use these results "
+            f"The sampler has not converged on {lines}. {more + ' ' if more else ''}{todo}. "
+            "Do not use these results "
             "until every quantity has R-hat <= 1.01 (for a quantity with many elements, the "
             "limit for their largest) and ESS >= 100 per chain.",
             ConvergenceWarning,

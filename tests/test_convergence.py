@@ -16,6 +16,7 @@ from pmctx.conditioning import shipped_design
 from pmctx.convergence import (
     check_convergence,
     convergence_report,
+    draws_advice,
     element_diagnostics,
     rhat_limit,
 )
@@ -177,3 +178,28 @@ def test_a_fits_report_is_computed_once_and_reused(monkeypatch):
     with pytest.raises(TypeError):
         convergence.convergence_report(other)
     assert len(calls) == 1
+
+
+def test_warning_names_the_draws_that_would_reach_the_ess_minimum():
+    """AR(1) chains with phi = 0.8 have ESS about draws * (1 - phi) / (1 + phi) = draws / 9:
+    4 x 400 draws give about 180 of the 400 asked, so the warning asks for about 2.2 x 1.25
+    times the draws, rounded up to 500: the figure follows from the report, not a constant."""
+    ds = _ds(_ar1(np.random.default_rng(5), 0.8, (4, 400)))
+    report = convergence_report(ds)
+    ess = float(report.loc["q", ["ess_bulk", "ess_tail"]].min())
+    assert 100 < ess < 300, ess
+    expected = int(np.ceil(400 * 400 / ess * 1.25 / 500) * 500)
+    with pytest.warns(ConvergenceWarning, match=rf"smallest ESS \(q, {ess:.0f} of 400\).*"
+                      rf"draws={expected} \(tune as many\)\. Run longer"):  # fmt: skip
+        check_convergence(ds)
+
+
+def test_warning_says_when_more_draws_are_not_the_remedy():
+    stuck = np.repeat(np.array([[0.0], [5.0]]), 200, axis=1) + 0.01 * _ar1(
+        np.random.default_rng(6), 0.99, (2, 200)
+    )
+    with pytest.warns(ConvergenceWarning, match=r"more than 10 times the 200 draws per chain"):
+        check_convergence(_ds(stuck))
+    assert (
+        draws_advice(convergence_report(_ds(np.random.default_rng(7).normal(size=(4, 500))))) == ""
+    )

@@ -270,7 +270,7 @@ def invariants(idata):
 
 #: What to do when a GUM fit has not converged (ends the ConvergenceWarning).
 CONVERGENCE_ADVICE = (
-    "Run longer (draws=2000, tune=2000); divergences point to a product of functions with "
+    "Run longer; divergences point to a product of functions with "
     "secondary modes: compare with g.laplace()"
 )
 
