@@ -9,8 +9,8 @@ on the 2-CPU benchmark machine, out of a 6-7 s GUM fit process. Numba's own reme
 
 :func:`install` puts a finder on ``sys.meta_path`` that waits for that one module: while it
 executes, ``numba.vectorize`` adds ``cache=True`` to its keyword arguments, and afterwards the
-original is back. Nothing else is touched and nothing is imported early (``import pmctx`` stays
-light); when ArviZ drops the kernel or numba is missing, the import proceeds unchanged.
+original is back. Nothing is imported early (``import pmctx`` stays light); when ArviZ drops
+the kernel or numba is missing, the import proceeds unchanged.
 
 The same finder wraps ``arviz`` itself. ArviZ 0.23's first import of the day writes a stamp
 file through one shared temporary name (``~/.cache/arviz/daily_warning.tmp``); when several
@@ -31,13 +31,20 @@ PACKAGE = "arviz"
 STAMP_NAME = "daily_warning"
 
 
-class _CachingLoader(importlib.abc.Loader):
+class _WrappedLoader(importlib.abc.Loader):
+    """Delegates to the loader it wraps; subclasses change ``exec_module`` only."""
+
     def __init__(self, loader):
         self._loader = loader
 
     def create_module(self, spec):
         return self._loader.create_module(spec)
 
+    def __getattr__(self, name):  # get_code, get_source... for tracebacks and inspect
+        return getattr(self._loader, name)
+
+
+class _CachingLoader(_WrappedLoader):
     def exec_module(self, module):
         try:
             import numba
@@ -56,18 +63,9 @@ class _CachingLoader(importlib.abc.Loader):
         finally:
             numba.vectorize = original
 
-    def __getattr__(self, name):  # get_code, get_source... for tracebacks and inspect
-        return getattr(self._loader, name)
 
-
-class _StampRaceLoader(importlib.abc.Loader):
+class _StampRaceLoader(_WrappedLoader):
     """Runs ``arviz/__init__`` again when it lost the race for its daily stamp file."""
-
-    def __init__(self, loader):
-        self._loader = loader
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
 
     def exec_module(self, module):
         try:
@@ -77,23 +75,21 @@ class _StampRaceLoader(importlib.abc.Loader):
                 raise
             self._loader.exec_module(module)  # the winner's stamp is on disk now
 
-    def __getattr__(self, name):
-        return getattr(self._loader, name)
 
+class _ArvizFinder(importlib.abc.MetaPathFinder):
+    _LOADERS = {TARGET: _CachingLoader, PACKAGE: _StampRaceLoader}
 
-class _CachingFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path, target=None):
-        loaders = {TARGET: _CachingLoader, PACKAGE: _StampRaceLoader}
-        if fullname not in loaders:
+        if fullname not in self._LOADERS:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is not None and spec.loader is not None:
-            spec.loader = loaders[fullname](spec.loader)
+            spec.loader = self._LOADERS[fullname](spec.loader)
         return spec
 
 
 def install() -> None:
     """Add the finder once, unless ArviZ is already imported."""
-    if PACKAGE in sys.modules or any(isinstance(f, _CachingFinder) for f in sys.meta_path):
+    if PACKAGE in sys.modules or any(isinstance(f, _ArvizFinder) for f in sys.meta_path):
         return
-    sys.meta_path.insert(0, _CachingFinder())
+    sys.meta_path.insert(0, _ArvizFinder())
