@@ -32,6 +32,7 @@ __all__ = [
     "as_rng",
     "check_choice",
     "check_int",
+    "check_int_or_auto",
     "check_nonempty",
     "check_positive",
     "check_probability",
@@ -420,6 +421,41 @@ def check_int(value, name: str, *, minimum=None, maximum=None) -> int:
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {value}.")
     return value
+
+
+def check_int_or_auto(value, name: str, *, minimum=None) -> int | None:
+    """Return ``None`` for ``"auto"``, else ``value`` checked by :func:`check_int`.
+
+    Parameters
+    ----------
+    value : "auto" or int
+        The option as the user passed it.
+    name : str
+        Name used in error messages.
+    minimum : int, optional
+        Inclusive lower bound of an integer.
+
+    Returns
+    -------
+    int or None
+        ``None`` when the caller should choose (``"auto"``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Another string, not an integer, or out of range.
+
+    Examples
+    --------
+    >>> check_int_or_auto("auto", "sweeps") is None, check_int_or_auto(2, "sweeps", minimum=1)
+    (True, 2)
+    """
+    if isinstance(value, str):
+        if value != "auto":
+            bound = "" if minimum is None else f" >= {minimum}"
+            raise ValueError(f"{name} must be 'auto' or an integer{bound}, got {value!r}.")
+        return None
+    return check_int(value, name, minimum=minimum)
 
 
 def check_same_length(**arrays) -> int:

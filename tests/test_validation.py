@@ -78,6 +78,12 @@ def test_scalars():
         v.check_int(2.5, "K")
     with pytest.raises(TypeError, match="K must be an integer"):
         v.check_int(True, "K")
+    assert v.check_int_or_auto("auto", "K", minimum=1) is None
+    assert v.check_int_or_auto(3, "K", minimum=1) == 3
+    with pytest.raises(ValueError, match="K must be 'auto' or an integer >= 1, got 'many'"):
+        v.check_int_or_auto("many", "K", minimum=1)
+    with pytest.raises(ValueError, match="K must be >= 1, got 0"):
+        v.check_int_or_auto(0, "K", minimum=1)
 
 
 def test_same_length_choice_and_rng():

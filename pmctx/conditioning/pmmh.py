@@ -102,7 +102,7 @@ from scipy.special import gammaln
 
 from pmctx.conditioning.particle_filter import common_uniforms
 from pmctx.steps.base import PmctxStep
-from pmctx.validation import check_int
+from pmctx.validation import check_int, check_int_or_auto
 
 __all__ = ["ParticleMarginalMH"]
 
@@ -257,12 +257,9 @@ class ParticleMarginalMH(PmctxStep):
         self.independence_prob = float(independence_prob)
         self.grid_points = check_int(grid_points, "grid_points", minimum=1)
         self.collapse = collapse
-        self._auto_runs = isinstance(n_filter_runs, str)
-        if self._auto_runs and n_filter_runs != "auto":
-            raise ValueError(
-                f"n_filter_runs must be 'auto' or a positive integer, got {n_filter_runs!r}."
-            )
-        self.n_runs = 1 if self._auto_runs else check_int(n_filter_runs, "n_filter_runs", minimum=1)
+        runs = check_int_or_auto(n_filter_runs, "n_filter_runs", minimum=1)
+        self._auto_runs = runs is None
+        self.n_runs = 1 if runs is None else runs
         if filter_op.likelihood.deterministic:
             self.n_runs, self._auto_runs = 1, False  # an exact likelihood needs one run
         self.tune = bool(tune)

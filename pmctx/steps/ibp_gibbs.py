@@ -25,7 +25,7 @@ from pmctx.ibp.sampler import MOVES, IBPHyper, IBPState, gibbs_sweep
 from pmctx.ibp.split_merge import split_merge_move
 from pmctx.sampling import dim_length
 from pmctx.steps.base import PmctxStep
-from pmctx.validation import check_int
+from pmctx.validation import check_int, check_int_or_auto
 
 __all__ = [
     "ALPHA_PRIOR",
@@ -60,14 +60,6 @@ def _default_birth_death(n_trials: int) -> int:
 def _default_sweeps(n_trials: int) -> int:
     """Sweeps per step that ``sweeps="auto"`` runs on ``n_trials`` rows."""
     return SWEEPS_PER_DRAW_LARGE if n_trials >= SWEEPS_PER_DRAW_MIN_TRIALS else 1
-
-
-def _auto_int(value, name: str, default: int, *, minimum: int) -> int:
-    if isinstance(value, str):
-        if value != "auto":
-            raise ValueError(f"{name} must be 'auto' or an integer >= {minimum}; got {value!r}.")
-        return default
-    return check_int(value, name, minimum=minimum)
 
 
 def _force_offset_fn(step, model):
@@ -235,8 +227,12 @@ class IBPGibbs(PmctxStep):
             )
         self.moves = moves
         self.split_merge = check_int(split_merge, "split_merge", minimum=0)
-        self.birth_death = _auto_int(birth_death, "birth_death", _default_birth_death(n), minimum=0)
-        self.sweeps = _auto_int(sweeps, "sweeps", _default_sweeps(n), minimum=1)
+        self.birth_death = check_int_or_auto(birth_death, "birth_death", minimum=0)
+        if self.birth_death is None:
+            self.birth_death = _default_birth_death(n)
+        self.sweeps = check_int_or_auto(sweeps, "sweeps", minimum=1)
+        if self.sweeps is None:
+            self.sweeps = _default_sweeps(n)
 
     def current_hyper(self, point) -> IBPHyper:
         """The hyperparameters at ``point``: fixed ones, or the current values of random ones.

@@ -290,7 +290,8 @@ def test_sweeps_is_validated(tiny_model):
 def test_birth_death_count_is_validated(tiny_model):
     with tiny_model, pytest.raises(ValueError, match="birth_death"):
         IBPGibbs(birth_death=-1)
-    with tiny_model, pytest.raises(ValueError, match="birth_death must be 'auto' or an integer"):
+    expected = "birth_death must be 'auto' or an integer >= 0, got 'on'"
+    with tiny_model, pytest.raises(ValueError, match=expected):
         IBPGibbs(birth_death="on")
 
 
