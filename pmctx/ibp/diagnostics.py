@@ -15,7 +15,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.special import logsumexp
 
-from pmctx.ibp.kernels import _set_z, new_feature_log_posterior, noisy_or_tables
+from pmctx.ibp.kernels import _ONE, _ZERO, _set_z, new_feature_log_posterior, noisy_or_tables
 from pmctx.ibp.sampler import IBPHyper
 from pmctx.ibp.sweep import row_caches
 
@@ -161,7 +161,7 @@ def _singleton_log_weights(Z, A, Y, F, X, hyper):
     out = np.full((n, k_max + 1), -np.inf)
     own = np.empty(k_max, dtype=np.int64)
     for i in range(n):
-        n_free = 0
+        n_free = _ZERO
         n_own = 0
         for k in range(k_max):
             if m[k] - Z[i, k] == 0:
@@ -169,13 +169,13 @@ def _singleton_log_weights(Z, A, Y, F, X, hyper):
                 if Z[i, k] == 1:
                     own[n_own] = k
                     n_own += 1
-                    _set_z(i, k, 0, Z, A, Y, R, C, m)
+                    _set_z(i, k, _ZERO, Z, A, Y, R, C, m)
         if n_free > 0:
             out[i, : n_free + 1] = new_feature_log_posterior(i, n_free, X, R, C, hyper, ll0)
         else:
             out[i, 0] = 0.0
         for j in range(n_own):
-            _set_z(i, own[j], 1, Z, A, Y, R, C, m)
+            _set_z(i, own[j], _ONE, Z, A, Y, R, C, m)
     return out
 
 

@@ -39,6 +39,8 @@ import numpy as np
 
 from pmctx.ibp.kernels import (
     _LOG_2PI,
+    _ONE,
+    _ZERO,
     _bernoulli_from_log_odds,
     _sample_log_weights,
     _set_z,
@@ -79,13 +81,13 @@ def clear_row_block(i, cols, n_block, Z, A, Y, R, C, m, free):
     ``free`` receives the free columns (``m_-ik = 0``); ``R``, ``C``, ``m`` stay in sync.
     """
     for j in range(n_block):
-        _set_z(i, cols[j], 0, Z, A, Y, R, C, m)
-    n_free = 0
+        _set_z(i, cols[j], _ZERO, Z, A, Y, R, C, m)
+    n_free = _ZERO
     for k in range(Z.shape[1]):
         if m[k] - Z[i, k] == 0:
             free[n_free] = k
             n_free += 1
-            _set_z(i, k, 0, Z, A, Y, R, C, m)
+            _set_z(i, k, _ZERO, Z, A, Y, R, C, m)
     return n_free
 
 
@@ -174,7 +176,7 @@ def apply_joint_draw(
     """Set row ``i``'s block to ``conf`` and give it ``k_new`` new features (A, Y drawn)."""
     for j in range(n_block):
         if (conf >> j) & 1:
-            _set_z(i, cols[j], 1, Z, A, Y, R, C, m)
+            _set_z(i, cols[j], _ONE, Z, A, Y, R, C, m)
     if k_new > 0:
         place_new_features(i, k_new, free, n_free, Z, A, Y, X, R, C, m, hyper, ll0, ll1, rng)
 

@@ -119,6 +119,13 @@ def z_log_odds(i, k, Z, A, Y, X, R, C, m, a_over_k, sigma_n, ll0, ll1):
     return out
 
 
+# Typed zero and one for calls between compiled functions: a literal 0 or 1 argument, or a
+# counter that starts at a literal 0, compiles the callee once more for Literal[int] while
+# Numba infers the caller's types (the first joint sweep compiled _set_z three times).
+_ZERO = np.int64(0)
+_ONE = np.int64(1)
+
+
 @numba.njit(cache=True)
 def _set_z(i, k, value, Z, A, Y, R, C, m):
     delta = value - Z[i, k]
@@ -191,12 +198,12 @@ def new_feature_block(i, Z, A, Y, X, R, C, m, hyper, ll0, ll1, rng):
     """
     k_max = Z.shape[1]
     free = np.empty(k_max, dtype=np.int64)
-    n_free = 0
+    n_free = _ZERO
     for k in range(k_max):
         if m[k] - Z[i, k] == 0:
             free[n_free] = k
             n_free += 1
-            _set_z(i, k, 0, Z, A, Y, R, C, m)  # singletons are zeroed (Algorithm 2, l. 15)
+            _set_z(i, k, _ZERO, Z, A, Y, R, C, m)  # singletons are zeroed (Algorithm 2, l. 15)
     if n_free == 0:
         return 0
     logw = new_feature_log_posterior(i, n_free, X, R, C, hyper, ll0)
@@ -256,7 +263,7 @@ def place_new_features(i, k_new, free, n_free, Z, A, Y, X, R, C, m, hyper, ll0, 
         for j in range(k_new):
             Y[free[order[j]], t] = 1 if j < s_on else 0
     for j in range(k_new):
-        _set_z(i, free[j], 1, Z, A, Y, R, C, m)
+        _set_z(i, free[j], _ONE, Z, A, Y, R, C, m)
 
 
 @numba.njit(cache=True)
@@ -280,7 +287,7 @@ def row_block_update(i, cols, n_cols, Z, A, Y, X, R, C, m, a_over_k, sigma_n, ll
     """
     n = Z.shape[0]
     for j in range(n_cols):
-        _set_z(i, cols[j], 0, Z, A, Y, R, C, m)
+        _set_z(i, cols[j], _ZERO, Z, A, Y, R, C, m)
     inv2s2 = 0.5 / (sigma_n * sigma_n)
     # Pixels that no block column switches on add the same term to every configuration.
     pixels = np.empty(Y.shape[1], dtype=np.int64)
@@ -324,7 +331,7 @@ def row_block_update(i, cols, n_cols, Z, A, Y, X, R, C, m, a_over_k, sigma_n, ll
     conf = _sample_log_weights(logw, rng)
     for j in range(n_cols):
         if (conf >> j) & 1:
-            _set_z(i, cols[j], 1, Z, A, Y, R, C, m)
+            _set_z(i, cols[j], _ONE, Z, A, Y, R, C, m)
 
 
 @numba.njit(cache=True)
@@ -396,7 +403,7 @@ def update_y(Z, Y, X, C, phi, ll0, ll1, rng):
     n, k_max = Z.shape
     rows = np.empty(n, dtype=np.int64)
     for k in range(k_max):
-        n_rows = 0
+        n_rows = _ZERO
         for i in range(n):
             if Z[i, k] == 1:
                 rows[n_rows] = i
