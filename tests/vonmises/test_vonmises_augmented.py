@@ -262,3 +262,20 @@ def test_row_and_column_passes_share_one_compiled_signature(tmp_path):
     sweep of a 200 x 200 map 9.8 s before, 6.4 s after)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     subprocess.run([sys.executable, "-c", ONE_SIGNATURE_CHECK], check=True, env=env)
+
+
+def test_cached_pair_tables_equal_fresh_ones_for_every_kappa_and_rank():
+    """The column pass reads its pair tables from a small cache keyed by ``kappa r_k``: each
+    entry equals a fresh build, a new kappa or rank gets its own, and a repeat is a hit."""
+    from pmctx.vonmises import _numba_series
+
+    for rank, kappa in [(1, 0.5), (3, 2.0), (3, 2.0 + 1e-12), (5, 2.0), (10, 7.5)]:
+        ext = np.concatenate([kappa * mode_vectors(rank), np.zeros((1, 2))])
+        cached = _numba_series._pairs(ext)
+        for got, want in zip(cached, _numba_series._build_pairs(ext), strict=True):
+            np.testing.assert_array_equal(got, want)
+            assert got.flags.c_contiguous and got.flags.writeable  # one Numba signature
+    before = _numba_series._cached_pairs.cache_info().hits
+    again = _numba_series._pairs(ext)
+    assert _numba_series._cached_pairs.cache_info().hits == before + 1
+    assert all(a is b for a, b in zip(again, cached, strict=True))
