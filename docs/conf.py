@@ -31,6 +31,7 @@ extensions = [
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
     "numpydoc",
+    "numpydoc_template_once",
     "myst_nb",
     "benchmark_tables",
     "model_table",
