@@ -12,7 +12,7 @@ PYTEST_WORKERS ?= 2
 GUM_WARM ?= 1
 WARM_STAMP := $(VENV)/.pmctx-warm
 
-.PHONY: demo demo-quick test test-slow lint format bench bench-quick docs docs-noexec notebooks clean lock
+.PHONY: demo demo-quick test test-slow durations lint format bench bench-quick docs docs-noexec notebooks clean lock
 
 $(STAMP): pyproject.toml setup.py constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,10 +52,18 @@ test: $(STAMP)
 	$(BIN)/ruff check pmctx models tests benchmarks notebooks setup.py
 	$(BIN)/ruff format --check pmctx models tests benchmarks notebooks setup.py
 	$(BIN)/lint-imports
-	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" --durations=30 --timeout=900
+	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow" --durations=30 --timeout=900
 
 test-slow: $(STAMP)
-	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m slow --durations=30 --timeout=900
+	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m slow --durations=30 --timeout=900
+
+# Refresh tests/durations.json: the seconds of each test file per suite, from which the tests
+# hand the longest files to the xdist workers first (tests/conftest.py). Run on an idle machine
+# from empty caches (a clean clone) so it measures what CI pays; commit the result.
+durations: $(STAMP)
+	-$(TEST_ENV) $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow" --junitxml=$(VENV)/durations-fast.xml
+	-$(TEST_ENV) $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m slow --junitxml=$(VENV)/durations-slow.xml
+	$(BIN)/python tools/test_durations.py $(VENV)/durations-fast.xml $(VENV)/durations-slow.xml
 
 lint: $(STAMP)
 	$(BIN)/ruff check pmctx models tests benchmarks notebooks setup.py
