@@ -55,3 +55,42 @@ def test_nutpie_sample_log_likelihood_group_equals_pymc():
     )["y"]
     assert idata.log_likelihood["y"].dims == ("chain", "draw", "obs")
     np.testing.assert_allclose(idata.log_likelihood["y"].values, reference.values, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "formula",
+    [
+        "y ~ f(x, lengthscale=0.5) + z",
+        "y ~ f(x, lengthscale=0.5) * f(z, lengthscale=1.0) + f(z)",  # a product of two GPs
+        "y ~ (f(x) + f(z)) * z",  # a sum times a linear term
+        "y ~ 2*f(z) - f(x)",  # fixed weights
+        "y ~ f(z) * f(x|g, lengthscale=0.7)",  # grouped
+        "y ~ lag(u, lags=1:3)",  # several positions per row
+    ],
+)
+def test_batched_predictor_equals_the_per_draw_predictor(formula):
+    """log_likelihood_draws evaluates chunks of draws at once (predictor_draws); each row must
+    be design.predictor of that draw, for every shape of design, and so the likelihood too."""
+    from pmctx.gum.assemble import predictor_draws
+
+    data = _data("poisson", n=50)
+    rng = np.random.default_rng(3)
+    data["g"] = rng.integers(0, 3, 50)
+    data["u"] = rng.normal(size=50)
+    d = gum(formula, data, family="poisson").design
+    u = rng.normal(size=(9, d.n_free))
+    batched = predictor_draws(d, u)
+    assert batched.shape == (9, 50)
+    for row, draw in zip(batched, u, strict=True):
+        np.testing.assert_allclose(row, d.predictor(draw), rtol=1e-12, atol=1e-12)
+
+
+def test_chunked_log_likelihood_equals_one_chunk(monkeypatch):
+    from pmctx.gum import assemble
+
+    g = gum("y ~ f(x, lengthscale=0.5) + z", _data("poisson"), family="poisson")
+    idata = g.laplace(draws=7, random_seed=1, log_likelihood=False, posterior_predictive=False)
+    whole = g.log_likelihood_draws(idata.posterior)["y"]
+    monkeypatch.setattr(assemble, "_CHUNK_VALUES", 2 * 60)  # two draws per chunk, last one odd
+    # Equal to rounding: BLAS may sum a product in another order for another number of draws.
+    np.testing.assert_allclose(g.log_likelihood_draws(idata.posterior)["y"], whole, rtol=1e-13)
