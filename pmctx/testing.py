@@ -59,13 +59,14 @@ def reference_compile_kwargs() -> dict:
     """``compile_kwargs`` for PyMC's own samplers (NUTS, ``BinaryGibbsMetropolis``,
     ``CategoricalGibbsMetropolis``) when a test runs them as the reference for a pmctx step.
 
-    PyTensor's Numba backend: on a pip install PyTensor's C backend links no BLAS and runs
-    matrix products through Python calls; Numba needs no BLAS. One GUM log density and
-    gradient (seed 002 section 3.1, N = 500) took 20 us in Numba mode against 109 us in C
-    mode; PyMC's NUTS reference in the von Mises step test took 37 s instead of 88 s from
-    empty caches. It pays where each call does real work: on tiny models whose many cheap
-    calls meet Numba's larger per-call cost and its compile time
-    (``CategoricalGibbsMetropolis`` on 6 trials: 45 s against 32 s), C mode stays faster.
+    PyTensor's Numba backend: on a pip install PyTensor's C backend finds no BLAS of its own
+    (pmctx links SciPy's OpenBLAS for it, :mod:`pmctx._pytensor_blas`); Numba needs no BLAS.
+    One GUM log density and gradient (seed 002 section 3.1, N = 500) took 20 us in Numba mode
+    against 109 us in C mode without BLAS (70-113 us with SciPy's OpenBLAS); PyMC's NUTS
+    reference in the von Mises step test took 37 s instead of 88 s from empty caches. It
+    pays where each call does real work: on tiny models whose many cheap calls meet Numba's
+    larger per-call cost and its compile time (``CategoricalGibbsMetropolis`` on 6 trials:
+    45 s against 32 s), C mode stays faster.
     The backend changes the floating-point path, not the target, so a reference chain tests
     the same law either way; tests of the user's plain ``pm.sample()`` keep its default.
 
