@@ -31,10 +31,10 @@ print("OPS", [type(node.op).__name__ for node in fn.maker.fgraph.toposort()])
 """
 
 
-def _run(tmp_path, imports="import pmctx", **env_extra):
+def _run(compiledir, imports="import pmctx", **env_extra):
     env = {
         **os.environ,
-        "PYTENSOR_FLAGS": f"base_compiledir={tmp_path}",
+        "PYTENSOR_FLAGS": f"base_compiledir={compiledir}",
         "PMCTX_SCIPY_BLAS": "1",
         **env_extra,
     }
@@ -47,6 +47,13 @@ def _run(tmp_path, imports="import pmctx", **env_extra):
     return flags[len("FLAGS ") :], ops, result.stderr
 
 
+@pytest.fixture(scope="module")
+def compiledir(tmp_path_factory):
+    """One fresh PyTensor compile dir for the module (each new one compiles PyTensor's own
+    C helpers first, a few seconds)."""
+    return tmp_path_factory.mktemp("pytensor")
+
+
 needs_scipy_openblas = pytest.mark.skipif(
     _pytensor_blas.scipy_openblas_library() is None,
     reason="SciPy's wheel ships OpenBLAS on Linux only",
@@ -55,24 +62,24 @@ needs_scipy_openblas = pytest.mark.skipif(
 
 @needs_scipy_openblas
 @pytest.mark.parametrize("imports", ["import pmctx", "import pytensor\nimport pmctx"])
-def test_c_backend_links_scipys_openblas_without_a_warning(tmp_path, imports):
-    flags, ops, stderr = _run(tmp_path, imports)
+def test_c_backend_links_scipys_openblas_without_a_warning(compiledir, imports):
+    flags, ops, stderr = _run(compiledir, imports)
     if "scipy_openblas" not in flags:  # the machine has a BLAS of its own: PyTensor keeps it
         assert flags, stderr
         return
     assert "-Ddgemm_=scipy_dgemm_" in flags and "-Ddgemv_=scipy_dgemv_" in flags
     assert "CGemv" in ops, ops  # the product runs in C through BLAS, not a Python call
     assert NO_BLAS_WARNING not in stderr
-    assert list(tmp_path.glob(f"compiledir_*/{_pytensor_blas._VERIFIED_NAME}"))  # probed once
-    again, _, stderr = _run(tmp_path, imports)  # the next process reads the verified flags
+    assert list(compiledir.glob(f"compiledir_*/{_pytensor_blas._VERIFIED_NAME}"))  # probed once
+    again, _, stderr = _run(compiledir, imports)  # the next process reads the verified flags
     assert again == flags and NO_BLAS_WARNING not in stderr
 
 
 @needs_scipy_openblas
-def test_a_value_the_user_set_and_the_switch_are_respected(tmp_path):
-    flags, ops, _ = _run(tmp_path, PYTENSOR_FLAGS=f"base_compiledir={tmp_path},blas__ldflags=")
+def test_a_value_the_user_set_and_the_switch_are_respected(compiledir):
+    flags, ops, _ = _run(compiledir, PYTENSOR_FLAGS=f"base_compiledir={compiledir},blas__ldflags=")
     assert flags == "" and "CGemv" not in ops
-    flags, _, stderr = _run(tmp_path / "off", PMCTX_SCIPY_BLAS="0")
+    flags, _, stderr = _run(compiledir, PMCTX_SCIPY_BLAS="0")
     assert "scipy_openblas" not in flags
     if not flags:  # PyTensor found nothing either: its own warning is shown, as without pmctx
         assert NO_BLAS_WARNING in stderr
