@@ -43,7 +43,6 @@ __all__ = [
     "function_summary",
     "log_likelihood_draws",
     "pointwise_loglik",
-    "predictor_draws",
     "to_idata",
 ]
 
@@ -164,61 +163,11 @@ def log_likelihood_draws(design, hsgp: dict, posterior) -> dict | None:
     step = max(1, _CHUNK_VALUES // max(d.n_obs * width, 1))
     for start in range(0, len(rows), step):
         chunk = rows[start : start + step]
-        ll[start : start + len(chunk)] = d.loglik(predictor_draws(d, chunk))[0]
+        ll[start : start + len(chunk)] = d.loglik(d.predictor(chunk))[0]
     return {d.response: ll.reshape(*shape, -1)}
 
 
 _CHUNK_VALUES = 2**22  # 32 MiB of float64 per temporary
-
-
-def predictor_draws(design, u: np.ndarray) -> np.ndarray:
-    """``rho`` at the data for many free vectors at once: :meth:`GumDesign.predictor` row by row.
-
-    Parameters
-    ----------
-    design : pmctx.gum.design.GumDesign
-        The numeric design.
-    u : numpy.ndarray, shape (S, D)
-        Free vectors.
-
-    Returns
-    -------
-    numpy.ndarray, shape (S, N)
-        The predictor of each free vector.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from pmctx.gum import gum
-    >>> rng = np.random.default_rng(0)
-    >>> data = {"x": rng.uniform(0, 2, 30)}
-    >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
-    >>> d = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson").design
-    >>> u = rng.normal(size=(4, d.n_free))
-    >>> bool(np.allclose(predictor_draws(d, u)[2], d.predictor(u[2])))
-    True
-    """
-    d = design
-    u = np.atleast_2d(np.asarray(u, dtype=np.float64))
-    thetas, scalars = d.thetas(u), d.scalars(u)  # (S, m) and (S,)
-    rho = np.zeros((d.n_obs, len(u)))
-    for i, block in enumerate(d.blocks):
-        product = None  # (N, P, S): the block's factors multiplied, as factor_values' np.prod
-        for j, factor in enumerate(block):
-            total = 0.0
-            for use in factor:
-                if use.basis is None:
-                    total = total + use.fixed_values[..., None]
-                else:
-                    total = total + use.basis @ thetas[use.name].T
-            if (i, j) in d.offsets:
-                total = total + scalars[offset_name((i, j))]
-            total = total * np.ones_like(d.masks[i])[..., None]
-            product = total if product is None else product * total
-        rho += (product * d.masks[i][..., None]).sum(axis=1)
-    if d.intercept:
-        rho += d.intercept_sd * u[:, d.slices["intercept"].start]
-    return rho.T
 
 
 def add_posterior_predictive(self, idata, *, random_seed=0):

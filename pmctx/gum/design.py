@@ -347,54 +347,73 @@ class GumDesign:
         return out
 
     def factor_values(self, u: np.ndarray) -> list[list[np.ndarray]]:
-        """Value of every factor at the data, (N, P) arrays.
+        """Value of every factor at the data, (N, P) arrays; (N, P, S) for S free vectors.
 
         Parameters
         ----------
-        u : numpy.ndarray (D,)
-            Free vector.
+        u : numpy.ndarray (D,) or (S, D)
+            Free vector, or one per row.
 
         Returns
         -------
         list of list of numpy.ndarray
-            Per block and factor, the (N, P) values.
+            Per block and factor, the (N, P) values, or (N, P, S) for a batch.
         """
         thetas, scalars = self.thetas(u), self.scalars(u)
+        batch = u.ndim == 2  # a trailing draws axis: the same operations, one per column
         values = []
         for i, block in enumerate(self.blocks):
+            # every factor at full shape, so np.prod can stack them (a fixed-only factor too)
+            ones = np.ones((*self.masks[i].shape, len(u))) if batch else np.ones_like(self.masks[i])
             row = []
             for j, factor in enumerate(block):
                 total = 0.0
                 for use in factor:
                     if use.basis is None:
-                        total = total + use.fixed_values
+                        total = total + (use.fixed_values[..., None] if batch else use.fixed_values)
                     else:
-                        total = total + use.basis @ thetas[use.name]
+                        theta = thetas[use.name]
+                        total = total + use.basis @ (theta.T if batch else theta)
                 if (i, j) in self.offsets:
                     total = total + scalars[offset_name((i, j))]
-                row.append(total * np.ones_like(self.masks[i]))
+                row.append(total * ones)
             values.append(row)
         return values
 
     def predictor(self, u: np.ndarray) -> np.ndarray:
-        """``rho`` at the data for one free vector ``u``.
+        """``rho`` at the data for a free vector ``u``, or for each row of a batch.
 
         Parameters
         ----------
-        u : numpy.ndarray (D,)
-            Free vector.
+        u : numpy.ndarray (D,) or (S, D)
+            Free vector, or one per row (``GumModel.log_likelihood_draws`` passes chunks of
+            posterior draws).
 
         Returns
         -------
-        numpy.ndarray (N,)
+        numpy.ndarray (N,) or (S, N)
             The predictor ``rho``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pmctx.gum import gum
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"x": rng.uniform(0, 2, 30)}
+        >>> data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+        >>> d = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson").design
+        >>> u = rng.normal(size=(4, d.n_free))
+        >>> d.predictor(u).shape, bool(np.allclose(d.predictor(u)[2], d.predictor(u[2])))
+        ((4, 30), True)
         """
-        rho = np.zeros(self.n_obs)
+        batch = u.ndim == 2
+        rho = np.zeros((self.n_obs, len(u)) if batch else self.n_obs)
         for i, row in enumerate(self.factor_values(u)):
-            rho += (np.prod(row, axis=0) * self.masks[i]).sum(axis=1)
+            mask = self.masks[i][..., None] if batch else self.masks[i]
+            rho += (np.prod(row, axis=0) * mask).sum(axis=1)
         if self.intercept:
-            rho += self.intercept_sd * u[self.slices["intercept"].start]
-        return rho
+            rho += self.intercept_sd * u[..., self.slices["intercept"].start]
+        return rho.T if batch else rho
 
     def factor_jacobians(self, i: int, j: int) -> list[tuple[slice, np.ndarray]]:
         """(slot, d factor / d u_slot) pairs of factor (i, j), each (N, P, d).

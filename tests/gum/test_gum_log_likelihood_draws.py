@@ -66,20 +66,20 @@ def test_nutpie_sample_log_likelihood_group_equals_pymc():
         "y ~ 2*f(z) - f(x)",  # fixed weights
         "y ~ f(z) * f(x|g, lengthscale=0.7)",  # grouped
         "y ~ lag(u, lags=1:3)",  # several positions per row
+        "y ~ [u] + f(x)",  # a fixed function
+        "y ~ [u] * f(x) + z",  # a fixed factor in a product
     ],
 )
 def test_batched_predictor_equals_the_per_draw_predictor(formula):
-    """log_likelihood_draws evaluates chunks of draws at once (predictor_draws); each row must
-    be design.predictor of that draw, for every shape of design, and so the likelihood too."""
-    from pmctx.gum.assemble import predictor_draws
-
+    """log_likelihood_draws evaluates chunks of draws at once (design.predictor of a batch);
+    each row must be design.predictor of that draw alone, for every shape of design."""
     data = _data("poisson", n=50)
     rng = np.random.default_rng(3)
     data["g"] = rng.integers(0, 3, 50)
     data["u"] = rng.normal(size=50)
     d = gum(formula, data, family="poisson").design
     u = rng.normal(size=(9, d.n_free))
-    batched = predictor_draws(d, u)
+    batched = d.predictor(u)
     assert batched.shape == (9, 50)
     for row, draw in zip(batched, u, strict=True):
         np.testing.assert_allclose(row, d.predictor(draw), rtol=1e-12, atol=1e-12)
