@@ -47,22 +47,25 @@ demo-quick: $(WARM_STAMP)
 # against 107 s), more than unoptimised code costs test-sized models. Results agree to rounding.
 TEST_ENV := PMCTX_CORES=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
 	PYTENSOR_FLAGS="cmodule__remove_gxx_opt=True$${PYTENSOR_FLAGS:+,$$PYTENSOR_FLAGS}"
+# --no-loadscope-reorder: xdist keeps the file order tests/conftest.py sets (longest first).
+PYTEST := $(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile \
+	--no-loadscope-reorder
 
 test: $(STAMP)
 	$(BIN)/ruff check pmctx models tests benchmarks notebooks setup.py
 	$(BIN)/ruff format --check pmctx models tests benchmarks notebooks setup.py
 	$(BIN)/lint-imports
-	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow" --durations=30 --timeout=900
+	$(PYTEST) -m "not slow" --durations=30 --timeout=900
 
 test-slow: $(STAMP)
-	$(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m slow --durations=30 --timeout=900
+	$(PYTEST) -m slow --durations=30 --timeout=900
 
 # Refresh tests/durations.json: the seconds of each test file per suite, from which the tests
 # hand the longest files to the xdist workers first (tests/conftest.py). Run on an idle machine
 # from empty caches (a clean clone) so it measures what CI pays; commit the result.
 durations: $(STAMP)
-	-$(TEST_ENV) $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow" --junitxml=$(VENV)/durations-fast.xml
-	-$(TEST_ENV) $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m slow --junitxml=$(VENV)/durations-slow.xml
+	-$(PYTEST) -q -m "not slow" --junitxml=$(VENV)/durations-fast.xml
+	-$(PYTEST) -q -m slow --junitxml=$(VENV)/durations-slow.xml
 	$(BIN)/python tools/test_durations.py $(VENV)/durations-fast.xml $(VENV)/durations-slow.xml
 
 lint: $(STAMP)

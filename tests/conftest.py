@@ -36,14 +36,12 @@ def pytest_collection_modifyitems(config, items):
         durations = json.loads(_DURATIONS.read_text())
     except (OSError, ValueError):
         return
-    expected: dict[str, float] = {}
+    expected: dict[str, float] = {}  # per file, in the order files first appear
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         seconds, count = durations.get(
             "slow" if item.get_closest_marker("slow") else "fast", {}
         ).get(path, (_UNKNOWN_TEST_SECONDS, 1))
         expected[path] = expected.get(path, 0.0) + seconds / max(count, 1)
-    first_seen = {}
-    for index, item in enumerate(items):
-        first_seen.setdefault(item.nodeid.split("::", 1)[0], index)
-    items.sort(key=lambda it: (-expected[p := it.nodeid.split("::", 1)[0]], first_seen[p]))
+    rank = {path: k for k, path in enumerate(sorted(expected, key=lambda p: -expected[p]))}
+    items.sort(key=lambda it: rank[it.nodeid.split("::", 1)[0]])  # stable: in-file order kept
