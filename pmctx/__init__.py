@@ -7,7 +7,7 @@ model declarations live in ``pmctx.models``, one module per model.
 import warnings
 from importlib.metadata import PackageNotFoundError, version
 
-from pmctx import _arviz_kernels, _pytensor_blas
+from pmctx import _arviz_kernels, _pytensor_hooks
 
 # ArviZ 0.23 announces its coming refactor with a FutureWarning once a day on import; a pmctx
 # user cannot act on it (pmctx pins arviz < 0.30), so it is silenced here, narrowly by message.
@@ -18,9 +18,9 @@ warnings.filterwarnings(
 # Before anything imports PyMC: ArviZ's import-time Numba kernel is compiled once per machine
 # instead of once per process (see pmctx._arviz_kernels).
 _arviz_kernels.install()
-# PyTensor's C backend links the OpenBLAS inside SciPy's wheel when it finds no other BLAS,
-# instead of running matrix products through Python (see pmctx._pytensor_blas).
-_pytensor_blas.install()
+# PyTensor's C backend links the OpenBLAS inside SciPy's wheel when it finds no other BLAS and
+# compiles its modules with a precompiled Python.h (see pmctx._pytensor_hooks).
+_pytensor_hooks.install()
 
 try:
     __version__ = version("pmctx")

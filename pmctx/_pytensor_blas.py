@@ -25,8 +25,6 @@ fallback off.
 from __future__ import annotations
 
 import ctypes
-import importlib.abc
-import importlib.machinery
 import importlib.util
 import os
 import re
@@ -35,9 +33,6 @@ import sys
 import warnings
 from pathlib import Path
 
-from pmctx._arviz_kernels import _WrappedLoader
-
-PACKAGE = "pytensor"
 PREFIX = "scipy_"
 ENV_SWITCH = "PMCTX_SCIPY_BLAS"
 # PyTensor's C code names its BLAS routines in these modules (declarations and calls).
@@ -157,29 +152,3 @@ def patch_pytensor_config() -> bool:
         return False
     param._default = _with_fallback(param._default)  # read lazily through param.default
     return True
-
-
-class _PatchingLoader(_WrappedLoader):
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        patch_pytensor_config()
-
-
-class _PytensorFinder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname, path, target=None):
-        if fullname != PACKAGE:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _PatchingLoader(spec.loader)
-        return spec
-
-
-def install() -> None:
-    """Patch PyTensor's config now if it is imported, else right after its import."""
-    if os.environ.get(ENV_SWITCH, "1") == "0":
-        return
-    if PACKAGE in sys.modules:
-        patch_pytensor_config()
-    elif not any(isinstance(f, _PytensorFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _PytensorFinder())
