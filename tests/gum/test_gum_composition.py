@@ -16,7 +16,6 @@ import pytest
 
 from pmctx.gum import gum
 from pmctx.gum.build import build_pymc_model
-from pmctx.testing import reference_compile_kwargs
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +46,6 @@ def test_plain_sample_with_a_sampled_gp_scale_matches_plain_nuts_without_pmctx_s
         build_pymc_model(g.design, lengthscale_prior_sigma=0.5, start=None),
         1500,
         seed=2,
-        compile_kwargs=reference_compile_kwargs(),
     )
     assert "b_x4" in ours.posterior and "b_x4" in reference.posterior
     for name in QUANTITIES:

@@ -28,7 +28,6 @@ from pmctx.testing import (
     assert_matches_exact,
     compare_to_exact,
     enumerate_binary_states,
-    reference_compile_kwargs,
 )
 
 N, K, D, T = 3, 2, 1, 2
@@ -277,7 +276,7 @@ def test_alongside_nuts_matches_exact_with_a_integrated():
     z_step = BinaryMatrixGibbs([model["Z"]], model=model)
     y_step = BinaryMatrixGibbs([model["Y"]], independent_axis=1, model=model)
     with model:
-        nuts = pm.NUTS([model["A"]], compile_kwargs=reference_compile_kwargs())
+        nuts = pm.NUTS([model["A"]])  # C backend: its modules are shared with the tests above
     idata = _sample(model, [z_step, y_step, nuts], draws=4000, chains=2, seed=13, tune=300)
     probs = exact_probs(forces="integrated", cues=True)
     assert idata.posterior.sizes["chain"] == 2

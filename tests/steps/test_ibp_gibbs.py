@@ -20,7 +20,6 @@ from pmctx.steps.ibp_gibbs import ALPHA_PRIOR, IBPAlphaGibbs, IBPGibbs
 from pmctx.testing import (
     assert_chains_match_exact,
     assert_matches_exact,
-    reference_compile_kwargs,
     state_indices,
 )
 from tests.oracles.ibp_reference import enumerate_posterior
@@ -80,11 +79,7 @@ def test_binary_gibbs_metropolis_matches_exact_posterior(tiny_model, exact_tiny)
     """PyMC's own samplers on the same model reach the same (Z, Y) posterior."""
     states, probs = exact_tiny
     with tiny_model:
-        step = [
-            pm.BinaryGibbsMetropolis(
-                [tiny_model["Z"], tiny_model["Y"]], compile_kwargs=reference_compile_kwargs()
-            )
-        ]
+        step = [pm.BinaryGibbsMetropolis([tiny_model["Z"], tiny_model["Y"]])]
         idata = pm.sample(
             draws=5000, tune=1000, chains=2, cores=1, step=step, random_seed=3,
             progressbar=False, compute_convergence_checks=False,
