@@ -39,7 +39,13 @@ def _kernel_weights(out, times, t, kernel_kind, timescale, decay):
 def _grow_counts(old, cap):
     """``old`` (node, slot, feature, 2) widened to ``cap`` slots; new slots hold 0."""
     new = np.zeros((old.shape[0], cap, old.shape[2], 2), old.dtype)
-    new[:, : old.shape[1]] = old
+    # Loops, not ``new[:, :n] = old``: Numba's broadcasting assignment compiles its
+    # shape-mismatch message (string formatting) for seconds in every kernel that uses it.
+    for node in range(old.shape[0]):
+        for slot in range(old.shape[1]):
+            for feature in range(old.shape[2]):
+                new[node, slot, feature, 0] = old[node, slot, feature, 0]
+                new[node, slot, feature, 1] = old[node, slot, feature, 1]
     return new
 
 
@@ -47,7 +53,9 @@ def _grow_counts(old, cap):
 def _grow_slots(old, cap):
     """``old`` (node, slot) widened to ``cap`` slots; new slots hold 0."""
     new = np.zeros((old.shape[0], cap), old.dtype)
-    new[:, : old.shape[1]] = old
+    for node in range(old.shape[0]):  # loops: see _grow_counts
+        for slot in range(old.shape[1]):
+            new[node, slot] = old[node, slot]
     return new
 
 
@@ -357,7 +365,8 @@ def _filter_kernel(
                         counts_b[nb, k, i, 0] = counts[na, k, i, 0]
                         counts_b[nb, k, i, 1] = counts[na, k, i, 1]
                 if temporal:
-                    hist_b[nb, :t] = hist[na, :t]
+                    for earlier in range(t):  # a loop: see _grow_counts
+                        hist_b[nb, earlier] = hist[na, earlier]
                     hist_b[nb, t] = k_new
                 if nu < n_slots:  # the fresh slot (nu < cap: the slots were grown for it)
                     counts_b[nb, nu] = 0
@@ -396,7 +405,8 @@ def _filter_kernel(
             cur = parent[t, cur]
     assign = np.empty((M, T), np.int64)
     for j in range(M):
-        assign[j] = paths[node[j]]
+        for t in range(T):  # a loop: see _grow_counts
+            assign[j, t] = paths[node[j], t]
     return V, V_weighted, log_pred, post, n_causes, assign
 
 

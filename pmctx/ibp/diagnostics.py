@@ -171,7 +171,10 @@ def _singleton_log_weights(Z, A, Y, F, X, hyper):
                     n_own += 1
                     _set_z(i, k, _ZERO, Z, A, Y, R, C, m)
         if n_free > 0:
-            out[i, : n_free + 1] = new_feature_log_posterior(i, n_free, X, R, C, hyper, ll0)
+            # A loop, not a slice assignment: see pmctx.ibp.sweep._copy_rows.
+            log_posterior = new_feature_log_posterior(i, n_free, X, R, C, hyper, ll0)
+            for count in range(n_free + 1):
+                out[i, count] = log_posterior[count]
         else:
             out[i, 0] = 0.0
         for j in range(n_own):

@@ -38,10 +38,26 @@ def row_caches(Z, A, Y, F):
 
 
 @numba.njit(cache=True)
+def _copy_rows(target, values):
+    """``target[:, :] = values`` (equal shapes) as loops: Numba's broadcasting assignment
+    compiles its shape-mismatch message (string formatting) for seconds in every kernel."""
+    for i in range(target.shape[0]):
+        for j in range(target.shape[1]):
+            target[i, j] = values[i, j]
+
+
+@numba.njit(cache=True)
+def _copy_vector(target, values):
+    """``target[:] = values`` (equal lengths) as a loop, for the reason of :func:`_copy_rows`."""
+    for i in range(target.shape[0]):
+        target[i] = values[i]
+
+
+@numba.njit(cache=True)
 def _before_rows(Z, A, Y, F, X, hyper, rng):
     """A | Z, then Y | Z: the noisy-OR tables and the row caches the row moves read."""
     if A.shape[1] > 0:
-        A[:, :] = sample_a_kernel(Z, F, hyper[1], hyper[2], rng)
+        _copy_rows(A, sample_a_kernel(Z, F, hyper[1], hyper[2], rng))
     ll0, ll1 = noisy_or_tables(hyper[4], hyper[5], Z.shape[1])
     R, C, m = row_caches(Z, A, Y, F)
     if Y.shape[1] > 0:
@@ -55,7 +71,7 @@ def sweep_joint(Z, A, Y, F, X, pi_logit, hyper, rng, block_size):
     then pi | Z. Returns ``(features added, truncation hits)``."""
     ll0, ll1, R, C, m = _before_rows(Z, A, Y, F, X, hyper, rng)
     added, hits = sweep_rows_joint(Z, A, Y, X, R, C, m, hyper, ll0, ll1, rng, block_size)
-    pi_logit[:] = sample_pi_logit_kernel(m, Z.shape[0], hyper[0] / hyper[6], rng)
+    _copy_vector(pi_logit, sample_pi_logit_kernel(m, Z.shape[0], hyper[0] / hyper[6], rng))
     return added, hits
 
 
@@ -64,5 +80,5 @@ def sweep_legacy(Z, A, Y, F, X, pi_logit, hyper, rng, new_features, block_size):
     """:func:`sweep_joint` with the legacy row update (``new_features`` applies to it only)."""
     ll0, ll1, R, C, m = _before_rows(Z, A, Y, F, X, hyper, rng)
     added, hits = sweep_rows(Z, A, Y, X, R, C, m, hyper, ll0, ll1, rng, new_features, block_size)
-    pi_logit[:] = sample_pi_logit_kernel(m, Z.shape[0], hyper[0] / hyper[6], rng)
+    _copy_vector(pi_logit, sample_pi_logit_kernel(m, Z.shape[0], hyper[0] / hyper[6], rng))
     return added, hits
