@@ -79,7 +79,9 @@ def _run(script: str, args: list[str], env: dict) -> dict:
 
 def _pytensor(n_graphs: int, switch: str, optimize: bool) -> dict:
     with tempfile.TemporaryDirectory() as compiledir:
-        flags = f"base_compiledir={compiledir}" + ("" if optimize else ",cmodule__remove_gxx_opt=True")
+        flags = f"base_compiledir={compiledir}"
+        if not optimize:
+            flags += ",cmodule__remove_gxx_opt=True"
         env = {"PYTENSOR_FLAGS": flags, "PMCTX_PYTENSOR_PCH": switch}
         _run(PYTENSOR_SCRIPT, ["1"], env)  # PyTensor's own helper modules, untimed
         return _run(PYTENSOR_SCRIPT, [str(n_graphs)], env)

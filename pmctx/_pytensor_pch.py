@@ -186,7 +186,11 @@ def _with_header(compile_str):
                     module_name, src_code, include_dirs=[str(folder), *include_dirs], **arguments
                 )
             except Exception:  # PyTensor's CompileError and kin: compile it plainly instead
+                # An error in the module's own code is raised again here, and the header is
+                # kept; only a module the header broke turns it off for this flag set.
+                module = compile_str(module_name, src_code, include_dirs=include_dirs, **arguments)
                 _FAILED.add(key)
+                return module
         return compile_str(module_name, src_code, include_dirs=include_dirs, **arguments)
 
     compile_str_with_header.pmctx_header = True

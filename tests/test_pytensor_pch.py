@@ -91,6 +91,28 @@ def test_a_module_that_fails_with_the_header_is_compiled_plainly(tmp_path, monke
     assert calls == [["/op"], [str(folder), "/op"], ["/op"], ["/op"]]
 
 
+def test_an_error_in_the_module_itself_is_raised_and_keeps_the_header(tmp_path, monkeypatch):
+    calls = []
+
+    def compile_str(module_name, src_code, include_dirs=None, **kwargs):
+        calls.append(list(include_dirs))
+        if src_code == "broken":
+            raise RuntimeError("error in the module's code")
+        return "module"
+
+    folder = tmp_path / "pmctx-python-pch" / "x"
+    monkeypatch.setattr(_pytensor_pch, "precompiled_header", lambda *a: folder)
+    monkeypatch.setattr(_pytensor_pch, "_FAILED", set())
+    monkeypatch.setattr(_pytensor_pch, "_SEEN", {})
+    wrapped = _pytensor_pch._with_header(compile_str)
+    assert wrapped("m", "code", include_dirs=[], preargs=["-O3"]) == "module"
+    with pytest.raises(RuntimeError, match="module's code"):
+        wrapped("m", "broken", include_dirs=[], preargs=["-O3"])
+    assert wrapped("m", "code", include_dirs=[], preargs=["-O3"]) == "module"
+    assert calls == [[], [str(folder)], [], [str(folder)]]  # header kept after the error
+    assert not _pytensor_pch._FAILED
+
+
 def test_no_header_where_the_compiler_is_not_gcc(tmp_path):
     assert _pytensor_pch.precompiled_header("false", ["-g"], tmp_path) is None
     assert _pytensor_pch.precompiled_header("", ["-g"], tmp_path) is None
