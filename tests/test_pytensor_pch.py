@@ -70,46 +70,45 @@ def test_modules_compile_with_the_precompiled_header_and_the_switch_turns_it_off
     assert not list((tmp_path / "off").glob("compiledir_*/pmctx-python-pch"))
 
 
-def test_a_module_that_fails_with_the_header_is_compiled_plainly(tmp_path, monkeypatch):
-    calls = []
-
-    def compile_str(module_name, src_code, include_dirs=None, **kwargs):
-        calls.append(list(include_dirs))
-        if include_dirs and "pmctx-python-pch" in include_dirs[0]:
-            raise RuntimeError("g++ rejected the header")
-        return "module"
-
+@pytest.fixture
+def with_header(tmp_path, monkeypatch):
+    """``_with_header`` around a recording stand-in for ``compile_str`` that raises where
+    ``fails(src_code, include_dirs)``; the header's folder is given, the process state fresh."""
     folder = tmp_path / "pmctx-python-pch" / "x"
     monkeypatch.setattr(_pytensor_pch, "precompiled_header", lambda *a: folder)
     monkeypatch.setattr(_pytensor_pch, "_FAILED", set())
     monkeypatch.setattr(_pytensor_pch, "_SEEN", {})
-    wrapped = _pytensor_pch._with_header(compile_str)
+
+    def wrap(fails):
+        calls = []
+
+        def compile_str(module_name, src_code, include_dirs=None, **kwargs):
+            calls.append(list(include_dirs))
+            if fails(src_code, include_dirs):
+                raise RuntimeError(f"compile error in {src_code}")
+            return "module"
+
+        return _pytensor_pch._with_header(compile_str), calls, str(folder)
+
+    return wrap
+
+
+def test_a_module_that_fails_with_the_header_is_compiled_plainly(with_header):
+    wrapped, calls, folder = with_header(lambda code, dirs: dirs and "pmctx-python-pch" in dirs[0])
     for _ in range(3):
         assert wrapped("m", "code", include_dirs=["/op"], preargs=["-O3"]) == "module"
     # first module: plain (a flag set's first compile builds nothing); second: with the
     # header, rejected, then plain; third: plain without trying again
-    assert calls == [["/op"], [str(folder), "/op"], ["/op"], ["/op"]]
+    assert calls == [["/op"], [folder, "/op"], ["/op"], ["/op"]]
 
 
-def test_an_error_in_the_module_itself_is_raised_and_keeps_the_header(tmp_path, monkeypatch):
-    calls = []
-
-    def compile_str(module_name, src_code, include_dirs=None, **kwargs):
-        calls.append(list(include_dirs))
-        if src_code == "broken":
-            raise RuntimeError("error in the module's code")
-        return "module"
-
-    folder = tmp_path / "pmctx-python-pch" / "x"
-    monkeypatch.setattr(_pytensor_pch, "precompiled_header", lambda *a: folder)
-    monkeypatch.setattr(_pytensor_pch, "_FAILED", set())
-    monkeypatch.setattr(_pytensor_pch, "_SEEN", {})
-    wrapped = _pytensor_pch._with_header(compile_str)
+def test_an_error_in_the_module_itself_is_raised_and_keeps_the_header(with_header):
+    wrapped, calls, folder = with_header(lambda code, dirs: code == "broken")
     assert wrapped("m", "code", include_dirs=[], preargs=["-O3"]) == "module"
-    with pytest.raises(RuntimeError, match="module's code"):
+    with pytest.raises(RuntimeError, match="compile error in broken"):
         wrapped("m", "broken", include_dirs=[], preargs=["-O3"])
     assert wrapped("m", "code", include_dirs=[], preargs=["-O3"]) == "module"
-    assert calls == [[], [str(folder)], [], [str(folder)]]  # header kept after the error
+    assert calls == [[], [folder], [], [folder]]  # the header is kept after the error
     assert not _pytensor_pch._FAILED
 
 
