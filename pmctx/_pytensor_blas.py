@@ -140,6 +140,8 @@ def patch_pytensor_config() -> bool:
     bool
         Whether the default was replaced.
     """
+    if os.environ.get(ENV_SWITCH, "1") == "0":
+        return False
     import pytensor
 
     try:

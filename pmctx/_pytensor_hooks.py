@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
-import os
 import sys
 
 from pmctx import _pytensor_blas, _pytensor_pch
@@ -22,9 +21,8 @@ PACKAGE = "pytensor"
 
 
 def patch_pytensor() -> None:
-    """Apply every patch whose switch is on (each one applies itself at most once)."""
-    if os.environ.get(_pytensor_blas.ENV_SWITCH, "1") != "0":
-        _pytensor_blas.patch_pytensor_config()
+    """Apply both patches (each checks its own switch and applies itself at most once)."""
+    _pytensor_blas.patch_pytensor_config()
     _pytensor_pch.patch_pytensor()
 
 
