@@ -8,7 +8,8 @@ variance maximise the marginal likelihood (both parts, L-BFGS on log parameters)
 missing pixel the posterior of ``m`` is complex normal; the orientation estimate is
 ``arg(mean) / 2`` and its interval comes from 400 draws of ``m`` (angle of each draw).
 
-pmctx: the default of :func:`pmctx.models.vonmises_select.reconstruct_cv`: held-out-pixel
+pmctx: the nearest-neighbour grid of :func:`pmctx.models.vonmises_select.reconstruct_cv`
+(``spacings=None``; its default also weighs a band-pass prior): held-out-pixel
 cross-validation at rank 5 (3 folds, 60 sweeps per fit, kappa in
 :data:`pmctx.models.vonmises_select.KAPPAS`, Rao-Blackwellised held-out densities), stacking
 weights over the kappa grid, and 300 sweeps (100 burn-in, ``kappa_obs`` learned by its exact
@@ -166,7 +167,7 @@ def pmctx_reconstruct(
     """Posterior draws (doubled angles) at missing pixels, ``kappa_obs`` learned.
 
     Unless ``kappa`` is given, ``kappa`` comes from held-out-pixel CV as
-    :func:`pmctx.models.vonmises_select.reconstruct_cv` does it by default (3 folds, 60
+    :func:`pmctx.models.vonmises_select.reconstruct_cv` does it for its grid (3 folds, 60
     sweeps, Rao-Blackwellised densities; ``method`` weights or picks grid points, and the
     draws of the grid points with weight >= 0.01 are pooled). ``also`` names further methods
     scored on the same CV (returned in ``info["also"]``)."""

@@ -10,7 +10,8 @@ Methods, every one on the same maps in one run:
 
 * ``pmctx``: :func:`pmctx.models.vonmises_select.reconstruct_cv` at its defaults (kappa by
   held-out pixels over :data:`~pmctx.models.vonmises_select.KAPPAS`, rank 5, stacking,
-  ``kappa_obs`` learned).
+  ``kappa_obs`` learned, and the band-pass prior weighed against that grid:
+  ``spacings="auto"``, the same call as ``pmctx-both``).
 * ``pmctx-second``: the same with second-neighbour couplings weighed by the same CV
   (``kappa2_ratios`` :data:`RATIOS`, :mod:`pmctx.vonmises.second_neighbour`).
 * ``pmctx-spectral``: :func:`pmctx.models.vonmises_spectral.reconstruct_spectral` at its
@@ -23,7 +24,7 @@ Methods, every one on the same maps in one run:
   band-pass prior's total weight, the band-pass mixture's held-out lead per pixel and its
   paired SE.
 * ``pmctx-mrf``: ``reconstruct_cv(spacings=None)``, the nearest-neighbour grid alone (the
-  same call as ``pmctx`` while that is the default).
+  default before the band-pass prior was weighed by default).
 * ``gp``: the Macke-style complex GP of :func:`benchmarks.bench_vonmises_gp.gp_reconstruct`
   (squared-exponential kernel; hyperparameters by the marginal likelihood of a compact
   patch of :data:`GP_FIT_PIXELS` observed pixels, prediction from all of them).

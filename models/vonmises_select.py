@@ -9,6 +9,19 @@ learned by its exact slice update, start from the smoothed data) and pools the d
 weight (:func:`pmctx.vonmises.average.cv_average`). The result is an ``InferenceData`` whose
 ``cv`` group holds the CV curve and the weights.
 
+By default (``spacings="auto"``) a second prior is weighed against the grid on the same
+held-out pixels: the band-pass prior with a column spacing
+(:mod:`pmctx.models.vonmises_spectral`), its spacing and ring width searched by
+:func:`pmctx.vonmises.spectral_cv.cross_validate_spacing`, the prior chosen by
+:func:`pmctx.vonmises.average.choose_prior` and stacked within it. Real orientation maps
+have a column spacing that a nearest-neighbour prior does not know: on 64 x 64 band-pass
+maps (spacing 8 and 20, 10-70% missing, ``kappa_obs`` 1 and 4, 2 maps per condition;
+``benchmarks/bench_vonmises_realistic.py``) the default's error at missing pixels was
+4.7-19.9 degrees against 6.3-21.4 for a complex GP and 6.9-22.0 for normalized
+convolution, lower in every condition and on every map, with 90% intervals covering
+0.89-0.92, at 51-107 CPU s per map; the nearest-neighbour grid alone (``spacings=None``)
+gave 7.7-25.0 degrees.
+
 The default ``method="stacking"`` comes from ``benchmarks/study_vonmises_kappa.py``
 (``benchmarks/results/vonmises_kappa_study.json``: 20 simulated 16 x 16 maps, kappa 5,
 10-70% missing, kappa_obs 1 and 4): the 90% intervals at missing pixels covered 0.910 of
@@ -178,7 +191,7 @@ def reconstruct_cv(
     tune: int = 100,
     min_weight: float = 0.01,
     kappa2_ratios=(0.0,),
-    spacings=None,
+    spacings="auto",
     random_seed=None,
 ):
     """Reconstruct a map with ``(kappa, rank)`` weighted or chosen by held-out pixels.
@@ -212,14 +225,15 @@ def reconstruct_cv(
         grid becomes every ``(kappa, rank, ratio)``; ``(0.0,)`` is the nearest-neighbour
         prior alone. With more than one ratio ``method`` must be "stacking", "pseudo_bma"
         or "best".
-    spacings : "auto", "cv", None or sequence of float, default None
+    spacings : "auto", "cv", None or sequence of float, default "auto"
         Also weigh the band-pass prior with a column spacing
         (:mod:`pmctx.models.vonmises_spectral`) against the grid, by the same held-out
         pixels (its own folds, :func:`~pmctx.vonmises.spectral_cv.cross_validate_spacing`,
         each fold fit ``cv_sweeps`` discarded and ``2 cv_sweeps / 3`` kept draws, the rows
         of stacking weight at least 0.1 scored again with 4 times the kept draws): ``"cv"`` searches
-        spacing and ring width (a coarse grid reaching 2.5 times either side of the data's
-        estimated spacing, then a refinement at ring widths 0.25 and 0.5); a sequence
+        spacing and ring width (a grid from 2.5 times below the data's estimated spacing to
+        1.6 times above ranked by linear prediction, then posterior fits around its best at
+        ring widths 0.25 and 0.5); a sequence
         fixes the spacings in pixels (ring width 0.25). ``method`` must then be
         "stacking" (:func:`~pmctx.vonmises.average.choose_prior`: the band-pass prior
         unless the nearest-neighbour mixture's held-out score leads by more than

@@ -188,6 +188,7 @@ VALIDATED = [
     "pmctx.vonmises.spectral_cv",
     "pmctx.vonmises.spectral_ess",
     "pmctx.vonmises.spectral_hmc",
+    "pmctx.vonmises.spectral_kriging",
     "pmctx.vonmises.start",
     "pmctx.vonmises.storage",
     "pmctx.vonmises.tempering",

@@ -51,6 +51,7 @@ from pmctx.vonmises.spectral_hmc import hmc_move, potential_and_gradient, whiten
 
 __all__ = [
     "FLOOR",
+    "MIN_PAD",
     "RING_WIDTH",
     "estimate_spacing",
     "padded_shape",
@@ -59,6 +60,7 @@ __all__ = [
     "spectral_covariance",
     "spectral_posterior",
     "spectral_start",
+    "torus_for",
 ]
 
 #: Default relative ring width ``b`` (ring standard deviation ``b / L`` in frequency).
@@ -76,6 +78,8 @@ TARGET_ACCEPT = 0.6
 TRAJECTORY = 0.5
 MAX_LEAPFROG = 64
 CURVATURE = 1.0
+#: Padding beyond the map: at least this many pixels, and at least the largest spacing.
+MIN_PAD = 24
 
 
 def padded_shape(shape, pad: int) -> tuple[int, int]:
@@ -100,6 +104,29 @@ def padded_shape(shape, pad: int) -> tuple[int, int]:
     """
     pad = check_int(pad, "pad", minimum=0)
     return tuple(int(next_fast_len(int(s) + pad)) for s in shape)
+
+
+def torus_for(shape, spacings) -> tuple[int, int]:
+    """The padded torus for a map of ``shape`` and a grid of ``spacings``.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The map's ``(M, N)``.
+    spacings : sequence of float
+        Column spacings to be fitted; the padding is the largest (at least ``MIN_PAD``).
+
+    Returns
+    -------
+    tuple of int
+        :func:`~pmctx.vonmises.spectral.padded_shape` of the map.
+
+    Examples
+    --------
+    >>> torus_for((64, 64), [8.0, 30.5])
+    (96, 96)
+    """
+    return padded_shape(shape, max(MIN_PAD, int(np.ceil(max(spacings)))))
 
 
 def ring_spectrum(shape, spacing: float, width: float = RING_WIDTH, floor: float = FLOOR):

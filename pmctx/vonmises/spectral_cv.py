@@ -10,25 +10,29 @@ held-out observation is scored by the posterior predictive density
 Without given spacings the search does not trust the data's own estimate
 (:func:`pmctx.vonmises.spectral.estimate_spacing`, the peak of the radial power spectrum of
 the observed unit vectors): maps whose power is not a thin ring put that peak far from the
-column spacing (a difference-of-Gaussians map of spacing 20 gave 51 pixels). A coarse stage
-scores :data:`COARSE_RATIOS` times the estimate (a reach of 2.5 times either way) at the
-widest of the widths with half the draws, then a refinement scores :data:`RATIOS` times the
-coarse winner at every width of :data:`WIDTHS` with all of them; all rows are kept (the
-folds are shared), so stacking weighs the whole search.
+column spacing (a difference-of-Gaussians map of spacing 20 gave 51 pixels). A first stage
+ranks :data:`COARSE_RATIOS` times the estimate (steps of 2^(1/3), from 2.5 times below it
+to 1.6 times above) at every width of :data:`WIDTHS` by linear prediction of the held-out
+pixels (:func:`pmctx.vonmises.spectral_kriging.linear_prediction_score`: deterministic, a
+few CPU seconds on a 64 x 64 map), then the posterior is fitted at :data:`RATIOS` times the
+winning spacing at every width; those rows are what stacking weighs.
 
-The held-out density of a short chain is biased low: ``log mean_s p_s`` over few effective
-draws falls short of ``log E p`` (Jensen), and the field's HMC draws are autocorrelated. On a
-64 x 64 band-pass map (spacing 8, 70% missing, ``kappa_obs`` 1; not a benchmark map) the
-score per pixel at the best spacing rose from -1.893 with 40 kept draws per fold to -1.811
-with 160 (and to -1.877 with 40 draws after 240 discarded ones: it is the number of draws,
-not burn-in), while the nearest-neighbour map's Rao-Blackwellised score needs no such
-length. So the rows of stacking weight at least :data:`RESCORE_WEIGHT` are scored again
-with :data:`RESCORE_FACTOR` times the kept draws, which is what the choice between the two
-priors (:func:`pmctx.models.vonmises_select.reconstruct_cv`) compares.
-The bias is larger at small spacings (rougher fields mix more slowly), so short chains can
-also misorder the grid: on that map spacing 8 scored below 12.8 with 20 and 40 draws per
-fold and above it with 160, and the coarse stage can then centre the refinement on too
-large a spacing; longer or better-mixing fold fits are the open remedy.
+The first stage used to score posterior fits too, with half the draws, and short chains
+rank badly: the held-out density of a short chain is biased low (Jensen: ``log mean_s p_s``
+over few effective draws falls short of ``log E p``; the field's HMC draws are
+autocorrelated, and ``kappa_obs``, started at 2, relaxes over a hundred or more moves), and
+the bias is larger at small spacings and wide rings. On a 64 x 64 band-pass map (spacing 8,
+70% missing, ``kappa_obs`` 1) that stage scored spacing 7.5 at -2.32 per pixel against
+12.0 at -1.93 (20 draws after 30 discarded; 300 draws after 300: -1.81 and -1.81 at width
+0.5, -1.80 and -1.84 at width 0.25), centred the refinement on 12 and lost 5.5 degrees
+at the missing pixels. Linear prediction put that map's refinement at 7.6, 9.5 and 11.9;
+on the 12 maps of ``benchmarks/bench_vonmises_realistic.py`` (band-pass, spacing 8 and 20,
+whose estimate is close to the truth) it ranked the estimate first on 10 and its neighbour
+on the grid on 2, and on a difference-of-Gaussians map of spacing 20 it moved from an
+estimate of 51 pixels to 20.3. The same bias remains within the refinement, so the rows of
+stacking weight at least :data:`RESCORE_WEIGHT` are scored again with :data:`RESCORE_FACTOR`
+times the kept draws, which is what the choice between the two priors
+(:func:`pmctx.models.vonmises_select.reconstruct_cv`) compares.
 
 Examples
 --------
@@ -57,10 +61,11 @@ from pmctx.vonmises.spectral import (
     FLOOR,
     RING_WIDTH,
     estimate_spacing,
-    padded_shape,
     ring_spectrum,
     spectral_posterior,
+    torus_for,
 )
+from pmctx.vonmises.spectral_kriging import linear_prediction_score
 
 __all__ = [
     "COARSE_RATIOS",
@@ -74,9 +79,9 @@ __all__ = [
     "torus_for",
 ]
 
-#: Coarse search: these multiples of the data's estimated spacing (steps of about 1.6).
-COARSE_RATIOS = (0.4, 0.63, 1.0, 1.6)
-#: Refinement: these multiples of the coarse search's best spacing.
+#: First stage (linear prediction): these multiples of the data's estimated spacing.
+COARSE_RATIOS = (0.397, 0.5, 0.63, 0.794, 1.0, 1.26, 1.587)
+#: Refinement (posterior fits): these multiples of the first stage's best spacing.
 RATIOS = (0.8, 1.0, 1.25)
 #: Relative ring widths weighed by the search (:func:`~pmctx.vonmises.spectral.ring_spectrum`).
 WIDTHS = (RING_WIDTH, 0.5)
@@ -84,8 +89,6 @@ WIDTHS = (RING_WIDTH, 0.5)
 RESCORE_WEIGHT = 0.1
 #: ... of this many times the kept draws per fold.
 RESCORE_FACTOR = 4
-#: Padding beyond the map: at least this many pixels, and at least the largest spacing.
-MIN_PAD = 24
 
 
 @dataclass(frozen=True)
@@ -103,11 +106,15 @@ class SpacingCV:
         Held-out log predictive density of every observed pixel at every grid point.
     estimate : float or None
         The data's estimated spacing when the search started from it.
+    search : pandas.DataFrame or None
+        The first stage of a search: ``spacing``, ``width``, ``cosine`` (mean held-out
+        ``cos(z - prediction)`` of linear prediction) and ``signal_share``.
     """
 
     curve: pd.DataFrame
     pointwise: np.ndarray
     estimate: float | None
+    search: pd.DataFrame | None = None
 
 
 def spacing_grid(z, observed, ratios=RATIOS, estimate=None) -> tuple[list[float], float]:
@@ -142,29 +149,6 @@ def spacing_grid(z, observed, ratios=RATIOS, estimate=None) -> tuple[list[float]
     return list(dict.fromkeys(spacings)), float(estimate)
 
 
-def torus_for(shape, spacings) -> tuple[int, int]:
-    """The padded torus for a map of ``shape`` and a grid of ``spacings``.
-
-    Parameters
-    ----------
-    shape : tuple of int
-        The map's ``(M, N)``.
-    spacings : sequence of float
-        Column spacings to be fitted; the padding is the largest (at least ``MIN_PAD``).
-
-    Returns
-    -------
-    tuple of int
-        :func:`~pmctx.vonmises.spectral.padded_shape` of the map.
-
-    Examples
-    --------
-    >>> torus_for((64, 64), [8.0, 30.5])
-    (96, 96)
-    """
-    return padded_shape(shape, max(MIN_PAD, int(np.ceil(max(spacings)))))
-
-
 def cross_validate_spacing(
     z,
     observed,
@@ -190,8 +174,9 @@ def cross_validate_spacing(
         Where ``z`` is observed.
     spacings : sequence of float, optional
         Spacings to score (pixels, each >= 2), each at every width. Default: the two-stage
-        search of the module docstring (:data:`COARSE_RATIOS` times the data's estimate at
-        the widest width, then :data:`RATIOS` times the best of those at every width).
+        search of the module docstring (:data:`COARSE_RATIOS` times the data's estimate
+        ranked by linear prediction, then posterior fits at :data:`RATIOS` times the best
+        of those at every width).
     width : float or sequence of float, optional
         Relative ring width(s) of :func:`~pmctx.vonmises.spectral.ring_spectrum`
         (default :data:`WIDTHS` for the search, ``RING_WIDTH`` with given spacings).
@@ -246,14 +231,13 @@ def cross_validate_spacing(
     score = _Scorer(z, observed, obs_index, fold_of, floor, kappa_obs, rng)
     if search:
         coarse, estimate = spacing_grid(z, observed, COARSE_RATIOS, estimate=estimate)
-        for spacing in coarse:
-            score(spacing, max(widths), max(1, draws // 2), tune // 2)
-        best = score.grid[int(np.argmax(np.mean(score.pointwise, axis=1)))][0]
+        ranked = _linear_prediction_search(z, observed, fold_of, coarse, widths, floor)
+        best = float(ranked["spacing"].iloc[int(np.argmax(ranked["cosine"]))])
         for spacing in spacing_grid(z, observed, RATIOS, estimate=best)[0]:
             for b in widths:
                 score(spacing, b, draws, tune)
     else:
-        estimate = None
+        estimate = ranked = None
         for spacing in np.atleast_1d(spacings):
             for b in widths:
                 score(check_positive(spacing, "spacing"), b, draws, tune)
@@ -277,7 +261,19 @@ def cross_validate_spacing(
             "draws": score.draws,
         }
     )
-    return SpacingCV(curve, pointwise, estimate)
+    return SpacingCV(curve, pointwise, estimate, ranked)
+
+
+def _linear_prediction_search(z, observed, fold_of, spacings, widths, floor) -> pd.DataFrame:
+    """The first stage: every ``(spacing, width)`` ranked by held-out linear prediction."""
+    rows = []
+    for spacing in spacings:
+        for width in widths:
+            cosine, share = linear_prediction_score(
+                z, observed, fold_of, spacing, width, floor=floor
+            )
+            rows.append((spacing, width, cosine, share))
+    return pd.DataFrame(rows, columns=["spacing", "width", "cosine", "signal_share"])
 
 
 class _Scorer:

@@ -6,7 +6,7 @@ from pmctx.models.vonmises_spectral import reconstruct_spectral
 from scipy.stats import vonmises
 
 from pmctx.vonmises.spectral import prior_draws, ring_spectrum
-from pmctx.vonmises.spectral_cv import COARSE_RATIOS, WIDTHS
+from pmctx.vonmises.spectral_cv import RATIOS, WIDTHS
 
 
 def _theta(size=12, spacing=6.0, missing=0.3, seed=0):
@@ -27,10 +27,12 @@ def test_cv_groups_weights_and_log_likelihood():
     assert post["theta"].shape == (1, 12, 12, 12)
     assert float(post["theta"].min()) >= 0.0 and float(post["theta"].max()) <= np.pi
     cv = idata.cv
-    # The search: the coarse rows at the widest ring, then the refinement at every width.
-    coarse = len(COARSE_RATIOS)
-    assert np.all(cv["width"].values[:coarse] == max(WIDTHS))
-    assert set(cv["width"].values[coarse:]) == set(WIDTHS)
+    # The search: posterior fits at the refinement's spacings around the spacing linear
+    # prediction ranked first, each at every width.
+    assert len(cv["spacing"]) == len(RATIOS) * len(WIDTHS)
+    assert set(cv["width"].values) == set(WIDTHS)
+    assert cv.attrs["search_best"] in cv["spacing"].values
+    assert cv["search_cosine"].dims == ("search",) and cv["search_spacing"].size >= 2
     assert len(set(zip(cv["spacing"].values, cv["width"].values))) == len(cv["spacing"])
     assert float(cv["weight"].sum()) == pytest.approx(1.0)
     assert cv.attrs["estimate"] > 2.0

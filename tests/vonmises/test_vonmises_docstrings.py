@@ -38,6 +38,7 @@ MODULES = [
     "pmctx.vonmises.spectral_cv",
     "pmctx.vonmises.spectral_ess",
     "pmctx.vonmises.spectral_hmc",
+    "pmctx.vonmises.spectral_kriging",
     "pmctx.models.vonmises_spectral",
     "pmctx.steps.vonmises_spectral",
 ]

@@ -27,6 +27,7 @@ from pmctx.vonmises.spectral import (
     spectral_start,
 )
 from pmctx.vonmises.spectral_cv import (
+    COARSE_RATIOS,
     RESCORE_WEIGHT,
     cross_validate_spacing,
     spacing_grid,
@@ -266,8 +267,9 @@ def test_bad_inputs_raise_clear_errors(call, match):
 
 def test_spacing_search_reaches_a_spacing_2_5_times_below_its_start():
     # A plane wave of spacing 6 with the search started at 15 (2.5 times too large, as the
-    # data's estimate was on difference-of-Gaussians maps): the coarse stage reaches 6, and
-    # the best row of the whole search is within the refinement's 25% of it.
+    # data's estimate was on difference-of-Gaussians maps): linear prediction ranks the
+    # grid's lowest spacing (0.397 x 15 = 5.96) first, the posterior fits are centred on
+    # it, and the best of them is within the refinement's 25% of 6.
     rng = np.random.default_rng(3)
     x = np.indices((16, 16))[1]
     z = rng.vonmises(2 * np.pi * x / 6.0, 4.0)
@@ -276,7 +278,11 @@ def test_spacing_search_reaches_a_spacing_2_5_times_below_its_start():
         z, observed, estimate=15.0, width=[0.25], n_folds=2, draws=8, tune=8, random_seed=0
     )
     assert cv.estimate == 15.0
-    assert cv.curve["spacing"].iloc[0] == pytest.approx(6.0)  # 0.4 x 15
+    search = cv.search
+    grid = spacing_grid(z, observed, COARSE_RATIOS, estimate=15.0)[0]  # clipped at 16
+    assert search["spacing"].tolist() == grid and grid[0] == pytest.approx(5.955)
+    assert search["spacing"].iloc[int(np.argmax(search["cosine"]))] == pytest.approx(5.955)
+    assert cv.curve["spacing"].tolist() == pytest.approx([4.764, 5.955, 7.444])  # 3 decimals
     best = cv.curve["spacing"].iloc[int(np.argmax(cv.curve["score"]))]
     assert 6.0 / 1.25 <= best <= 6.0 * 1.25
 
