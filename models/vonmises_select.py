@@ -19,8 +19,9 @@ maps (spacing 8 and 20, 10-70% missing, ``kappa_obs`` 1 and 4, 2 maps per condit
 ``benchmarks/bench_vonmises_realistic.py``) the default's error at missing pixels was
 4.7-19.9 degrees against 6.3-21.4 for a complex GP and 6.9-22.0 for normalized
 convolution, lower in every condition and on every map, with 90% intervals covering
-0.89-0.92, at 51-107 CPU s per map; the nearest-neighbour grid alone (``spacings=None``)
-gave 7.7-25.0 degrees.
+0.89-0.92, at 51-107 CPU s per map (at 128 x 128: 5.2-20.0 degrees against the GP's
+6.7-22.0, coverage 0.87-0.91, 266-460 CPU s per map); the nearest-neighbour grid alone
+(``spacings=None``) gave 7.7-25.0 degrees at 64 x 64.
 
 The default ``method="stacking"`` comes from ``benchmarks/study_vonmises_kappa.py``
 (``benchmarks/results/vonmises_kappa_study.json``: 20 simulated 16 x 16 maps, kappa 5,
