@@ -134,6 +134,11 @@ def linear_prediction_score(
     y = np.exp(1j * np.where(observed, z, 0.0))
     obs_index = np.flatnonzero(observed)
     fold_of = np.asarray(fold_of)
+    if fold_of.shape != obs_index.shape:
+        raise ValueError(
+            f"fold_of must hold one fold per observed pixel, shape {obs_index.shape}; got shape "
+            f"{fold_of.shape}. Pass e.g. rng.permutation(observed.sum()) % n_folds."
+        )
     best = (-np.inf, SIGNAL_SHARES[0])
     for lam in SIGNAL_SHARES:
         cosine = np.empty(obs_index.size)

@@ -67,3 +67,9 @@ def test_bad_inputs_raise_clear_errors(kwargs, match):
     }
     with pytest.raises(ValueError, match=match):
         kriging_predict(**{**args, **kwargs})
+
+
+def test_folds_must_match_the_observed_pixels():
+    observed = np.ones((6, 6), dtype=bool)
+    with pytest.raises(ValueError, match=r"one fold per observed pixel, shape \(36,\)"):
+        linear_prediction_score(np.zeros((6, 6)), observed, np.zeros(35, int), 4.0, 0.25)
