@@ -62,7 +62,7 @@ from pmctx.vonmises.hyper import kappa_obs_statistics, sample_kappa_obs
 from pmctx.vonmises.inputs import observed_doubled_angles
 from pmctx.vonmises.potentials import natural_field
 from pmctx.vonmises.second_neighbour import second_neighbour_sweep
-from pmctx.vonmises.select import cross_validate
+from pmctx.vonmises.select import cross_validate, observation_log_density
 from pmctx.vonmises.spectral import ring_spectrum, spectral_posterior
 from pmctx.vonmises.spectral_cv import cross_validate_spacing, torus_for
 from pmctx.vonmises.start import smoothed_start
@@ -250,7 +250,8 @@ def reconstruct_cv(
     arviz.InferenceData
         ``posterior``: ``o``, ``theta`` (1 chain, ``draws``), ``kappa_obs``, and ``kappa`` and
         ``rank`` (and, with ``kappa2_ratios``, ``kappa2_ratio``) of the grid point each
-        draw came from; ``cv``: the CV curve over ``grid``
+        draw came from; ``log_likelihood``: ``z``, the von Mises log density of every
+        observed pixel per draw (``obs_pixel``, for ``az.loo``); ``cv``: the CV curve over ``grid``
         with ``weight``; ``constant_data``: ``obs_mask``. ``cv.attrs`` holds ``method``,
         ``heldout`` and the weighted ``kappa``; with ``spacings`` also ``spectral_weight``,
         the posterior's ``spacing`` and ``width``, and (stacking) the chosen ``prior`` with
@@ -387,9 +388,12 @@ def reconstruct_cv(
     if spectral is not None:
         posterior["spacing"] = curve["spacing"].to_numpy()[source][None]
         posterior["width"] = curve["width"].to_numpy()[source][None]
+    strength = None if signal is None else signal[observed]
+    loglik = observation_log_density(z[observed], o[:, observed], k_obs, strength)
     idata = az.from_dict(
         posterior=posterior,
-        dims={"o": ["row", "col"], "theta": ["row", "col"]},
+        log_likelihood={"z": loglik[None]},
+        dims={"o": ["row", "col"], "theta": ["row", "col"], "z": ["obs_pixel"]},
         constant_data={"obs_mask": observed.astype(np.int64)},
         constant_data_dims={"obs_mask": ["row", "col"]},
     )

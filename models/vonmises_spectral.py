@@ -28,9 +28,9 @@ import numpy as np
 
 from pmctx.validation import as_rng, check_int, check_positive
 from pmctx.vonmises.average import cv_average, stacking_weights
-from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR, log_i0
+from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR
 from pmctx.vonmises.inputs import observed_doubled_angles
-from pmctx.vonmises.potentials import LOG_2PI
+from pmctx.vonmises.select import observation_log_density
 from pmctx.vonmises.spectral import (
     FLOOR,
     RING_WIDTH,
@@ -308,8 +308,7 @@ def reconstruct_spectral(
     )
     o = np.stack([fits[k][0][i] for k, i in zip(source, index)])
     k_obs = np.array([fits[k][1][i] for k, i in zip(source, index)])
-    conc = k_obs[:, None]
-    loglik = conc * np.cos(z[observed] - o[:, observed]) - LOG_2PI - log_i0(conc)
+    loglik = observation_log_density(z[observed], o[:, observed], k_obs)
     posterior = {
         "o": o[None],
         "theta": (np.mod(o, 2.0 * np.pi) / 2.0)[None],

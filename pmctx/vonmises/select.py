@@ -52,6 +52,7 @@ __all__ = [
     "cross_validate",
     "heldout_log_predictive",
     "heldout_log_predictive_rb",
+    "observation_log_density",
 ]
 
 HELDOUT = ("rao_blackwell", "draws")
@@ -87,6 +88,36 @@ class CrossValidation:
     best_kappa2_ratio: float = 0.0
 
 
+def observation_log_density(z, o_draws, kappa_obs_draws, signal=None) -> np.ndarray:
+    """``log VonMises(z_i; o_i^(s), s_i kappa_obs^(s))`` of every draw and pixel.
+
+    Parameters
+    ----------
+    z : numpy.ndarray (n,)
+        Observed doubled angles.
+    o_draws : numpy.ndarray (S, n)
+        Posterior draws of the angles there.
+    kappa_obs_draws : numpy.ndarray (S,)
+        Posterior draws of ``kappa_obs``.
+    signal : numpy.ndarray (n,), optional
+        Relative signal strength.
+
+    Returns
+    -------
+    numpy.ndarray (S, n)
+        The pointwise log-likelihood (a fit's ``log_likelihood`` group).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> float(observation_log_density(np.zeros(1), np.zeros((1, 1)), np.array([0.0]))[0, 0])
+    -1.8378770664093453
+    """
+    strength = np.ones(o_draws.shape[1]) if signal is None else np.asarray(signal, np.float64)
+    conc = np.asarray(kappa_obs_draws, np.float64)[:, None] * strength
+    return conc * np.cos(z - o_draws) - LOG_2PI - log_i0(conc)
+
+
 def heldout_log_predictive(z, o_draws, kappa_obs_draws, signal=None):
     """``log mean_s VonMises(z_i; o_i^(s), s_i kappa_obs^(s))`` for each held-out pixel.
 
@@ -108,9 +139,7 @@ def heldout_log_predictive(z, o_draws, kappa_obs_draws, signal=None):
     numpy.ndarray (n,)
         Log predictive density of each pixel.
     """
-    strength = np.ones(o_draws.shape[1]) if signal is None else np.asarray(signal, np.float64)
-    conc = np.asarray(kappa_obs_draws, np.float64)[:, None] * strength
-    log_dens = conc * np.cos(z - o_draws) - LOG_2PI - log_i0(conc)
+    log_dens = observation_log_density(z, o_draws, kappa_obs_draws, signal)
     return logsumexp(log_dens, axis=0) - np.log(o_draws.shape[0])
 
 

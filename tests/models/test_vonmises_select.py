@@ -21,6 +21,7 @@ covered 0.910, pseudo-BMA+ 0.885, the generating kappa 0.878 and CV's single bes
 import numpy as np
 import pytest
 from pmctx.models.vonmises_select import reconstruct_cv
+from scipy.stats import vonmises
 
 from benchmarks.bench_vonmises_gp import _interval_stats, vonmises_prior_map
 from pmctx.vonmises.potentials import wrap_angle
@@ -56,6 +57,13 @@ def test_reconstruct_cv_groups_and_pooled_draws():
     assert np.all(np.abs(np.array(counts) - 40 * kept / kept.sum()) < 1.0)
     assert cv.attrs["method"] == "stacking"
     np.testing.assert_array_equal(idata.constant_data["obs_mask"].values, observed)
+    # log_likelihood: the von Mises density of every observed pixel at each pooled draw.
+    z = 2.0 * theta[observed]
+    o = post["o"].values[0][:, observed]
+    k = post["kappa_obs"].values[0]
+    direct = vonmises.logpdf(z[None], k[:, None], loc=o)
+    assert idata.log_likelihood["z"].dims == ("chain", "draw", "obs_pixel")
+    np.testing.assert_allclose(idata.log_likelihood["z"].values[0], direct, rtol=1e-9)
     best = reconstruct_cv(
         theta,
         kappas=[1.0, 3.0, 8.0],
