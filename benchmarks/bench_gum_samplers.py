@@ -167,12 +167,13 @@ def _listen_to_jax_compiles() -> None:
     _JAX_COMPILE_SECONDS.append(0.0)
 
 
-def sample_default(g, sampler: str, *, draws=1000, tune=1000, chains=4, seed=0):
+def sample_default(g, sampler: str, *, draws=1000, tune=1000, chains=4, seed=0, **kwargs):
     """A plain ``pm.sample`` call with the back end's defaults (no initvals, no step).
 
     ``pymc_numba`` is PyMC's NUTS with the log density compiled in PyTensor's NUMBA mode;
     ``gum_auto`` is what a GUM user gets: ``g.sample()`` (``backend="auto"``, Laplace start and,
-    on the PyMC path, the Laplace dense metric)."""
+    on the PyMC path, the Laplace dense metric). ``kwargs`` go to ``pm.sample`` (for example
+    ``nuts_sampler_kwargs={"chain_method": "vectorized"}`` for numpyro on one GPU)."""
     if sampler in GUM_ROWS:
         # gum_auto: first call (Laplace fit done, nutpie compile included); gum_auto_repeat:
         # a second call on the same GumModel (compiled model reused); gum_hsgp: first call on
@@ -191,14 +192,15 @@ def sample_default(g, sampler: str, *, draws=1000, tune=1000, chains=4, seed=0):
             nuts_sampler=sampler,
             random_seed=seed,
             progressbar=False,
+            **kwargs,
         )
 
 
-def timed_row(g, sampler, n, *, draws, tune, laplace_s, baseline=None) -> dict:
+def timed_row(g, sampler, n, *, draws, tune, laplace_s, baseline=None, **kwargs) -> dict:
     load_before = os.getloadavg()[0]
     jax_before = sum(_JAX_COMPILE_SECONDS)
     cpu0, wall0 = _cpu_seconds(), time.perf_counter()
-    idata = sample_default(g, sampler, draws=draws, tune=tune)
+    idata = sample_default(g, sampler, draws=draws, tune=tune, **kwargs)
     wall, cpu = time.perf_counter() - wall0, _cpu_seconds() - cpu0
     load = max(load_before, os.getloadavg()[0])
     sampling = float(idata.posterior.attrs.get("sampling_time", np.nan))

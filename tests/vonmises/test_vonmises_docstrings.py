@@ -39,11 +39,18 @@ MODULES = [
     "pmctx.vonmises.spectral_ess",
     "pmctx.vonmises.spectral_hmc",
     "pmctx.vonmises.spectral_kriging",
+    "pmctx.vonmises.jax_series",
     "pmctx.models.vonmises_spectral",
     "pmctx.steps.vonmises_spectral",
 ]
 
 
+#: Modules of optional extras, run where the extra is installed: module -> extra's module.
+OPTIONAL = {"pmctx.vonmises.jax_series": "jax"}
+
+
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
+    if name in OPTIONAL:
+        pytest.importorskip(OPTIONAL[name])
     assert_docstring_examples(name)
