@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pmctx.vonmises._numba_vector import log_joint_compiled
+from pmctx.vonmises._numba_vector import edge_energies
 from pmctx.vonmises.augmented import augmented_sweep
 
 __all__ = [
@@ -123,8 +123,7 @@ def edge_energy(o, kappa: float, rank: int) -> float:
     >>> round(edge_energy(np.zeros((1, 2)), 0.0, 2), 6) == round(float(np.log(3.0)), 6)
     True
     """
-    o = np.asarray(o, dtype=np.float64)
-    return log_joint_compiled(o, np.zeros((*o.shape, 2)), float(kappa), int(rank))
+    return float(edge_energies(o, [float(kappa)], int(rank))[0])
 
 
 def swap_log_acceptance(energies_i, energies_j) -> float:
@@ -223,9 +222,17 @@ def swap_passes(states, kappas, rank: int, rng, *, n_passes: int = 2, parity: in
     >>> swap_passes(states, np.array([1.0, 1.2, 1.5]), 2, rng, n_passes=4).shape
     (2,)
     """
+    kappas = np.asarray(kappas, dtype=np.float64)
     n = len(kappas)
     order = list(range(n))  # order[r]: the index (in the input) of the state now at rung r
     cache = {}
+    # Each state's energies at its rung and both neighbours in one pass over its edges (the
+    # edges' projections on the modes are shared); a rung two away, reached after a swap in
+    # an earlier pass, is computed when first asked for.
+    for state in range(n):
+        rungs = list(range(max(state - 1, 0), min(state + 2, n)))
+        for rung, value in zip(rungs, edge_energies(states[state], kappas[rungs], rank)):
+            cache[state, rung] = value
 
     def energy(state, rung):
         if (state, rung) not in cache:

@@ -43,6 +43,21 @@ def test_edge_energy_is_the_sum_of_log_edge_potentials():
     assert abs(edge_energy(o, 1.7, 3) - expected) < 1e-10
 
 
+def test_energies_at_several_kappas_in_one_pass_equal_one_at_a_time():
+    from pmctx.vonmises._numba_vector import edge_energies
+
+    rng = np.random.default_rng(1)
+    o = rng.uniform(-np.pi, np.pi, (5, 7))
+    kappas = np.array([0.0, 0.4, 1.7, 5.0, 12.0])
+    for rank in (1, 3, 6):
+        one_at_a_time = [
+            log_edge_potential(o[:, :-1], o[:, 1:], k, rank).sum()
+            + log_edge_potential(o[:-1, :], o[1:, :], k, rank).sum()
+            for k in kappas
+        ]
+        np.testing.assert_allclose(edge_energies(o, kappas, rank), one_at_a_time, rtol=1e-12)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_swap_ratio_is_the_brute_force_ratio_of_the_product_target(seed):
     rng = np.random.default_rng(seed)
