@@ -308,8 +308,16 @@ def _cpu_s() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def defaults(seeds=(0, 1, 2, 3, 4), out=None):
-    """Augmented against tempered (200 + 1000 draws of 2 steps) ``reconstruct``; JSON."""
+#: ``defaults``' fits: name -> ``reconstruct`` options (the first is the CPU baseline).
+DEFAULT_VARIANTS = {
+    "augmented default": {"sampler": "augmented"},
+    "tempered 200+1000 x 2": {"tune": 200, "n_sweeps": 2},
+}
+
+
+def defaults(seeds=(0, 1, 2, 3, 4), out=None, variants=None):
+    """Augmented against tempered ``reconstruct`` (``variants``, default
+    :data:`DEFAULT_VARIANTS`); JSON."""
     import json
     import os
     import warnings
@@ -323,10 +331,7 @@ def defaults(seeds=(0, 1, 2, 3, 4), out=None):
     theta_obs = o_to_theta(data)
     reconstruct(theta_obs, draws=5, tune=5, chains=1, progressbar=False,
                 check_convergence=False)  # compile caches outside the timings  # fmt: skip
-    variants = {
-        "augmented default": {"sampler": "augmented"},
-        "tempered 200+1000 x 2": {"tune": 200, "n_sweeps": 2},
-    }
+    variants = variants or DEFAULT_VARIANTS
     rows, loads = [], [list(os.getloadavg())]
     for seed in seeds:
         for name, options in variants.items():

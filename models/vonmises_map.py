@@ -50,6 +50,7 @@ from pmctx.steps.vonmises import (
     KappaObsSlice,
     PointwiseVonMisesGibbs,
 )
+from pmctx.steps.vonmises_jax import JaxAugmentedVonMisesGibbs
 from pmctx.steps.vonmises_tempering import TemperedVonMisesGibbs, auto_sampler
 from pmctx.streaming import disk_path, memory_view, save_groups
 from pmctx.validation import (
@@ -84,6 +85,7 @@ __all__ = [
 
 STEPS = {
     "augmented": AugmentedVonMisesGibbs,
+    "augmented_jax": JaxAugmentedVonMisesGibbs,
     "cluster": ClusterVonMisesGibbs,
     "ffbs": ColumnFFBSVonMises,
     "pointwise": PointwiseVonMisesGibbs,
@@ -101,11 +103,12 @@ def default_steps(model, sampler: str = "augmented", *, n_sweeps: int | None = N
     ----------
     model : pymc.Model
         A model returned by :func:`build_model`.
-    sampler : {"augmented", "cluster", "ffbs", "pointwise", "tempered"}, default "augmented"
-        Step method for the angle grid ``o`` (keys of :data:`STEPS`).
+    sampler : str, default "augmented"
+        Step method for the angle grid ``o``, a key of :data:`STEPS`: ``"augmented"``,
+        ``"augmented_jax"``, ``"cluster"``, ``"ffbs"``, ``"pointwise"`` or ``"tempered"``.
     n_sweeps : int, optional
         Kernel sweeps of ``o`` per stored draw; default: the step's ``default_n_sweeps``
-        (8 for ``"augmented"`` and ``"cluster"``, 1 for the others).
+        (8 for ``"augmented"``, ``"augmented_jax"`` and ``"cluster"``, 1 for the others).
 
     Returns
     -------
@@ -289,8 +292,12 @@ def reconstruct(
         1 where observed (default: not NaN).
     kappa, kappa_obs, rank :
         As in :func:`build_model` (``kappa_obs`` applies to doubled angles).
-    sampler : {"auto", "augmented", "cluster", "ffbs", "pointwise", "tempered"}, default "auto"
-        Step method (see :mod:`pmctx.steps.vonmises`); ``"tempered"`` is replica exchange
+    sampler : str, default "auto"
+        Step method: ``"auto"`` or a key of :data:`STEPS` (see :mod:`pmctx.steps.vonmises`:
+        ``"augmented"``, ``"augmented_jax"``, ``"cluster"``, ``"ffbs"``, ``"pointwise"``,
+        ``"tempered"``); ``"augmented_jax"`` runs the augmented
+        sweeps with JAX on its default device (a GPU: :mod:`pmctx.steps.vonmises_jax`, extra
+        ``pmctx[jax]``), chains one after another; ``"tempered"`` is replica exchange
         across a kappa ladder from ``0.8 kappa`` up
         (:class:`~pmctx.steps.vonmises_tempering.TemperedVonMisesGibbs`), for a ``kappa``
         fixed above what the data favour (fixed ``kappa_obs`` only). ``"auto"``
@@ -375,6 +382,8 @@ def reconstruct(
     ]
     with model:
         steps = default_steps(model, sampler, n_sweeps=n_sweeps)
+    if sampler == "augmented_jax":
+        cores = 1  # chain processes would each claim the JAX device's memory
     idata = run_sampler(
         model,
         step=steps,

@@ -157,6 +157,7 @@ VALIDATED = [
     "pmctx.steps.registration",
     "pmctx.steps.vonmises",
     "pmctx.steps.vonmises_tempering",
+    "pmctx.steps.vonmises_jax",
     "pmctx.steps.vonmises_spectral",
     "pmctx.steps.vonmises_chain_collapsed",
     "pmctx.streaming",

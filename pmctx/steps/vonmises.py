@@ -141,9 +141,7 @@ class _VonMisesMapStep(PmctxStep):
         kappa = float(params["kappa"])
         field = self._field(params)
         key = self.value_names[0]
-        o = wrap_angle(point[key])
-        for _ in range(self.n_sweeps):
-            o = self.sweep(o, field, kappa, self.rank, self.rng)
+        o = self._run_sweeps(wrap_angle(point[key]), field, kappa)
         new_point = dict(point)
         new_point[key] = o.astype(point[key].dtype)
         stats = {
@@ -151,6 +149,12 @@ class _VonMisesMapStep(PmctxStep):
             "log_joint": log_joint_compiled(o, field, kappa, self.rank),
         }
         return new_point, [stats]
+
+    def _run_sweeps(self, o, field, kappa: float):
+        """``n_sweeps`` kernel sweeps of ``o`` (a step running them elsewhere overrides this)."""
+        for _ in range(self.n_sweeps):
+            o = self.sweep(o, field, kappa, self.rank, self.rng)
+        return o
 
     @staticmethod
     def sweep(o, field, kappa, rank, rng):  # pragma: no cover - overridden

@@ -61,7 +61,7 @@ def _pick(log_weights, uniforms):
 
 
 def edge_modes(o, kappa_modes, uniforms):
-    """Mode of each horizontal edge of ``o`` (M, N): ``P(k) ∝ exp(kappa r_k . (o_a + o_b))``.
+    """Mode of each horizontal edge of ``o`` (M, N): ``P(k) ∝ exp(kappa r_k · (o_a + o_b))``.
 
     Parameters
     ----------

@@ -33,6 +33,7 @@ MODULES = [
     "pmctx.models.vonmises_select",
     "pmctx.vonmises.tempering",
     "pmctx.steps.vonmises_tempering",
+    "pmctx.steps.vonmises_jax",
     "pmctx.vonmises.second_neighbour",
     "pmctx.vonmises.spectral",
     "pmctx.vonmises.spectral_cv",
@@ -46,7 +47,7 @@ MODULES = [
 
 
 #: Modules of optional extras, run where the extra is installed: module -> extra's module.
-OPTIONAL = {"pmctx.vonmises.jax_series": "jax"}
+OPTIONAL = {"pmctx.vonmises.jax_series": "jax", "pmctx.steps.vonmises_jax": "jax"}
 
 
 @pytest.mark.parametrize("name", MODULES)
