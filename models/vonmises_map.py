@@ -529,8 +529,9 @@ def _spec():
             "kappa": "smoothing concentration (default 5.0)",
             "kappa_obs": "observation concentration on doubled angles (default 2.0)",
             "rank": "rank R of the edge potential (default 5)",
-            "sampler": "auto, augmented, cluster, ffbs, pointwise or tempered (default auto: "
-            "tempered for fixed kappa_obs on maps up to about 64 x 64, else augmented)",
+            "sampler": "auto, augmented, augmented_jax (JAX device, pmctx[jax]), cluster, ffbs, "
+            "pointwise or tempered (default auto: tempered for fixed kappa_obs on maps up to "
+            "about 64 x 64, else augmented)",
             "n_sweeps": "kernel sweeps per stored draw (default 8 for augmented/cluster, else 1)",
         },
         advice="Maps can hold several pinwheel layouts that a chain leaves only every few "
