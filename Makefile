@@ -41,18 +41,15 @@ demo-quick: $(WARM_STAMP)
 	$(BIN)/pmctx demo --quick --out pmctx-demo
 
 # pytest-xdist already runs one test per CPU, so each test's chains run in one process
-# (PMCTX_CORES=1); tests that check parallel chains pass cores= explicitly. `make test`
-# compiles PyTensor's C modules without -O3 (cmodule__remove_gxx_opt): on a fresh machine's
-# empty compile cache gcc's optimiser took about half of a cold test's time (GUM ADVI test:
-# 212 s against 107 s), more than unoptimised code costs its short runs. `make test-slow` keeps
-# -O3: its long sampling runs spend more in the compiled code than in compiling it (five of
-# its C-heavy tests from an empty cache: 158 against 196 CPU s). Results agree to rounding.
-TEST_ENV := PMCTX_CORES=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-NO_GXX_OPT := PYTENSOR_FLAGS="cmodule__remove_gxx_opt=True$${PYTENSOR_FLAGS:+,$$PYTENSOR_FLAGS}"
+# (PMCTX_CORES=1); tests that check parallel chains pass cores= explicitly. PyTensor compiles
+# the tests' C modules without -O3 (cmodule__remove_gxx_opt): on a fresh machine's empty
+# compile cache gcc's optimiser took about half of a cold test's time (GUM ADVI test: 212 s
+# against 107 s), more than unoptimised code costs test-sized models. Results agree to rounding.
+TEST_ENV := PMCTX_CORES=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
+	PYTENSOR_FLAGS="cmodule__remove_gxx_opt=True$${PYTENSOR_FLAGS:+,$$PYTENSOR_FLAGS}"
 # --no-loadscope-reorder: xdist keeps the file order tests/conftest.py sets (longest first).
-PYTEST_ARGS := -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
-PYTEST := $(TEST_ENV) $(NO_GXX_OPT) $(BIN)/python $(PYTEST_ARGS)
-PYTEST_SLOW := $(TEST_ENV) $(BIN)/python $(PYTEST_ARGS)
+PYTEST := $(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile \
+	--no-loadscope-reorder
 
 test: $(STAMP)
 	$(BIN)/ruff check pmctx models tests benchmarks notebooks setup.py
@@ -61,14 +58,14 @@ test: $(STAMP)
 	$(PYTEST) -m "not slow" --durations=30 --timeout=900
 
 test-slow: $(STAMP)
-	$(PYTEST_SLOW) -m slow --durations=30 --timeout=900
+	$(PYTEST) -m slow --durations=30 --timeout=900
 
 # Refresh tests/durations.json: the seconds of each test file per suite, from which the tests
 # hand the longest files to the xdist workers first (tests/conftest.py). Run on an idle machine
 # from empty caches (a clean clone) so it measures what CI pays; commit the result.
 durations: $(STAMP)
 	-$(PYTEST) -q -m "not slow" --junitxml=$(VENV)/durations-fast.xml
-	-$(PYTEST_SLOW) -q -m slow --junitxml=$(VENV)/durations-slow.xml
+	-$(PYTEST) -q -m slow --junitxml=$(VENV)/durations-slow.xml
 	$(BIN)/python tools/test_durations.py $(VENV)/durations-fast.xml $(VENV)/durations-slow.xml
 
 lint: $(STAMP)
