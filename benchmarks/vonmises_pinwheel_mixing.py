@@ -23,6 +23,12 @@ run directly (no PyMC), so ``time.process_time`` measures the sweeps alone.
    augmented sweep then ``n`` transitions on a random ``w x w`` window, ``J`` rungs from 5
    down to ``kmin``; exact, tested, commit 4aafd5b): at best a tie with the augmented sweep
    per CPU second (1.30 against 1.32 CPU s per exit, 48 starts), so the move was removed.
+   Window reflections (commit 14ff801: mirror a random 3-5 x 3-5 window's angles about an
+   axis drawn around the one its border favours, exact MH, 5.6 us per proposal) shortened the
+   escape from the pair mode from 347 to 74 sweeps (600 proposals per sweep; 24 starts, 0.85
+   against 0.37 CPU s per exit), but in equilibrium (4 chains x 1000 + 1000 draws) the
+   pinwheel count's ESS per CPU second was 0.9-1.4 (4 sweeps per draw) and 1.4-1.5 inside
+   the 8-rung ladder against 1.0-2.3 for the ladder alone, so the move was removed.
 
 3. ``compare``: replica exchange (:mod:`pmctx.vonmises.tempering`, a ladder of ``K`` rungs
    from ``kappa_min`` up to 5, augmented sweeps at every rung, one tempered step per stored
