@@ -7,7 +7,7 @@ model declarations live in ``pmctx.models``, one module per model.
 import warnings
 from importlib.metadata import PackageNotFoundError, version
 
-from pmctx import _arviz_kernels, _fast_exit, _pytensor_hooks
+from pmctx import _arviz_kernels, _fast_exit, _numba_threads, _pytensor_hooks
 
 # ArviZ 0.23 announces its coming refactor with a FutureWarning once a day on import; a pmctx
 # user cannot act on it (pmctx pins arviz < 0.30), so it is silenced here, narrowly by message.
@@ -24,6 +24,9 @@ _pytensor_hooks.install()
 # The interpreter's shutdown skips its garbage-collection passes over the imported stack
 # (0.6 s of a 5 s GUM script; see pmctx._fast_exit, PMCTX_FAST_EXIT=0 to keep them).
 _fast_exit.install()
+# Numba's fork-safe threading layer, so that PyMC can fork chain processes after a threaded
+# orientation-map sweep (GNU OpenMP aborts them; see pmctx._numba_threads).
+_numba_threads.install()
 
 try:
     __version__ = version("pmctx")

@@ -203,3 +203,17 @@ def test_invariants_count_pinwheels_and_smoothness_as_the_maps_module_does():
     np.testing.assert_allclose(
         inv["smoothness"].values.ravel(), [smoothness(m) for m in o.reshape(-1, 7, 8)], rtol=1e-14
     )
+
+
+def test_a_map_with_threaded_sweeps_samples_its_chains_in_parallel_processes():
+    """200 x 200 nodes (threaded sweeps from 181 x 181): reconstruct sweeps the map in its own
+    process before pm.sample forks the chains, which aborted every chain under GNU OpenMP
+    (pmctx._numba_threads); two chains in two processes now finish."""
+    rng = np.random.default_rng(3)
+    theta = rng.uniform(0.0, np.pi, (200, 200))
+    idata = reconstruct(
+        theta, kappa=2.0, kappa_obs=3.0, rank=3, draws=2, tune=1, chains=2, cores=2,
+        random_seed=1, progressbar=False,
+    )  # fmt: skip
+    assert idata.posterior.sizes["chain"] == 2
+    assert np.isfinite(idata.sample_stats["log_joint"]).all()
