@@ -213,7 +213,7 @@ def test_a_map_with_threaded_sweeps_samples_its_chains_in_parallel_processes():
     theta = rng.uniform(0.0, np.pi, (200, 200))
     idata = reconstruct(
         theta, kappa=2.0, kappa_obs=3.0, rank=3, draws=2, tune=1, chains=2, cores=2,
-        random_seed=1, progressbar=False,
+        random_seed=1, progressbar=False, check_convergence=False,  # 2 draws: not converged
     )  # fmt: skip
     assert idata.posterior.sizes["chain"] == 2
     assert np.isfinite(idata.sample_stats["log_joint"]).all()
