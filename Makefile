@@ -21,7 +21,7 @@ WARM_STAMP := $(VENV)/.pmctx-warm
 # import PyMC (6.7 s against 2.2 s), the tests' subprocesses and chain processes included.
 $(STAMP): pyproject.toml setup.py constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	if $(BIN)/python -m pip install --quiet -c constraints.txt uv; then \
+	if $(BIN)/python -m pip install -qq -c constraints.txt uv; then \
 		$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -c constraints.txt \
 			-e ".[dev]"; \
 	else \
