@@ -41,7 +41,7 @@ lock:
 	.venv-lock/bin/python -m pip install --quiet -e ".[dev]"
 	{ echo "# Resolved versions every \`make\` venv installs from (pip -c), so fresh machines agree."; \
 	  echo "# Refresh on purpose with \`make lock\`, never by accident; commit the result."; \
-	  .venv-lock/bin/python -m pip freeze --exclude-editable | grep -v '^pmctx'; } > constraints.txt
+	  .venv-lock/bin/python -m pip freeze --all --exclude-editable | grep -v -e '^pmctx' -e '^pip=='; } > constraints.txt
 	rm -rf .venv-lock
 
 demo: $(WARM_STAMP)
