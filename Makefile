@@ -39,7 +39,7 @@ lock:
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
 	.venv-lock/bin/python -m pip install --quiet --upgrade pip
 	.venv-lock/bin/python -m pip install --quiet -e ".[dev]"
-	{ echo "# Resolved versions every \`make\` venv installs from (pip -c), so fresh machines agree."; \
+	{ echo "# Resolved versions every \`make\` venv installs from (-c), so fresh machines agree."; \
 	  echo "# Refresh on purpose with \`make lock\`, never by accident; commit the result."; \
 	  .venv-lock/bin/python -m pip freeze --all --exclude-editable | grep -v -e '^pmctx' -e '^pip=='; } > constraints.txt
 	rm -rf .venv-lock
