@@ -16,15 +16,17 @@ WARM_STAMP := $(VENV)/.pmctx-warm
 
 # uv (pinned in constraints.txt) installs the pinned set into .venv: 26 s on a fresh machine
 # with an empty download cache, against 80 s for pip, which stays the fallback where uv cannot
-# be installed. --compile-bytecode as pip does: machines that set PYTHONDONTWRITEBYTECODE (this
-# one does) never write the .pyc files, and without them every process paid 4.5 s more to
-# import PyMC (6.7 s against 2.2 s), the tests' subprocesses and chain processes included.
+# be installed or cannot install (uv reads no pip.conf, so an index configured only there is
+# pip's). --compile-bytecode as pip does: machines that set PYTHONDONTWRITEBYTECODE (this one
+# does) never write the .pyc files, and without them every process paid 4.5 s more to import
+# PyMC (6.7 s against 2.2 s), the tests' subprocesses and chain processes included.
 $(STAMP): pyproject.toml setup.py constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	if $(BIN)/python -m pip install -qq -c constraints.txt uv; then \
-		$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -c constraints.txt \
-			-e ".[dev]"; \
+	if $(BIN)/python -m pip install -qq -c constraints.txt uv && \
+		$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python \
+			-c constraints.txt -e ".[dev]"; then :; \
 	else \
+		echo "uv could not install .venv; installing with pip instead"; \
 		$(BIN)/python -m pip install --quiet --upgrade pip && \
 		$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"; \
 	fi
