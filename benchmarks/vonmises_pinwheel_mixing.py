@@ -34,12 +34,13 @@ run directly (no PyMC), so ``time.process_time`` measures the sweeps alone.
    pair mode with augmented sweeps at kappa 4 and 3 (same starts, exit to 9 pinwheels): 353
    and 448 sweeps on average against 347 at kappa 5, so a lower rung does not dissolve the
    pair faster.
-   Window reflections again (2026-11-30, prototype, not committed), with windows of 3-10
-   nodes a side drawn from a fixed distribution learnt in the second half of tuning
-   (weights ``(1 - |mean exp(i o)|)**3`` summed over the window, plus 1 % of their mean:
-   the patch that flips, rows 15-18, columns 4-6, has circular variance 0.4-0.65 against a
-   map median of 0.06), so the move is exact during the stored draws: 30 such proposals per
-   sweep left the pair mode after 77-85 sweeps (300: 37-41) against 347. In equilibrium,
+   Window reflections again (2026-11-30, prototype, not committed), with windows drawn
+   from a fixed distribution learnt in the second half of tuning (weights
+   ``(1 - |mean exp(i o)|)**3`` summed over the window, plus 1 % of their mean: the patch
+   that flips, rows 15-18, columns 4-6, has circular variance 0.4-0.65 against a map median
+   of 0.06), so the move is exact during the stored draws: with windows of 3-5 nodes a
+   side, 30 such proposals per sweep left the pair mode after 77-85 sweeps (300: 37-41)
+   against 347. In equilibrium, with windows of 3-10 nodes a side,
    chain seeds 0 / 1 / 2 / 3 / 4, 4 x (1000 + 1000) draws, pinwheel-count R-hat (bulk ESS):
    augmented, 8 sweeps per draw: 1.041 (60) / 1.103 (40) / 1.016 (166) at 115 CPU s;
    plus 60 targeted reflections per sweep: 1.013 (440) / 1.031 (101) / 1.089 (40) /
