@@ -37,8 +37,10 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 from pymc.backends.ndarray import NDArray
+from pymc.model import modelcontext
 
 from pmctx.exceptions import MemoryWarning
+from pmctx.points import initial_point
 
 __all__ = [
     "LOG_LIKELIHOOD_BYTES",
@@ -369,6 +371,9 @@ class StoreTrace(NDArray):
             self._big = [v for v in traced if v.name in big]
         else:
             self._big = []
+        if kwargs.get("test_point") is None and not {"var_shapes", "var_dtypes"} <= kwargs.keys():
+            # The shapes from the point pmctx already computed (NDArray would compile its own).
+            kwargs["test_point"] = initial_point(modelcontext(model))
         super().__init__(model=model, vars=vars, **kwargs)
         self.per_draw = per_draw
         self.moments = moments
@@ -387,7 +392,7 @@ class StoreTrace(NDArray):
                 on_unused_input="ignore",
             )
             self._big_fn.trust_input = True
-            point = self.model.initial_point()
+            point = initial_point(self.model)
             self._big_shapes = {
                 v.name: np.shape(value)
                 for v, value in zip(self._big, self._big_fn(**point), strict=True)

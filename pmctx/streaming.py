@@ -41,6 +41,7 @@ import numpy as np
 from pymc.backends.ndarray import NDArray
 
 from pmctx.memory import StoreTrace
+from pmctx.points import initial_point
 
 __all__ = [
     "CHUNK_BYTES",
@@ -186,7 +187,7 @@ class DiskTrace(StoreTrace):
         self._create_store(int(chains))
 
     def _initial_values(self, per_draw):
-        point = self.model.initial_point()
+        point = initial_point(self.model)
         values = dict(zip((v.name for v in self._big), self._big_fn(**point), strict=True))
         return [values[name] for name in per_draw]
 

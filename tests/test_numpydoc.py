@@ -143,6 +143,7 @@ VALIDATED = [
     "pmctx.models.vonmises_spectral",
     "pmctx.numerics",
     "pmctx.options",
+    "pmctx.points",
     "pmctx.progress",
     "pmctx.refit",
     "pmctx.registry",

@@ -101,6 +101,7 @@ from pytensor.graph.traversal import ancestors
 from scipy.special import gammaln
 
 from pmctx.conditioning.particle_filter import common_uniforms
+from pmctx.points import initial_point
 from pmctx.steps.base import PmctxStep
 from pmctx.validation import check_int, check_int_or_auto
 
@@ -263,7 +264,7 @@ class ParticleMarginalMH(PmctxStep):
         if filter_op.likelihood.deterministic:
             self.n_runs, self._auto_runs = 1, False  # an exact likelihood needs one run
         self.tune = bool(tune)
-        start = self.model.initial_point()
+        start = initial_point(self.model)
         self._shapes = [np.shape(start[n]) for n in self.value_names]
         self._sizes = [int(np.prod(s)) for s in self._shapes]
         d = sum(self._sizes)

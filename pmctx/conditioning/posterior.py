@@ -58,6 +58,7 @@ from pmctx.conditioning.fitting import LCM_BOUNDS, SubjectLikelihood, _variant
 from pmctx.conditioning.particle_filter import common_uniforms
 from pmctx.conditioning.pmmh import ParticleMarginalMH
 from pmctx.conditioning.response import BinaryChoice, LinearGaussian, OrdinalRating
+from pmctx.points import initial_point
 from pmctx.validation import as_rng, check_choice, check_int
 
 __all__ = ["FilterV", "build_subject_model", "sample_subject"]
@@ -464,7 +465,7 @@ def _steps(model, sampler, n_filter_runs="auto"):
     # S sized to the stepped variables (DEMetropolisZ's default is sized to the whole model).
     if sampler == "demz":
         every = filt + rest
-        size = sum(model.initial_point()[model.rvs_to_values[v].name].size for v in every)
+        size = sum(initial_point(model)[model.rvs_to_values[v].name].size for v in every)
         return [pm.DEMetropolisZ(every, S=np.full(size, 0.1))]
     steps = [pm.DEMetropolisZ(filt, S=np.full(len(filt), 0.1))] if filt else []
     return steps + ([pm.NUTS(rest, target_accept=0.9)] if rest else [])

@@ -44,6 +44,8 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.variable import TensorConstant
 
+from pmctx.points import initial_point
+
 __all__ = [
     "Recipe",
     "build_recipe",
@@ -329,7 +331,7 @@ def build_recipe(model) -> Recipe:
     (value,) = model.value_vars
     if value.ndim != 1:
         raise ValueError(f"the free variable must be a vector, got ndim={value.ndim}.")
-    start = np.asarray(model.initial_point()[value.name], dtype=float)
+    start = np.asarray(initial_point(model)[value.name], dtype=float)
     logp = model.logp()
     grad = _gradient(logp, value)
     logp_fn, logp_args, _ = _jitted(value, [logp, grad], name="gum_cached_logp")

@@ -30,6 +30,8 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.math import Dot
 
+from pmctx.points import initial_point
+
 __all__ = [
     "ExactIntegerDot",
     "TabulatedElemwise",
@@ -138,7 +140,7 @@ def resolve_unit_axes(
             else:
                 axes[name] = axis
     if need_shapes:
-        point = model.initial_point() if point is None else point
+        point = initial_point(model) if point is None else point
         shape_fn = model.compile_fn(
             [terms[name].shape for name in need_shapes],
             inputs=model.value_vars,

@@ -27,6 +27,7 @@ import numpy as np
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import BernoulliRV
 
+from pmctx.points import initial_point
 from pmctx.steps._logp_terms import (
     UnitAxisError,
     dependent_logp_terms,
@@ -256,7 +257,7 @@ class BinaryMatrixGibbs(PmctxStep):
             candidates = (0, 1)
         else:
             candidates = (check_int(independent_axis, "independent_axis", minimum=0, maximum=1),)
-        point = self.model.initial_point()
+        point = initial_point(self.model)
         self.terms = dependent_logp_terms(self.model, value_var)
         failures = []
         for axis in candidates:

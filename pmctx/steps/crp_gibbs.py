@@ -30,6 +30,7 @@ import numba
 import numpy as np
 from pymc.distributions.transforms import LogOddsTransform, SimplexTransform
 
+from pmctx.points import initial_point
 from pmctx.steps.base import PmctxStep
 from pmctx.steps.registration import block_tag, block_variables
 from pmctx.validation import check_int, check_positive
@@ -226,7 +227,7 @@ class CRPCollapsedGibbs(PmctxStep):
         ):
             if tr is not None and not isinstance(tr, ok):
                 raise ValueError(f"{rv.name} has transform {tr!r}; expected {ok.__name__} or none.")
-        start = self.model.initial_point()
+        start = initial_point(self.model)
         z_shape = np.shape(start[self.value_names[0]])
         if features is None:
             features = _model_features(self.model, tagged, z_shape[0])

@@ -23,6 +23,7 @@ from pmctx.ibp.conditionals import sample_pi_logit
 from pmctx.ibp.hyper import HYPER_NAMES, HYPER_PRIORS, update_hyper
 from pmctx.ibp.sampler import MOVES, IBPHyper, IBPState, gibbs_sweep
 from pmctx.ibp.split_merge import split_merge_move
+from pmctx.points import initial_point
 from pmctx.sampling import dim_length
 from pmctx.steps.base import PmctxStep
 from pmctx.validation import check_int, check_int_or_auto
@@ -214,7 +215,7 @@ class IBPGibbs(PmctxStep):
         free = [v for v in ancestors(hyper) if v in values]
         self._fixed_hyper = None
         if not free:
-            self._fixed_hyper = IBPHyper(*(float(v) for v in self._hyper_fn(model.initial_point())))
+            self._fixed_hyper = IBPHyper(*(float(v) for v in self._hyper_fn(initial_point(model))))
         self.new_features = bool(new_features)
         self.block_size = check_int(block_size, "block_size", minimum=0, maximum=12)
         if moves not in MOVES:
