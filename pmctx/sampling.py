@@ -482,13 +482,19 @@ def run_sampler(
     if "compile_kwargs" not in pm_kwargs and _needs_gradient_sampler(model, step):
         if not has_blas:
             pm_kwargs["compile_kwargs"] = {"mode": "NUMBA"}
-    if not {"trace", "var_names"} & pm_kwargs.keys() and pm_kwargs.get("nuts_sampler") in (
-        None,
-        "pymc",
+    if (
+        kwargs["chains"] > 1
+        and not {"trace", "var_names"} & pm_kwargs.keys()
+        and pm_kwargs.get("nuts_sampler") in (None, "pymc")
     ):
         # One trace for pm.sample to copy per chain: by default it compiles the same
         # recording function once per chain (about 0.15 s each on a 2-core machine).
-        pm_kwargs["trace"] = _PerChainTrace(model=model, test_point=initial_point(model))
+        try:
+            point = initial_point(model)
+        except Exception:  # no default start (the user's initvals give one): PyMC's traces
+            point = None
+        if point is not None:
+            pm_kwargs["trace"] = _PerChainTrace(model=model, test_point=point)
     with model:
         _compile_kernels_before_forking(model, step, chains=kwargs["chains"], cores=kwargs["cores"])
         return pm.sample(

@@ -88,3 +88,20 @@ def test_run_sampler_compiles_the_trace_once_for_all_chains(monkeypatch):
     assert len(compiled) == 1
     for name in ("mu", "twice"):
         np.testing.assert_array_equal(shared.posterior[name], plain.posterior[name])
+
+
+def test_run_sampler_leaves_the_traces_to_pm_sample_without_a_default_start(monkeypatch):
+    """A model whose default start cannot be computed (the user's initvals give one) samples
+    as before: run_sampler then hands pm.sample no trace of its own."""
+    import pmctx.sampling as sampling
+
+    def no_default_start(model):
+        raise ValueError("no support point")
+
+    monkeypatch.setattr(sampling, "initial_point", no_default_start)
+    with pm.Model() as model:
+        pm.Normal("mu")
+    idata = sampling.run_sampler(
+        model, draws=5, tune=5, chains=2, cores=1, random_seed=1, progressbar=False
+    )
+    assert idata.posterior["mu"].shape == (2, 5)
