@@ -48,6 +48,7 @@ __all__ = [
     "MOMENTS_GROUP",
     "PER_DRAW_BYTES",
     "PREDICTIVE_BYTES",
+    "ChainTrace",
     "StoreTrace",
     "available_memory",
     "check_output_memory",
@@ -296,7 +297,56 @@ def check_output_memory(
     return total
 
 
-class StoreTrace(NDArray):
+class ChainTrace(NDArray):
+    """PyMC's ``NDArray`` trace, safe to pass as ``pm.sample(trace=...)`` with several chains.
+
+    ``pm.sample`` records each chain on a shallow copy of the trace it is given, so the
+    copies of a plain ``NDArray`` share one dict of arrays and each chain overwrites the
+    others' draws; here each copy allocates its own. Built once, it also compiles the
+    recording function once for all chains (``pm.sample``'s own traces compile one each).
+
+    Parameters
+    ----------
+    name : str, optional
+        As in PyMC's ``NDArray``.
+    model : pm.Model, optional
+        The model sampled (default: the one in context).
+    vars : list of variables, optional
+        What the trace keeps (default: the model's free and deterministic variables).
+    test_point : dict, optional
+        A point of the model, for the variables' shapes (default: its initial point).
+    **kwargs
+        Passed to ``NDArray`` (``fn``, ``var_shapes``, ``var_dtypes`` when PyMC slices).
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu")
+    ...     idata = pm.sample(draws=5, tune=5, chains=2, cores=1, progressbar=False,
+    ...                       trace=ChainTrace(model=model), random_seed=0,
+    ...                       compute_convergence_checks=False)
+    >>> bool((idata.posterior["mu"][0] != idata.posterior["mu"][1]).all())
+    True
+    """
+
+    def setup(self, draws, chain, sampler_vars=None) -> None:
+        """Allocate this chain's arrays (``pm.sample`` calls it on a copy per chain).
+
+        Parameters
+        ----------
+        draws : int
+            Iterations of the chain, tuning included.
+        chain : int
+            The chain's number.
+        sampler_vars : list of dict, optional
+            The samplers' statistics and their dtypes.
+        """
+        self.samples, self._stats = {}, None  # copies must not share the template's arrays
+        super().setup(draws, chain, sampler_vars)
+
+
+class StoreTrace(ChainTrace):
     """A ``pm.sample`` trace that keeps big variables compactly, after tuning only.
 
     Variables not named in ``per_draw`` or ``moments`` are kept as PyMC's ``NDArray`` keeps
@@ -411,7 +461,6 @@ class StoreTrace(NDArray):
         sampler_vars : list of dict, optional
             The samplers' statistics and their dtypes.
         """
-        self.samples, self._stats = {}, None  # copies must not share the template's arrays
         super().setup(draws, chain, sampler_vars)
         self._seen = 0
         self._store = {

@@ -37,8 +37,8 @@ import warnings
 from typing import Any
 
 import pymc as pm
-from pymc.backends.ndarray import NDArray
 
+from pmctx.memory import ChainTrace
 from pmctx.points import initial_point
 from pmctx.progress import progress_enabled
 from pmctx.validation import check_int
@@ -416,19 +416,6 @@ def _needs_gradient_sampler(model: pm.Model, step) -> bool:
     return any(v.name not in covered and v.dtype.startswith("float") for v in model.value_vars)
 
 
-class _PerChainTrace(NDArray):
-    """PyMC's ``NDArray`` trace, safe as ``pm.sample(trace=...)`` with several chains.
-
-    ``pm.sample`` records each chain on a shallow copy of the trace it is given; an
-    ``NDArray``'s copies would share one dict of arrays, and each chain would overwrite the
-    others' draws.
-    """
-
-    def setup(self, draws, chain, sampler_vars=None) -> None:
-        self.samples, self._stats = {}, None
-        super().setup(draws, chain, sampler_vars)
-
-
 def run_sampler(
     model: pm.Model,
     *,
@@ -494,7 +481,7 @@ def run_sampler(
         except Exception:  # no default start (the user's initvals give one): PyMC's traces
             point = None
         if point is not None:
-            pm_kwargs["trace"] = _PerChainTrace(model=model, test_point=point)
+            pm_kwargs["trace"] = ChainTrace(model=model, test_point=point)
     with model:
         _compile_kernels_before_forking(model, step, chains=kwargs["chains"], cores=kwargs["cores"])
         return pm.sample(
