@@ -14,6 +14,7 @@ import hashlib
 import weakref
 
 import numpy as np
+import pymc as pm
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.traversal import ancestors
 
@@ -36,6 +37,11 @@ def initial_point(model) -> dict[str, np.ndarray]:
         The transformed initial point, as ``model.initial_point()`` gives it; the arrays are
         the caller's own copies.
 
+    Raises
+    ------
+    TypeError
+        When ``model`` is not a ``pm.Model``.
+
     Examples
     --------
     >>> import pymc as pm
@@ -48,6 +54,11 @@ def initial_point(model) -> dict[str, np.ndarray]:
     >>> round(float(initial_point(model)["x_log__"]), 4)
     0.6931
     """
+    if not isinstance(model, pm.Model):
+        raise TypeError(
+            f"initial_point expects a pm.Model, got {type(model).__name__}; pass the model "
+            "itself (the one `with pm.Model() as model:` made)."
+        )
     key = _fingerprint(model)
     cached = _POINTS.get(model)
     if key is None or cached is None or cached[0] != key:

@@ -57,6 +57,12 @@ def test_recomputes_when_initial_values_data_or_variables_change(monkeypatch):
     _assert_points_equal(initial_point(model), model.initial_point())
 
 
+@pytest.mark.parametrize("not_a_model", [None, {"mu": 0.0}, "model"])
+def test_rejects_what_is_not_a_model(not_a_model):
+    with pytest.raises(TypeError, match=r"expects a pm\.Model, got .*; pass the model itself"):
+        initial_point(not_a_model)
+
+
 @pytest.mark.parametrize("strategy", ["prior"])
 def test_random_initial_values_are_never_reused(monkeypatch, strategy):
     with pm.Model() as model:
