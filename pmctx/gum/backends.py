@@ -186,6 +186,7 @@ def sample_nutpie(
     observed: dict | None = None,
     compiled=None,
     low_rank: bool = True,
+    target_accept: float | None = None,
     loglik_model: pm.Model | None = None,
     log_likelihood=None,
     drop: tuple = (),
@@ -215,6 +216,8 @@ def sample_nutpie(
     low_rank : bool, default True
         nutpie's low-rank modified mass matrix (False: diagonal adaptation, enough in
         whitened coordinates, :mod:`pmctx.gum.whiten`).
+    target_accept : float, optional
+        NUTS's target acceptance rate (default: nutpie's, 0.8).
     loglik_model : pymc.Model, optional
         The model whose observed variables give the ``log_likelihood`` group (default
         ``model``; the plain model when ``model`` is its whitened version).
@@ -256,6 +259,7 @@ def sample_nutpie(
         seed=seed,
         progress_bar=progress_enabled(None if progressbar is None else not progressbar),
         low_rank_modified_mass_matrix=low_rank,
+        **({} if target_accept is None else {"target_accept": float(target_accept)}),
     )
     idata.posterior.attrs.setdefault("sampling_time", time.perf_counter() - start)
     for group in ("warmup_posterior", "warmup_sample_stats"):

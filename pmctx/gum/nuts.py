@@ -231,6 +231,7 @@ def sample(
     chosen = choose_backend(
         backend, draws=draws, tune=tune, chains=chains, pymc_only=bool(set(kwargs) - nutpie_ok)
     )
+    target_accept = kwargs.pop("target_accept", 0.9)
     if chosen == "nutpie":
         from pmctx.gum.whiten import WHITE_DIM, WHITE_NAME
 
@@ -246,6 +247,7 @@ def sample(
             observed={self.design.response: self.design.y},
             compiled=compiled,
             low_rank=not white,
+            target_accept=target_accept,
             loglik_model=self.model,
             log_likelihood=self.log_likelihood_draws,
             log_likelihood_thin=thin,
@@ -254,7 +256,6 @@ def sample(
         )
         report_after_fit(idata, convergence_check(), check=check_convergence)
         return idata
-    target_accept = kwargs.pop("target_accept", 0.9)
     if init_at_map and not free_dispersion(self.design):
         kwargs.setdefault("initvals", self.map_point())
         kwargs.setdefault("init", "adapt_diag")
