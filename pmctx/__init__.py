@@ -36,6 +36,7 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 from pmctx.exceptions import (  # noqa: E402  (after the version)
     ConvergenceWarning,
+    DivergenceWarning,
     LooReliabilityWarning,
     PmctxWarning,
     TruncationWarning,
@@ -96,6 +97,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "ConvergenceWarning",
+    "DivergenceWarning",
     "LooReliabilityWarning",
     "PmctxWarning",
     "TruncationWarning",

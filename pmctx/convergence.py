@@ -52,13 +52,14 @@ import xarray as xr
 from scipy.special import ndtri
 
 from pmctx._numba_ranks import ess_direct, geyer_ess, power_over_chains, rank_transforms
-from pmctx.exceptions import ConvergenceWarning
+from pmctx.exceptions import ConvergenceWarning, DivergenceWarning
 
 __all__ = [
     "ESS_PER_CHAIN",
     "R_HAT_MAX",
     "check_convergence",
     "convergence_report",
+    "count_divergences",
     "draws_advice",
     "ess_bulk",
     "ess_tail",
@@ -691,4 +692,53 @@ def report_after_fit(idata, model, *, check: bool = True, stacklevel: int = 3):
     report = convergence_report(model.invariants(idata))
     _remember(idata, report)  # write_standard_outputs and the CLI read it back
     _warn_unconverged(report, model.advice, stacklevel + 1)
+    _warn_divergent(idata, stacklevel + 1)
     return report
+
+
+def count_divergences(idata) -> tuple[int, int]:
+    """Divergent transitions among a fit's draws (after tuning), and the number of draws.
+
+    pmctx's fits pass ``compute_convergence_checks=False`` to :func:`pymc.sample` (their own
+    report replaces PyMC's R-hat checks) and nutpie reports nothing, so this is where a
+    divergence is counted; :func:`report_after_fit` warns :class:`pmctx.DivergenceWarning`
+    when there is any, as PyMC logs "There were N divergences after tuning".
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit; without a ``sample_stats["diverging"]`` (samplers other than NUTS) nothing is
+        counted.
+
+    Returns
+    -------
+    tuple of int
+        ``(divergent draws, draws)``; ``(0, 0)`` without the statistic.
+
+    Examples
+    --------
+    >>> import arviz as az, numpy as np
+    >>> diverging = np.zeros((2, 100), dtype=bool)
+    >>> diverging[1, 7] = True
+    >>> count_divergences(az.from_dict(sample_stats={"diverging": diverging}))
+    (1, 200)
+    """
+    stats = idata.sample_stats if "sample_stats" in idata.groups() else None
+    if stats is None or "diverging" not in stats:
+        return 0, 0
+    diverging = stats["diverging"].values
+    return int(np.count_nonzero(diverging)), int(diverging.size)
+
+
+def _warn_divergent(idata, stacklevel: int) -> None:
+    n_divergent, n_draws = count_divergences(idata)
+    if n_divergent:
+        warnings.warn(
+            f"{n_divergent} of {n_draws} draws after tuning ended in a divergent transition "
+            f"({100 * n_divergent / n_draws:.2g} %): NUTS could not follow the posterior's "
+            "curvature there, so its draws may be biased. Sample again with a higher "
+            "target_accept (e.g. target_accept=0.95, or 0.99), or reparameterize; do not "
+            "use these results while divergences remain.",
+            DivergenceWarning,
+            stacklevel=stacklevel,
+        )

@@ -12,6 +12,7 @@ True
 
 __all__ = [
     "ConvergenceWarning",
+    "DivergenceWarning",
     "LooReliabilityWarning",
     "MemoryWarning",
     "PmctxWarning",
@@ -29,6 +30,10 @@ class TruncationWarning(PmctxWarning):
 
 class ConvergenceWarning(PmctxWarning):
     """An optimiser or sampler did not converge as requested."""
+
+
+class DivergenceWarning(ConvergenceWarning):
+    """NUTS had divergent transitions after tuning: its draws may be biased."""
 
 
 class LooReliabilityWarning(PmctxWarning):

@@ -203,3 +203,31 @@ def test_warning_says_when_more_draws_are_not_the_remedy():
     assert (
         draws_advice(convergence_report(_ds(np.random.default_rng(7).normal(size=(4, 500))))) == ""
     )
+
+
+def test_divergences_after_tuning_are_counted_and_warned_about():
+    # pm.sample's own divergence message is off in pmctx's fits (compute_convergence_checks
+    # is False) and nutpie prints none: the fit's report must say so, with what to do.
+    from pmctx import DivergenceWarning, convergence
+
+    rng = np.random.default_rng(0)
+    diverging = np.zeros((4, 300), dtype=bool)
+    idata = az.from_dict(
+        posterior={"mu": rng.normal(size=(4, 300))}, sample_stats={"diverging": diverging}
+    )
+    check = convergence.ModelCheck("toy", invariants=lambda fit: fit.posterior)
+    assert convergence.count_divergences(idata) == (0, 1200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        convergence.report_after_fit(idata, check)  # converged, no divergence: silent
+    idata.sample_stats["diverging"][2, [5, 17, 40]] = True
+    assert convergence.count_divergences(idata) == (3, 1200)
+    with pytest.warns(DivergenceWarning, match=r"3 of 1200 draws .* \(0\.25 %\).*target_accept"):
+        report = convergence.report_after_fit(idata, check)
+    assert bool(report["converged"].all())  # R-hat and ESS alone would have passed it
+    assert issubclass(DivergenceWarning, ConvergenceWarning)
+    no_stats = az.from_dict(posterior={"mu": rng.normal(size=(4, 300))})
+    assert convergence.count_divergences(no_stats) == (0, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        convergence.report_after_fit(idata, check, check=False)  # no check, no warning
