@@ -58,6 +58,7 @@ __all__ = [
     "ESS_PER_CHAIN",
     "R_HAT_MAX",
     "check_convergence",
+    "check_divergences",
     "convergence_report",
     "count_divergences",
     "draws_advice",
@@ -692,7 +693,7 @@ def report_after_fit(idata, model, *, check: bool = True, stacklevel: int = 3):
     report = convergence_report(model.invariants(idata))
     _remember(idata, report)  # write_standard_outputs and the CLI read it back
     _warn_unconverged(report, model.advice, stacklevel + 1)
-    _warn_divergent(idata, stacklevel + 1)
+    check_divergences(idata, stacklevel=stacklevel + 1)
     return report
 
 
@@ -730,7 +731,30 @@ def count_divergences(idata) -> tuple[int, int]:
     return int(np.count_nonzero(diverging)), int(diverging.size)
 
 
-def _warn_divergent(idata, stacklevel: int) -> None:
+def check_divergences(idata, *, stacklevel: int = 2) -> int:
+    """Warn :class:`pmctx.DivergenceWarning` when a fit has divergent transitions.
+
+    Every fit that ends with :func:`report_after_fit` runs this; fits without a convergence
+    report (:func:`pmctx.conditioning.posterior.sample_subject`) call it directly.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        The fit (see :func:`count_divergences`).
+    stacklevel : int, default 2
+        Stack level of the warning, so that it points at the user's call.
+
+    Returns
+    -------
+    int
+        The number of divergent draws.
+
+    Examples
+    --------
+    >>> import arviz as az, numpy as np
+    >>> check_divergences(az.from_dict(sample_stats={"diverging": np.zeros((2, 50), bool)}))
+    0
+    """
     n_divergent, n_draws = count_divergences(idata)
     if n_divergent:
         warnings.warn(
@@ -742,3 +766,4 @@ def _warn_divergent(idata, stacklevel: int) -> None:
             DivergenceWarning,
             stacklevel=stacklevel,
         )
+    return n_divergent

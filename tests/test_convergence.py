@@ -231,3 +231,36 @@ def test_divergences_after_tuning_are_counted_and_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         convergence.report_after_fit(idata, check, check=False)  # no check, no warning
+
+
+def test_sample_subject_warns_on_divergences(monkeypatch):
+    # The CRP subject fit has no convergence report; its NUTS divergences are still reported.
+    from pmctx import DivergenceWarning
+    from pmctx.conditioning import posterior
+    from pmctx.conditioning.recovery import recovery_design, simulate_subject
+
+    design = recovery_design(30)
+    truth = {"alpha": 1.0, "a": 0.5, "gain": 2.0, "level": 1.0, "sd": 0.5}
+    data = simulate_subject(design, truth, variant="lcm", n_particles=10, rng=0)
+    kwargs = dict(variant="lcm", draws=30, tune=30, chains=1, n_particles=10, random_seed=1)
+    real = posterior.check_divergences
+    seen = []
+
+    def with_divergences(n):
+        def check(fit, **kw):
+            # The fit's own count (usually none) replaced by n: the result, not the sampler.
+            fit.sample_stats["diverging"][:] = False
+            fit.sample_stats["diverging"][0, :n] = True
+            seen.append(n)
+            return real(fit, **kw)
+
+        return check
+
+    monkeypatch.setattr(posterior, "check_divergences", with_divergences(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        posterior.sample_subject(data["responses"], design, **kwargs)
+    monkeypatch.setattr(posterior, "check_divergences", with_divergences(2))
+    with pytest.warns(DivergenceWarning, match="2 of 30 draws"):
+        posterior.sample_subject(data["responses"], design, **kwargs)
+    assert seen == [0, 2]

@@ -58,6 +58,7 @@ from pmctx.conditioning.fitting import LCM_BOUNDS, SubjectLikelihood, _variant
 from pmctx.conditioning.particle_filter import common_uniforms
 from pmctx.conditioning.pmmh import ParticleMarginalMH
 from pmctx.conditioning.response import BinaryChoice, LinearGaussian, OrdinalRating
+from pmctx.convergence import check_divergences
 from pmctx.points import initial_point
 from pmctx.validation import as_rng, check_choice, check_int
 
@@ -553,6 +554,7 @@ def sample_subject(
     n_particles=100,
     sampler="pmmh",
     n_filter_runs="auto",
+    check_convergence=True,
     **options,
 ):
     """Posterior draws for one subject; every chain with its own common random numbers.
@@ -580,6 +582,9 @@ def sample_subject(
         PMMH only: filter runs averaged per likelihood estimate (``"auto"``: chosen during
         tuning so that the log-likelihood estimate's sd is at most 1.2, at most 16 runs);
         the draws' ``n_filter_runs`` and ``loglik_sd`` stats report it.
+    check_convergence : bool, default True
+        Warn :class:`pmctx.DivergenceWarning` when NUTS had divergent transitions after
+        tuning (:func:`pmctx.convergence.check_divergences`).
     **options
         Passed to :func:`build_subject_model` (``response``, ``free``, ``fixed``, ...).
 
@@ -588,6 +593,12 @@ def sample_subject(
     arviz.InferenceData
         ``posterior`` (parameters and ``V``), ``log_likelihood`` (``cr``), ``sample_stats``,
         ``observed_data``; ``posterior.attrs["particle_loglik_sd"]``.
+
+    Warns
+    -----
+    pmctx.DivergenceWarning
+        When NUTS (the response parameters) had divergent transitions after tuning and
+        ``check_convergence`` is True.
     """
     gen = as_rng(random_seed)
     chains = check_int(chains, "chains", minimum=1)
@@ -638,6 +649,8 @@ def sample_subject(
 
     parts = _map_chains(run_chain, chains, cores)
     idata = az.concat(parts, dim="chain") if chains > 1 else parts[0]
+    if check_convergence:  # pm.sample's own divergence message is off (see above)
+        check_divergences(idata, stacklevel=3)
     _add_log_likelihood(idata, op.likelihood)
     # Particle noise of the likelihood at the posterior mean, over fresh uniforms.
     lik = op.likelihood

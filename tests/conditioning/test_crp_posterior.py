@@ -66,6 +66,7 @@ def test_sample_subject_runs_chains_with_their_own_uniforms(data):
         chains=2,
         n_particles=20,
         random_seed=1,
+        check_convergence=False,  # short runs here check plumbing, not convergence
     )
     assert idata.posterior.sizes["chain"] == 2
     assert set(idata.log_likelihood) == {"cr"}
@@ -84,6 +85,7 @@ def test_chains_in_forked_processes_give_the_sequential_draws(data):
     """cores=2 forks the chains after the steps are compiled: every draw, sampler stat and
     the noise attribute equal those of the sequential run with the same seed."""
     kwargs = dict(variant="lcm", draws=15, tune=15, chains=2, n_particles=10, random_seed=4)
+    kwargs["check_convergence"] = False
     seq = sample_subject(data["responses"], DESIGN, **kwargs)
     par = sample_subject(data["responses"], DESIGN, cores=2, **kwargs)
     for name in seq.posterior.data_vars:
@@ -136,6 +138,7 @@ def test_pmmh_log_likelihood_is_pymc_logp_at_the_recorded_V(data, response, opti
         chains=1,
         n_particles=5,
         random_seed=3,
+        check_convergence=False,
         response=response,
         response_options=options or None,
     )
@@ -166,6 +169,7 @@ def test_pmmh_is_the_default_and_records_noise(data):
         chains=1,
         n_particles=10,
         random_seed=4,
+        check_convergence=False,
     )
     stats = idata.sample_stats
     assert {"accept", "loglik", "loglik_sd"} <= set(stats)
