@@ -227,7 +227,9 @@ def sample(
         )  # fmt: skip
     check_fit_memory(self.design, draws=draws, chains=chains, log_likelihood_thin=thin,
                      posterior_predictive=posterior_predictive)  # fmt: skip
-    nutpie_ok = {"target_accept", "compute_convergence_checks", "init"}
+    # nutpie takes target_accept; PyMC's init (jitter, mass-matrix start) has no nutpie
+    # counterpart, so a user's init sends "auto" to PyMC instead of being dropped.
+    nutpie_ok = {"target_accept", "compute_convergence_checks"}
     chosen = choose_backend(
         backend, draws=draws, tune=tune, chains=chains, pymc_only=bool(set(kwargs) - nutpie_ok)
     )

@@ -72,3 +72,25 @@ def test_target_accept_reaches_nutpie(monkeypatch):
             g.sample(draws=20, tune=20, chains=1, backend="nutpie", **extra)
         seen.append(info.value.args[0]["target_accept"])
     assert seen == [0.9, 0.97]
+
+
+def test_init_is_not_dropped_on_the_nutpie_path(monkeypatch):
+    # nutpie has no counterpart of pm.sample's init: asking for nutpie with it is an error,
+    # and "auto" hands even a long run to PyMC, which reads it.
+    import pmctx.sampling
+
+    rng = np.random.default_rng(0)
+    data = {"x": rng.uniform(0, 2, 30)}
+    data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+    g = gum("y ~ f(x, lengthscale=0.5, max_points=8)", data, family="poisson")
+    with pytest.raises(ValueError, match="pm.sample-only"):
+        g.sample(draws=20, tune=20, chains=1, backend="nutpie", init="adapt_diag")
+
+    def capture(model, **kwargs):
+        raise _Captured(kwargs)
+
+    monkeypatch.setattr(backends, "nutpie_available", lambda: True)
+    monkeypatch.setattr(pmctx.sampling, "run_sampler", capture)
+    with pytest.raises(_Captured) as info:
+        g.sample(draws=1000, tune=1000, chains=4, init="adapt_diag")
+    assert info.value.args[0]["init"] == "adapt_diag"
