@@ -226,6 +226,8 @@ def check_notebook_executes(stem, monkeypatch, tmp_path):
 
 EXPECT_TAG = "expect-convergence-warning"
 WARNING_NAME = "ConvergenceWarning"
+#: Output lines naming any of these count: DivergenceWarning is a ConvergenceWarning.
+WARNING_NAMES = (WARNING_NAME, "DivergenceWarning")
 
 
 def output_text(output) -> str:
@@ -247,7 +249,7 @@ def output_text(output) -> str:
 
 
 def convergence_warnings(notebook) -> list[tuple[int, bool, str]]:
-    """The ``ConvergenceWarning`` lines in a notebook's outputs.
+    """The ``ConvergenceWarning`` (or ``DivergenceWarning``) lines in a notebook's outputs.
 
     Parameters
     ----------
@@ -272,6 +274,9 @@ def convergence_warnings(notebook) -> list[tuple[int, bool, str]]:
     >>> cell.metadata["tags"] = [EXPECT_TAG]
     >>> convergence_warnings(nbformat.v4.new_notebook(cells=[cell]))
     [(0, True, 'ConvergenceWarning: R-hat 1.09')]
+    >>> cell.outputs[0].text = "DivergenceWarning: 3 of 4000 draws"
+    >>> convergence_warnings(nbformat.v4.new_notebook(cells=[cell]))
+    [(0, True, 'DivergenceWarning: 3 of 4000 draws')]
     """
     found = []
     for index, cell in enumerate(notebook.cells):
@@ -280,7 +285,7 @@ def convergence_warnings(notebook) -> list[tuple[int, bool, str]]:
         tagged = EXPECT_TAG in cell.get("metadata", {}).get("tags", [])
         for output in cell.get("outputs", []):
             for line in output_text(output).splitlines():
-                if WARNING_NAME in line:
+                if any(name in line for name in WARNING_NAMES):
                     found.append((index, tagged, line.strip()))
     return found
 
