@@ -105,7 +105,7 @@ def fit_data(data: dict, sampler: dict, formula: str | None = None, family="gaus
     family : str, default "gaussian"
         Response family (``gaussian``, ``bernoulli``, ``poisson``, ``negative_binomial``).
     **options
-        Model options (see ``SPEC.options``).
+        Model options (see ``SPEC.options``); ``target_accept`` goes to ``GumModel.sample``.
 
     Returns
     -------
@@ -123,6 +123,8 @@ def fit_data(data: dict, sampler: dict, formula: str | None = None, family="gaus
             "(np.savez(path, formula='y ~ f(x)', family='poisson', x=..., y=...)) or pass "
             "--set formula='y ~ f(x)'."
         )
+    if "target_accept" in options:  # a sampler setting, given as a model option by the CLI
+        sampler = {**sampler, "target_accept": options.pop("target_accept")}
     g = gum(formula, data["columns"], family=family, **options)
     return g.sample(**sampler)
 
@@ -262,6 +264,8 @@ def _spec():
             "family": "gaussian, bernoulli, poisson or negative_binomial (default gaussian)",
             "noise_sd": "fix the Gaussian noise sd (default: sampled)",
             "alpha": "fix the negative-binomial dispersion (default: sampled)",
+            "target_accept": "NUTS's target acceptance rate (default 0.9; 0.95 or 0.99 when "
+            "NUTS reports divergences)",
         },
         advice=CONVERGENCE_ADVICE,
         demo_seconds=(5, 8),

@@ -761,8 +761,9 @@ def check_divergences(idata, *, stacklevel: int = 2) -> int:
             f"{n_divergent} of {n_draws} draws after tuning ended in a divergent transition "
             f"({100 * n_divergent / n_draws:.2g} %): NUTS could not follow the posterior's "
             "curvature there, so its draws may be biased. Sample again with a higher "
-            "target_accept (e.g. target_accept=0.95, or 0.99), or reparameterize; do not "
-            "use these results while divergences remain.",
+            "target_accept (e.g. target_accept=0.95, or 0.99; on the command line "
+            "--set target_accept=0.95), or reparameterize; do not use these results while "
+            "divergences remain.",
             DivergenceWarning,
             stacklevel=stacklevel,
         )

@@ -38,6 +38,7 @@ import pymc as pm
 from pmctx.gum.coordinates import free_dispersion
 from pmctx.memory import LOG_LIKELIHOOD_BYTES, format_bytes
 from pmctx.sampling import SAMPLE_DEFAULTS
+from pmctx.validation import check_probability
 
 __all__ = ["laplace_potential", "nutpie_model", "sample"]
 
@@ -233,7 +234,7 @@ def sample(
     chosen = choose_backend(
         backend, draws=draws, tune=tune, chains=chains, pymc_only=bool(set(kwargs) - nutpie_ok)
     )
-    target_accept = kwargs.pop("target_accept", 0.9)
+    target_accept = check_probability(kwargs.pop("target_accept", 0.9), "target_accept")
     if chosen == "nutpie":
         from pmctx.gum.whiten import WHITE_DIM, WHITE_NAME
 

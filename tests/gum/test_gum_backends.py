@@ -94,3 +94,30 @@ def test_init_is_not_dropped_on_the_nutpie_path(monkeypatch):
     with pytest.raises(_Captured) as info:
         g.sample(draws=1000, tune=1000, chains=4, init="adapt_diag")
     assert info.value.args[0]["init"] == "adapt_diag"
+
+
+def test_target_accept_is_checked_and_reaches_the_sampler_from_the_command_line(monkeypatch):
+    # The divergence warning says to raise target_accept; `pmctx fit gum --set
+    # target_accept=0.95` is how a command-line user does that.
+    from pmctx.models import gum as gum_module
+
+    from pmctx.gum.model import GumModel
+
+    rng = np.random.default_rng(0)
+    data = {"x": rng.uniform(0, 2, 30)}
+    data["y"] = rng.poisson(np.exp(np.sin(data["x"])))
+    g = gum("y ~ f(x, lengthscale=0.5, max_points=8)", data, family="poisson")
+    for bad in (1.5, 0.0):
+        with pytest.raises(ValueError, match=r"target_accept must be a probability in the open"):
+            g.sample(draws=20, tune=20, chains=1, target_accept=bad)
+    assert "target_accept" in gum_module.SPEC.options
+
+    def capture(self, **kwargs):
+        raise _Captured(kwargs)
+
+    monkeypatch.setattr(GumModel, "sample", capture)
+    with pytest.raises(_Captured) as info:
+        gum_module.fit_data({"columns": data}, formula="y ~ f(x)", family="poisson",
+                            draws=50, target_accept=0.95)  # fmt: skip
+    assert info.value.args[0]["target_accept"] == 0.95
+    assert info.value.args[0]["draws"] == 50
