@@ -716,6 +716,11 @@ def count_divergences(idata) -> tuple[int, int]:
     tuple of int
         ``(divergent draws, draws)``; ``(0, 0)`` without the statistic.
 
+    Raises
+    ------
+    TypeError
+        ``idata`` is not an ``arviz.InferenceData``.
+
     Examples
     --------
     >>> import arviz as az, numpy as np
@@ -724,6 +729,11 @@ def count_divergences(idata) -> tuple[int, int]:
     >>> count_divergences(az.from_dict(sample_stats={"diverging": diverging}))
     (1, 200)
     """
+    if not callable(getattr(idata, "groups", None)):
+        raise TypeError(
+            f"count_divergences expects an arviz.InferenceData, got {type(idata).__name__}; "
+            "pass the fit that pm.sample or a pmctx model's sample returned."
+        )
     stats = idata.sample_stats if "sample_stats" in idata.groups() else None
     if stats is None or "diverging" not in stats:
         return 0, 0

@@ -228,6 +228,9 @@ def test_divergences_after_tuning_are_counted_and_warned_about():
     assert issubclass(DivergenceWarning, ConvergenceWarning)
     no_stats = az.from_dict(posterior={"mu": rng.normal(size=(4, 300))})
     assert convergence.count_divergences(no_stats) == (0, 0)
+    for wrong in (idata.posterior, {"diverging": np.zeros(3)}):
+        with pytest.raises(TypeError, match="expects an arviz.InferenceData, got"):
+            convergence.check_divergences(wrong)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         convergence.report_after_fit(idata, check, check=False)  # no check, no warning
