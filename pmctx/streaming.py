@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 from pymc.backends.ndarray import NDArray
 
-from pmctx.memory import StoreTrace
+from pmctx.memory import ChainTrace, StoreTrace
 from pmctx.points import initial_point
 
 __all__ = [
@@ -226,8 +226,8 @@ class DiskTrace(StoreTrace):
         """
         import zarr
 
-        self.samples, self._stats = {}, None
-        NDArray.setup(self, draws, chain, sampler_vars)
+        # ChainTrace's per-copy arrays, not StoreTrace's in-memory store: this one is on disk.
+        ChainTrace.setup(self, draws, chain, sampler_vars)
         self._seen = self._filled = self._written = 0
         self._store, self._sums = {}, {}
         self._buffer = {
