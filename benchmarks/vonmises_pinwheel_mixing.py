@@ -59,13 +59,14 @@ run directly (no PyMC), so ``time.process_time`` measures the sweeps alone.
    draws whose CPU (tuning included) is twice the default run's, and after all draws.
    Writes ``benchmarks/results/vonmises_pinwheel_mixing.json``.
 
-4. ``defaults``: ``reconstruct(theta_obs)`` at kappa 5 with ``sampler="augmented"`` (1000 +
-   1000 draws of 8 sweeps) against ``sampler="auto"`` (which tempers here) with ``tune=200,
-   n_sweeps=2`` (200 + 1000 draws of 2 tempered steps: the budget shifted from burn-in to
-   stored draws), fit seeds 0-4, one fit at a time through ``pm.sample`` (its default
-   cores): CPU seconds of the whole call (this process and its chain processes), wall
-   seconds, and the pinwheel row of pmctx's own
-   convergence report (:func:`pmctx.convergence.convergence_report`). Writes
+4. ``defaults``: ``reconstruct(theta_obs)`` at kappa 5, 1000 + 1000 draws: the augmented
+   sampler without pinwheel-pair jumps (``n_jumps=0``: the default when issue 29 was filed,
+   8 sweeps per draw), the default (augmented with the jumps it learns in tuning,
+   :mod:`pmctx.steps.vonmises_jumps`) and replica exchange (``sampler="tempered"``, the
+   default before the jumps), fit seeds 0-4, one fit at a time through ``pm.sample`` (its
+   default cores): CPU seconds of the whole call (this process and its chain processes),
+   wall seconds, and the pinwheel row of pmctx's own convergence report
+   (:func:`pmctx.convergence.convergence_report`). Writes
    ``benchmarks/results/vonmises_pinwheel_defaults.json``.
 
 Usage: ``python -m benchmarks.vonmises_pinwheel_mixing tau augmented 8 400 150``,
@@ -337,14 +338,14 @@ def _cpu_s() -> float:
 
 #: ``defaults``' fits: name -> ``reconstruct`` options (the first is the CPU baseline).
 DEFAULT_VARIANTS = {
-    "augmented default": {"sampler": "augmented"},
-    "tempered 200+1000 x 2": {"tune": 200, "n_sweeps": 2},
+    "augmented, no jumps": {"sampler": "augmented", "n_jumps": 0},
+    "default (jumps)": {},
+    "tempered": {"sampler": "tempered"},
 }
 
 
 def defaults(seeds=(0, 1, 2, 3, 4), out=None, variants=None):
-    """Augmented against tempered ``reconstruct`` (``variants``, default
-    :data:`DEFAULT_VARIANTS`); JSON."""
+    """``reconstruct`` variants (default :data:`DEFAULT_VARIANTS`) against the first; JSON."""
     import json
     import os
     import warnings
@@ -391,8 +392,9 @@ def defaults(seeds=(0, 1, 2, 3, 4), out=None, variants=None):
             print(f"seed {seed} {name:>24}: CPU {r['cpu_s']:7.1f} s wall {r['wall_s']:6.1f} s "
                   f"pinwheel R-hat {r['rhat_pinwheels']:.4f} ESS {r['ess_bulk_pinwheels']:6.0f} "
                   f"load {loads[-1][0]:.1f}", flush=True)  # fmt: skip
+    base = next(iter(variants))  # CPU ratios against the first variant of each seed
     for row in rows:
-        old = next(r for r in rows if r["seed"] == row["seed"] and "augmented" in r["variant"])
+        old = next(r for r in rows if r["seed"] == row["seed"] and r["variant"] == base)
         row["cpu_ratio_vs_augmented"] = row["cpu_s"] / old["cpu_s"]
     print(f"{'variant':>24} {'seed':>4} {'CPU s':>7} {'x aug':>6} {'R-hat pins':>10} {'ESS':>6}")
     for r in rows:

@@ -51,7 +51,7 @@ from pmctx.steps.vonmises import (
     PointwiseVonMisesGibbs,
 )
 from pmctx.steps.vonmises_jax import JaxAugmentedVonMisesGibbs
-from pmctx.steps.vonmises_tempering import TemperedVonMisesGibbs, auto_sampler
+from pmctx.steps.vonmises_tempering import TemperedVonMisesGibbs
 from pmctx.streaming import disk_path, memory_view, save_groups
 from pmctx.validation import (
     as_angle_array,
@@ -93,7 +93,9 @@ STEPS = {
 }
 
 
-def default_steps(model, sampler: str = "augmented", *, n_sweeps: int | None = None) -> list:
+def default_steps(
+    model, sampler: str = "augmented", *, n_sweeps: int | None = None, n_jumps: int | None = None
+) -> list:
     """The step list of a model from :func:`build_model`: the map sampler ``sampler`` for
     ``o`` (``n_sweeps`` kernel sweeps per draw), plus
     :class:`~pmctx.steps.vonmises.KappaObsSlice` when ``kappa_obs="prior"``.
@@ -109,6 +111,9 @@ def default_steps(model, sampler: str = "augmented", *, n_sweeps: int | None = N
     n_sweeps : int, optional
         Kernel sweeps of ``o`` per stored draw; default: the step's ``default_n_sweeps``
         (8 for ``"augmented"``, ``"augmented_jax"`` and ``"cluster"``, 1 for the others).
+    n_jumps : int, optional
+        ``"augmented"`` only: proposals of each pinwheel-pair jump learnt in tuning, after
+        every sweep (default 10; 0 turns the jumps off; :mod:`pmctx.steps.vonmises_jumps`).
 
     Returns
     -------
@@ -127,7 +132,15 @@ def default_steps(model, sampler: str = "augmented", *, n_sweeps: int | None = N
     step_class = STEPS[check_choice(sampler, "sampler", list(STEPS))]
     if n_sweeps is not None:
         n_sweeps = check_int(n_sweeps, "n_sweeps", minimum=1)
-    steps = [step_class([model["o"]], n_sweeps=n_sweeps)]
+    options = {"n_sweeps": n_sweeps}
+    if n_jumps is not None:
+        if sampler != "augmented":
+            raise ValueError(
+                f"n_jumps applies to sampler='augmented' (the only sampler with pinwheel-pair "
+                f"jumps), got sampler={sampler!r}; drop n_jumps or use the augmented sampler."
+            )
+        options["n_jumps"] = n_jumps
+    steps = [step_class([model["o"]], **options)]
     if model["kappa_obs"] in model.free_RVs:
         steps.append(KappaObsSlice())
     return steps
@@ -276,6 +289,7 @@ def reconstruct(
     posterior_predictive: bool = True,
     check_convergence: bool = True,
     n_sweeps: int | None = None,
+    n_jumps: int | None = None,
     store: str = "auto",
 ):
     """Posterior of an orientation map given noisy, partially missing orientations.
@@ -300,20 +314,25 @@ def reconstruct(
         ``pmctx[jax]``), chains one after another; ``"tempered"`` is replica exchange
         across a kappa ladder from ``0.8 kappa`` up
         (:class:`~pmctx.steps.vonmises_tempering.TemperedVonMisesGibbs`), for a ``kappa``
-        fixed above what the data favour (fixed ``kappa_obs`` only). ``"auto"``
-        (:func:`~pmctx.steps.vonmises_tempering.auto_sampler`): ``"tempered"`` when
-        ``kappa_obs`` is a number and the map has at most about 64 x 64 nodes (a ladder of at
-        most 10 rungs, at most about twice the augmented sampler's CPU per draw), else
-        ``"augmented"``. On the demo map at ``kappa = 5`` (fit seeds 0-2) it raised the
-        pinwheel count's bulk ESS from 100-115 to 185-404 and took its R-hat from 1.024-1.040
-        to 1.009-1.024, at 1.34-1.43 times the CPU (``benchmarks/vonmises_pinwheel_mixing.py
-        defaults``): better, not yet always below 1.01.
+        fixed above what the data favour (fixed ``kappa_obs`` only). ``"auto"``:
+        ``"augmented"``, whose exact pinwheel-pair jumps, learnt in tuning, move chains
+        between pinwheel layouts (``n_jumps``). On the demo map at ``kappa = 5``, fit seeds
+        0-4, they took the pinwheel count's R-hat from 1.024-1.040 (bulk ESS 100-115) to
+        1.005-1.009 (ESS 432-733) at 1.12-1.26 times the CPU; replica exchange reached
+        1.009-1.024 at 1.34-1.43 times (``benchmarks/vonmises_pinwheel_mixing.py
+        defaults``).
     n_sweeps : int, optional
         Kernel sweeps per stored draw (thinning inside the step); default: the step's
         ``default_n_sweeps`` (8 for ``"augmented"`` and ``"cluster"``: about 6 times the CPU
         per stored draw of one sweep and 2.8 times theta's ESS per CPU second on the demo
         data). Chains that disagree on the pinwheel layout need more sweeps in total, not
         more stored draws.
+    n_jumps : int, optional
+        ``"augmented"`` (and ``"auto"``) only: proposals of each pinwheel-pair jump after every
+        sweep (default 10; 0 turns the jumps off). Each chain learns its jumps from the
+        second half of its tuning and keeps them fixed for the stored draws
+        (:mod:`pmctx.steps.vonmises_jumps`); ``sample_stats["jumps"]`` counts the accepted
+        ones per draw.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in ``pm.sample``, with its defaults.
     posterior_predictive : bool, default True
@@ -352,7 +371,7 @@ def reconstruct(
         theta_to_o(theta_obs), mask=mask, kappa=kappa, kappa_obs=kappa_obs, rank=rank
     )
     if sampler == "auto":
-        sampler = auto_sampler(model)
+        sampler = "augmented"
     if "z" not in model.named_vars:
         raise ValueError(
             f"theta_obs: every one of its {theta_obs.size} nodes is missing (NaN or mask 0), so "
@@ -381,7 +400,7 @@ def reconstruct(
         for _ in range(check_int(chains, "chains", minimum=1))
     ]
     with model:
-        steps = default_steps(model, sampler, n_sweeps=n_sweeps)
+        steps = default_steps(model, sampler, n_sweeps=n_sweeps, n_jumps=n_jumps)
     if sampler == "augmented_jax":
         cores = 1  # chain processes would each claim the JAX device's memory
     idata = run_sampler(
@@ -530,19 +549,19 @@ def _spec():
             "kappa_obs": "observation concentration on doubled angles (default 2.0)",
             "rank": "rank R of the edge potential (default 5)",
             "sampler": "auto, augmented, augmented_jax (JAX device, pmctx[jax]), cluster, ffbs, "
-            "pointwise or tempered (default auto: tempered for fixed kappa_obs on maps up to "
-            "about 64 x 64, else augmented)",
+            "pointwise or tempered (default auto: augmented, with pinwheel-pair jumps)",
             "n_sweeps": "kernel sweeps per stored draw (default 8 for augmented/cluster, else 1)",
+            "n_jumps": "augmented only: proposals of each pinwheel-pair jump learnt in tuning, "
+            "after every sweep (default 10; 0 turns the jumps off)",
         },
         advice="Maps can hold several pinwheel layouts that a chain leaves only every few "
         "thousand sweeps, most often when kappa is larger than the data favour (more "
         "pinwheels than the prior holds): choose kappa by held-out pixels "
         "(pmctx.vonmises.select.cross_validate, or pmctx.models.vonmises_select.reconstruct_cv)"
-        "; if kappa is fixed on purpose, sampler='tempered' (replica exchange down to 0.8 "
-        "kappa, fixed kappa_obs; the default on maps up to about 64 x 64) changes layouts "
-        "far more often per CPU second; with it or on a larger map, run longer "
-        "(e.g. draws=4000, or n_sweeps=32 kernel sweeps per draw; the default is 8) and "
-        "compare the chains' pinwheel counts",
+        "; if kappa is fixed on purpose, run longer (e.g. tune=2000 so that every chain "
+        "meets the layouts while it learns its pinwheel-pair jumps, draws=4000, or n_sweeps=32 "
+        "kernel sweeps per draw; the default is 8), or try sampler='tempered' (replica "
+        "exchange down to 0.8 kappa, fixed kappa_obs), and compare the chains' pinwheel counts",
         demo_seconds=(47, 6),
     )
 

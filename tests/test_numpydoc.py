@@ -158,6 +158,7 @@ VALIDATED = [
     "pmctx.steps.registration",
     "pmctx.steps.vonmises",
     "pmctx.steps.vonmises_tempering",
+    "pmctx.steps.vonmises_jumps",
     "pmctx.steps.vonmises_jax",
     "pmctx.steps.vonmises_spectral",
     "pmctx.steps.vonmises_chain_collapsed",
@@ -195,6 +196,7 @@ VALIDATED = [
     "pmctx.vonmises.start",
     "pmctx.vonmises.storage",
     "pmctx.vonmises.tempering",
+    "pmctx.vonmises.jumps",
     # the test oracles hold to the same standard
     "tests.oracles.ibp_reference",
     "tests.oracles.vonmises_exact",

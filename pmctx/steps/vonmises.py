@@ -27,6 +27,7 @@ import numpy as np
 from pytensor.compile.sharedvalue import SharedVariable
 
 from pmctx.steps.base import PmctxStep
+from pmctx.steps.vonmises_jumps import PairJumps
 from pmctx.vonmises._numba_vector import log_joint_compiled
 from pmctx.vonmises.augmented import augmented_sweep
 from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR, sample_chain, sample_chain_kappa
@@ -218,13 +219,16 @@ class ColumnFFBSVonMises(_VonMisesMapStep):
     sweep = staticmethod(ffbs_sweep)
 
 
-class AugmentedVonMisesGibbs(_VonMisesMapStep):
+class AugmentedVonMisesGibbs(PairJumps, _VonMisesMapStep):
     """Auxiliary-variable block Gibbs: all columns, then all rows, exactly and at once.
 
     Eight sweeps per stored draw by default (:attr:`default_n_sweeps`): on the demo map
     theta's bulk ESS per CPU second is then about 2.8 times that of one sweep per draw
     (``benchmarks/bench_vonmises_step.py``, ``benchmarks/results/vonmises_step.json``).
-    ``n_sweeps=1`` stores every sweep.
+    ``n_sweeps=1`` stores every sweep. After every sweep the step proposes the exact
+    pinwheel-pair jumps it learnt during tuning (:mod:`pmctx.steps.vonmises_jumps`), which
+    move the chain between pinwheel layouts that sweeps alone leave only every thousand
+    sweeps or so; a map with none to learn costs nothing more.
 
     Parameters
     ----------
@@ -236,6 +240,9 @@ class AugmentedVonMisesGibbs(_VonMisesMapStep):
         Random seed or generator.
     n_sweeps : int, optional
         Kernel sweeps per PyMC draw (default :attr:`default_n_sweeps`, 8).
+    n_jumps : int, optional
+        Proposals of each learnt jump after every sweep (default
+        :data:`~pmctx.vonmises.jumps.DEFAULT_JUMPS_PER_SWEEP`); 0 turns the jumps off.
 
     Examples
     --------
@@ -243,14 +250,49 @@ class AugmentedVonMisesGibbs(_VonMisesMapStep):
     >>> from pmctx.models.vonmises_map import build_model
     >>> with build_model(np.zeros((3, 3)), kappa=2.0, kappa_obs=1.0, rank=2):
     ...     step = AugmentedVonMisesGibbs()
-    >>> step.name, step.n_sweeps
-    ('vonmises_augmented', 8)
+    >>> step.name, step.n_sweeps, step.n_jumps
+    ('vonmises_augmented', 8, 10)
     """
 
     name = "vonmises_augmented"
     default_n_sweeps = 8
     owns_block = "vonmises_map"  # o, as tagged by pmctx.models.vonmises_map.build_model
     sweep = staticmethod(augmented_sweep)
+    stats_dtypes_shapes = {
+        **_VonMisesMapStep.stats_dtypes_shapes,
+        "jumps": (np.int64, []),
+    }
+
+    def __init__(self, vars=None, *, model=None, rng=None, n_sweeps=None, n_jumps=None):
+        super().__init__(vars, model=model, rng=rng, n_sweeps=n_sweeps)
+        self._init_jumps(n_jumps, self.model["z_filled"].get_value().shape)
+
+    def step(self, point):
+        """``n_sweeps`` sweeps (each followed by the learnt jumps) of the angle grid.
+
+        Parameters
+        ----------
+        point : dict
+            The current point (value variables by name).
+
+        Returns
+        -------
+        point : dict
+            The new point.
+        stats : list of dict
+            ``smoothness``, ``log_joint`` and ``jumps`` (jumps accepted in this draw).
+        """
+        new_point, [stats] = super().step(point)
+        stats["jumps"] = self._take_accepted_jumps()
+        return new_point, [stats]
+
+    def _run_sweeps(self, o, field, kappa: float):
+        for _ in range(self.n_sweeps):
+            o = self.sweep(o, field, kappa, self.rank, self.rng)
+            if self.jump_moves:
+                o = self._jump(o, field, kappa)
+            self._observe(o)
+        return o
 
 
 class ClusterVonMisesGibbs(_VonMisesMapStep):

@@ -11,9 +11,10 @@ chain at a large ``kappa`` leaves only every thousand sweeps or so.
 The other rungs live in the step object. When ``pm.sample`` hands the step a map that is not
 the one it last returned (a new chain, or a user's start), every rung restarts from that map.
 
-:func:`auto_sampler` is the rule behind ``reconstruct(sampler="auto")``, the default: this
-step where its default ladder costs at most about twice the augmented default per draw, the
-augmented block sampler otherwise.
+It is ``reconstruct(sampler="tempered")``; the default sampler is the augmented one, whose
+pinwheel-pair jumps (:mod:`pmctx.steps.vonmises_jumps`) mixed better per CPU second on the
+demo map at ``kappa = 5`` (pinwheel-count R-hat 1.005-1.009 at 1.12-1.26 times the CPU of
+the plain augmented run, against 1.009-1.024 at 1.34-1.43 times here).
 """
 
 from __future__ import annotations
@@ -30,9 +31,7 @@ from pmctx.vonmises.potentials import wrap_angle
 from pmctx.vonmises.tempering import kappa_ladder, tempered_sweep
 
 __all__ = [
-    "AUTO_MAX_REPLICAS",
     "TemperedVonMisesGibbs",
-    "auto_sampler",
     "default_n_replicas",
 ]
 
@@ -42,12 +41,6 @@ DEFAULT_KAPPA_MIN_RATIO = 0.8
 # and the spacing in units of it that gives swap rates of about 0.2 there.
 _ENERGY_SD_PER_SQRT_EDGE = 0.75
 _SPACING_IN_SD = 1.7
-#: Most rungs for which :func:`auto_sampler` picks replica exchange. On the demo map (50 x 50,
-#: R = 5) an augmented sweep takes 3.5 ms and an edge energy 0.49 ms (2 CPUs, load ~3), so a
-#: tempered step of K rungs (K sweeps, 4 (K - 1) energies) costs
-#: ``(3.5 K + 1.96 (K - 1)) / (8 x 3.5)`` times the augmented default's 8 sweeps per draw:
-#: 1.4x at the demo map's 8 rungs, 1.9x at 10, 2.1x at 11.
-AUTO_MAX_REPLICAS = 10
 #: Swap passes after each sweep of the rungs (even pairs, then odd pairs).
 DEFAULT_SWAP_PASSES = 2
 
@@ -80,53 +73,6 @@ def default_n_replicas(shape, kappa: float, kappa_min: float) -> int:
     n_edges = n_rows * (n_cols - 1) + (n_rows - 1) * n_cols
     sd = _ENERGY_SD_PER_SQRT_EDGE * math.sqrt(max(n_edges, 1))
     return 1 + max(1, math.ceil(math.log(kappa / kappa_min) * sd / _SPACING_IN_SD))
-
-
-def auto_sampler(model, kappa_min_ratio: float = DEFAULT_KAPPA_MIN_RATIO) -> str:
-    """The sampler that ``sampler="auto"`` runs for ``model``: ``"tempered"`` or ``"augmented"``.
-
-    Replica exchange (:class:`TemperedVonMisesGibbs` at its defaults: ladder from ``0.8
-    kappa``, one step per stored draw) needs a fixed ``kappa_obs``, and its CPU per draw grows
-    with the number of rungs, which grows as the square root of the map's edges
-    (:func:`default_n_replicas`). It is chosen when ``kappa_obs`` is a number and the ladder
-    has at most :data:`AUTO_MAX_REPLICAS` rungs (maps up to about 64 x 64: at most about twice
-    the augmented default's CPU per draw); otherwise the augmented block sampler. On the demo
-    map at ``kappa = 5``, ``reconstruct`` at every default, fit seeds 0-2: pinwheel-count
-    R-hat 1.024 / 1.030 / 1.040 (bulk ESS 115 / 100 / 101) with the augmented sampler,
-    1.019 / 1.024 / 1.009 (ESS 185 / 322 / 404) tempered, at 1.34-1.43 times the CPU
-    (``benchmarks/vonmises_pinwheel_mixing.py defaults``, before the cached swap passes). With
-    ``tune=200, n_sweeps=2`` (2400 tempered steps) one run measured 1.014 / 1.024 / 1.006
-    (ESS 412 / 254 / 715) at 1.58-1.62 times the augmented default's CPU: better on every
-    seed, below 1.01 on one (``benchmarks/results/vonmises_pinwheel_defaults.json``).
-
-    Parameters
-    ----------
-    model : pm.Model
-        A model from :func:`pmctx.models.vonmises_map.build_model`.
-    kappa_min_ratio : float, default 0.8
-        Lowest rung relative to ``kappa`` (the step's default).
-
-    Returns
-    -------
-    str
-        ``"tempered"`` or ``"augmented"``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from pmctx.models.vonmises_map import build_model
-    >>> auto_sampler(build_model(np.zeros((50, 50)), kappa=5.0, kappa_obs=2.0, rank=5))
-    'tempered'
-    >>> auto_sampler(build_model(np.zeros((200, 200)), kappa=5.0, kappa_obs=2.0, rank=5))
-    'augmented'
-    >>> auto_sampler(build_model(np.zeros((8, 8)), kappa=5.0, kappa_obs="prior", rank=5))
-    'augmented'
-    """
-    if model["kappa_obs"] in model.free_RVs:
-        return "augmented"
-    shape = tuple(model["z_filled"].get_value().shape)
-    n_rungs = default_n_replicas(shape, 1.0, kappa_min_ratio)
-    return "tempered" if n_rungs <= AUTO_MAX_REPLICAS else "augmented"
 
 
 class TemperedVonMisesGibbs(_VonMisesMapStep):

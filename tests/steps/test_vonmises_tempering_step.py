@@ -13,12 +13,7 @@ import pymc as pm
 import pytest
 from pmctx.models.vonmises_map import build_model
 
-from pmctx.steps.vonmises_tempering import (
-    AUTO_MAX_REPLICAS,
-    TemperedVonMisesGibbs,
-    auto_sampler,
-    default_n_replicas,
-)
+from pmctx.steps.vonmises_tempering import TemperedVonMisesGibbs, default_n_replicas
 from pmctx.testing import assert_chains_match_exact
 from pmctx.vonmises.potentials import natural_field
 from tests.oracles.vonmises_exact import bin_index, binned_joint
@@ -128,18 +123,7 @@ def test_reconstruct_with_the_tempered_sampler():
         reconstruct(theta, kappa_obs="prior", sampler="tempered", draws=5, tune=5, chains=1)
 
 
-def test_auto_sampler_tempers_fixed_kappa_obs_on_maps_up_to_about_64_by_64():
-    fixed = {"kappa": 5.0, "kappa_obs": 2.0, "rank": 5}
-    assert default_n_replicas((64, 64), 5.0, 4.0) <= AUTO_MAX_REPLICAS
-    assert default_n_replicas((80, 80), 5.0, 4.0) > AUTO_MAX_REPLICAS
-    assert auto_sampler(build_model(np.zeros((50, 50)), **fixed)) == "tempered"
-    assert auto_sampler(build_model(np.zeros((64, 64)), **fixed)) == "tempered"
-    assert auto_sampler(build_model(np.zeros((80, 80)), **fixed)) == "augmented"
-    learned = build_model(np.zeros((50, 50)), kappa=5.0, kappa_obs="prior", rank=5)
-    assert auto_sampler(learned) == "augmented"
-
-
-def test_reconstruct_defaults_to_auto_and_keeps_an_explicit_sampler():
+def test_reconstruct_defaults_to_augmented_with_jumps_and_keeps_an_explicit_sampler():
     from pmctx.models.vonmises_map import reconstruct
 
     theta = np.full((4, 5), 0.5)
@@ -147,10 +131,13 @@ def test_reconstruct_defaults_to_auto_and_keeps_an_explicit_sampler():
     options = {"kappa": 2.0, "rank": 3, "draws": 5, "tune": 2, "chains": 1, "random_seed": 0,
                "progressbar": False, "check_convergence": False,
                "posterior_predictive": False}  # fmt: skip
-    assert "swap_rate" in reconstruct(theta, kappa_obs=4.0, **options).sample_stats
-    explicit = reconstruct(theta, kappa_obs=4.0, sampler="augmented", **options)
-    assert "swap_rate" not in explicit.sample_stats
-    learned = reconstruct(theta, kappa_obs="prior", **options)  # no error: augmented
-    assert "swap_rate" not in learned.sample_stats
+    default = reconstruct(theta, kappa_obs=4.0, **options).sample_stats
+    assert "jumps" in default and "swap_rate" not in default
+    explicit = reconstruct(theta, kappa_obs=4.0, sampler="tempered", **options)
+    assert "swap_rate" in explicit.sample_stats
+    learned = reconstruct(theta, kappa_obs="prior", **options)
+    assert "jumps" in learned.sample_stats
     with pytest.raises(ValueError, match="sampler.*auto"):
         reconstruct(theta, kappa_obs=4.0, sampler="automatic", **options)
+    with pytest.raises(ValueError, match="n_jumps applies to sampler='augmented'"):
+        reconstruct(theta, kappa_obs=4.0, sampler="tempered", n_jumps=3, **options)

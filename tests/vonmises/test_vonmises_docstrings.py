@@ -33,6 +33,8 @@ MODULES = [
     "pmctx.models.vonmises_select",
     "pmctx.vonmises.tempering",
     "pmctx.steps.vonmises_tempering",
+    "pmctx.vonmises.jumps",
+    "pmctx.steps.vonmises_jumps",
     "pmctx.steps.vonmises_jax",
     "pmctx.vonmises.second_neighbour",
     "pmctx.vonmises.spectral",
