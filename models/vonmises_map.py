@@ -317,9 +317,9 @@ def reconstruct(
         fixed above what the data favour (fixed ``kappa_obs`` only). ``"auto"``:
         ``"augmented"``, whose exact pinwheel-pair jumps, learnt in tuning, move chains
         between pinwheel layouts (``n_jumps``). On the demo map at ``kappa = 5``, fit seeds
-        0-4, they took the pinwheel count's R-hat from 1.024-1.040 (bulk ESS 100-115) to
-        1.005-1.009 (ESS 432-733) at 1.12-1.26 times the CPU; replica exchange reached
-        1.009-1.024 at 1.34-1.43 times (``benchmarks/vonmises_pinwheel_mixing.py
+        0-4, they took the pinwheel count's R-hat from 1.018-1.049 (bulk ESS 67-191) to
+        1.002-1.007 (ESS 499-1,153) at 1.07-1.49 times the CPU; replica exchange reached
+        1.009-1.024 at 1.29-1.55 times (``benchmarks/vonmises_pinwheel_mixing.py
         defaults``).
     n_sweeps : int, optional
         Kernel sweeps per stored draw (thinning inside the step); default: the step's
@@ -329,8 +329,8 @@ def reconstruct(
         more stored draws.
     n_jumps : int, optional
         ``"augmented"`` (and ``"auto"``) only: proposals of each pinwheel-pair jump after every
-        sweep (default 10; 0 turns the jumps off). Each chain learns its jumps from the
-        second half of its tuning and keeps them fixed for the stored draws
+        sweep (default 10; 0 turns the jumps off). Each chain learns its jumps from its
+        tuning (past the first eighth) and keeps them fixed for the stored draws
         (:mod:`pmctx.steps.vonmises_jumps`); ``sample_stats["jumps"]`` counts the accepted
         ones per draw.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs

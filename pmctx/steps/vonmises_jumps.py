@@ -77,14 +77,14 @@ class PairJumps:
         self._tuning_draws = 0
 
     def stop_tuning(self) -> None:
-        """Fix the jumps learnt from the second half of tuning for the stored draws."""
+        """Fix the jumps learnt from tuning (past its burn-in) for the stored draws."""
         if self.tune and self.n_jumps:
             self._learn()
         self._tuning_states.reset()
         self.tune = False
 
     def _learn(self) -> None:
-        moves = learn_jumps(self._tuning_states.second_half())
+        moves = learn_jumps(self._tuning_states.after_burn_in())
         if moves:  # otherwise keep the moves learnt earlier in tuning, if any
             self.jump_moves = moves
 

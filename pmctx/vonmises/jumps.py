@@ -53,6 +53,9 @@ __all__ = [
 #: move of 46 nodes), 10 per sweep took the pinwheel count's bulk ESS from 29 to 967 in
 #: 4 x 9000 augmented sweeps (30 per sweep: 1075).
 DEFAULT_JUMPS_PER_SWEEP = 10
+#: Leading fraction of the tuning draws left out of learning (burn-in: chains start at the
+#: data with random angles where it is missing).
+BURN_IN_FRACTION = 0.125
 #: Bytes of tuning draws a chain keeps for learning (float32 maps, strided when full).
 TUNING_BYTES = 32 * 2**20
 
@@ -262,15 +265,16 @@ class TuningStates:
                 self.draws = [self.draws[k] for k in kept]
         self.seen += 1
 
-    def second_half(self) -> np.ndarray:
-        """The kept maps from the second half of the draws seen (past burn-in).
+    def after_burn_in(self) -> np.ndarray:
+        """The kept maps past the first :data:`BURN_IN_FRACTION` of the draws seen.
 
         Returns
         -------
         numpy.ndarray (n, M, N)
             The maps, float64.
         """
-        keep = [m for m, d in zip(self.maps, self.draws, strict=True) if 2 * d >= self.seen]
+        start = BURN_IN_FRACTION * self.seen
+        keep = [m for m, d in zip(self.maps, self.draws, strict=True) if d >= start]
         return np.asarray(keep, dtype=np.float64)
 
 
