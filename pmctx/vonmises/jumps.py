@@ -309,6 +309,8 @@ def learn_jumps(
     occupied = charges != 0
     occupancy = occupied.mean(axis=0)
     candidate = (occupancy > 0) & (occupancy <= 0.5)
+    if not candidate.any():  # also a map of one row or column: no plaquettes
+        return []
     grown = ndimage.binary_dilation(candidate, structure=np.ones((3, 3), bool))
     labels, n_clusters = ndimage.label(grown, structure=np.ones((3, 3), bool))
     moves = []

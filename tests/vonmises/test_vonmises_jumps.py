@@ -126,6 +126,7 @@ def test_one_layout_or_too_few_draws_learn_nothing():
     assert learn_jumps(states) == []
     assert learn_jumps(states[:3]) == []
     assert learn_jumps(np.zeros((12, 12))) == []
+    assert learn_jumps(states[:, :1, :]) == []  # one row: no plaquettes
 
 
 def test_tuning_states_keep_an_even_subsample_within_the_budget():
