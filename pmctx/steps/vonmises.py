@@ -228,7 +228,7 @@ class AugmentedVonMisesGibbs(PairJumps, _VonMisesMapStep):
     ``n_sweeps=1`` stores every sweep. After every sweep the step proposes the exact
     pinwheel-pair jumps it learnt during tuning (:mod:`pmctx.steps.vonmises_jumps`), which
     move the chain between pinwheel layouts that sweeps alone leave only every thousand
-    sweeps or so; a map with none to learn costs nothing more.
+    sweeps or so; a map with none to learn costs only the learning during tuning.
 
     Parameters
     ----------

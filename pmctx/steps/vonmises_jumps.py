@@ -1,7 +1,7 @@
 """Pinwheel-pair jumps inside the orientation map's block-Gibbs steps (learnt in tuning).
 
 :class:`PairJumps` gives a map step the exact jumps of :mod:`pmctx.vonmises.jumps`: while
-``pm.sample`` tunes, the step keeps its chain's maps and learns (at tuning draws 100, 200,
+``pm.sample`` tunes, the step keeps its chain's maps and learns (at tuning sweeps 100, 200,
 400, ... and when tuning ends) the shift fields between the pinwheel layouts the chain has
 visited; after every sweep it proposes each learnt jump ``n_jumps`` times. Moves learnt
 before tuning ends already speed up the rest of tuning; the moves learnt when it ends are
@@ -20,6 +20,8 @@ Examples
 
 from __future__ import annotations
 
+import numpy as np
+
 from pmctx.vonmises.jumps import (
     DEFAULT_JUMPS_PER_SWEEP,
     TuningStates,
@@ -29,7 +31,7 @@ from pmctx.vonmises.jumps import (
 
 __all__ = ["FIRST_LEARNING", "PairJumps"]
 
-#: Tuning draw at which a chain first learns its jumps (then at twice as many, and so on).
+#: Tuning sweep at which a chain first learns its jumps (then at twice as many, and so on).
 FIRST_LEARNING = 100
 
 
@@ -46,19 +48,19 @@ def check_n_jumps(n_jumps) -> int:
     int
         ``n_jumps``.
     """
-    if isinstance(n_jumps, bool) or not isinstance(n_jumps, int) or n_jumps < 0:
+    if isinstance(n_jumps, bool) or not isinstance(n_jumps, int | np.integer) or n_jumps < 0:
         raise ValueError(
             f"n_jumps must be an integer >= 0 (proposals of each learnt pinwheel-pair jump "
             f"per sweep; 0 turns the jumps off), got {n_jumps!r}."
         )
-    return n_jumps
+    return int(n_jumps)
 
 
 class PairJumps:
     """Mixin of a map step: learn pinwheel-pair jumps in tuning, propose them after sweeps.
 
-    The step calls :meth:`_init_jumps` in ``__init__``, :meth:`_observe` with its maps after
-    every draw, and :meth:`_jump` after every sweep; ``pm.sample`` calls
+    The step calls :meth:`_init_jumps` in ``__init__``, and :meth:`_jump` then
+    :meth:`_observe` after every sweep; ``pm.sample`` calls
     :meth:`reset_tuning` when a chain starts and :meth:`stop_tuning` when tuning ends.
     """
 
@@ -74,7 +76,7 @@ class PairJumps:
         self._tuning_states.reset()
         self.jump_moves = []
         self._next_learning = FIRST_LEARNING
-        self._tuning_draws = 0
+        self._tuning_sweeps = 0
 
     def stop_tuning(self) -> None:
         """Fix the jumps learnt from tuning (past its burn-in) for the stored draws."""
@@ -89,13 +91,13 @@ class PairJumps:
             self.jump_moves = moves
 
     def _observe(self, maps) -> None:
-        """Keep the maps of a tuning draw (one map, or a stack of rungs) for learning."""
+        """Keep a tuning sweep's map (or a stack of maps) for learning."""
         if not (self.tune and self.n_jumps):
             return
         for o in maps.reshape(-1, *maps.shape[-2:]):
             self._tuning_states.add(o)
-        self._tuning_draws += 1
-        if self._tuning_draws >= self._next_learning:
+        self._tuning_sweeps += 1
+        if self._tuning_sweeps >= self._next_learning:
             self._learn()
             self._next_learning *= 2
 

@@ -35,6 +35,12 @@ def test_n_jumps_must_be_a_non_negative_integer(model, bad):
         AugmentedVonMisesGibbs(n_jumps=bad)
 
 
+def test_n_jumps_takes_a_numpy_integer(model):
+    with model:
+        step = AugmentedVonMisesGibbs(n_jumps=np.int64(3))
+    assert step.n_jumps == 3 and type(step.n_jumps) is int
+
+
 def test_step_learns_in_tuning_and_samples_the_exact_posterior_with_fixed_moves(model, monkeypatch):
     calls = []
 
