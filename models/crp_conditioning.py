@@ -390,7 +390,7 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> l
 
 
 @fit_with_sampler
-def fit_data(data: dict, sampler: dict, **options):
+def fit_data(data: dict, sample_kwargs: dict, **options):
     """:func:`sample_posterior` on ``{"features": ...}`` (options: alpha, max_causes, ...).
 
     Parameters
@@ -416,7 +416,7 @@ def fit_data(data: dict, sampler: dict, **options):
     """
     return sample_posterior(
         data["features"],
-        **sampler,
+        **sample_kwargs,
         **options,
     )
 

@@ -93,7 +93,9 @@ def predict(
 
 
 @fit_with_sampler
-def fit_data(data: dict, sampler: dict, formula: str | None = None, family="gaussian", **options):
+def fit_data(
+    data: dict, sample_kwargs: dict, formula: str | None = None, family="gaussian", **options
+):
     """Declare ``gum(formula, data["columns"], family=family, **options)`` and run NUTS.
 
     Parameters
@@ -124,9 +126,9 @@ def fit_data(data: dict, sampler: dict, formula: str | None = None, family="gaus
             "--set formula='y ~ f(x)'."
         )
     if "target_accept" in options:  # a sampler setting, given as a model option by the CLI
-        sampler = {**sampler, "target_accept": options.pop("target_accept")}
+        sample_kwargs = {**sample_kwargs, "target_accept": options.pop("target_accept")}
     g = gum(formula, data["columns"], family=family, **options)
-    return g.sample(**sampler)
+    return g.sample(**sample_kwargs)
 
 
 def fit_unit(data: dict, *, random_seed=None, method: str = "laplace", draws: int = 1000,

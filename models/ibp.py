@@ -422,7 +422,7 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> l
 
 
 @fit_with_sampler
-def fit_data(data: dict, sampler: dict, **options):
+def fit_data(data: dict, sample_kwargs: dict, **options):
     """:func:`sample` on a data dict ``{"F": ..., "X": ...}`` (either may be absent).
 
     Parameters
@@ -449,7 +449,7 @@ def fit_data(data: dict, sampler: dict, **options):
     return sample(
         data.get("F"),
         data.get("X"),
-        **sampler,
+        **sample_kwargs,
         **options,
     )
 

@@ -327,7 +327,7 @@ def invariants(idata):
 
 
 @fit_with_sampler
-def fit_data(data: dict, sampler: dict, **options):
+def fit_data(data: dict, sample_kwargs: dict, **options):
     """:func:`smooth` on ``{"y": ..., "mask": ..., "signal": ...}`` (mask, signal optional).
 
     Parameters
@@ -356,7 +356,7 @@ def fit_data(data: dict, sampler: dict, **options):
         data["y"],
         mask=data.get("mask"),
         signal=data.get("signal"),
-        **sampler,
+        **sample_kwargs,
         **options,
     )
 

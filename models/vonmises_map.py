@@ -489,7 +489,7 @@ def demo(out_dir, *, quick: bool = False, random_seed: int = 0, cores=None) -> l
 
 
 @fit_with_sampler
-def fit_data(data: dict, sampler: dict, **options):
+def fit_data(data: dict, sample_kwargs: dict, **options):
     """:func:`reconstruct` on ``{"theta": ..., "mask": ...}`` (mask optional).
 
     Parameters
@@ -516,7 +516,7 @@ def fit_data(data: dict, sampler: dict, **options):
     return reconstruct(
         data["theta"],
         mask=data.get("mask"),
-        **sampler,
+        **sample_kwargs,
         **options,
     )
 

@@ -73,7 +73,7 @@ SAMPLE_KWARGS = tuple(SAMPLE_DEFAULTS)
 
 
 def fit_with_sampler(fit):
-    """Give a model's ``fit(data, sampler, **options)`` the public signature
+    """Give a model's ``fit(data, sample_kwargs, **options)`` the public signature
     ``fit(data, *, draws, tune, chains, cores, random_seed, progressbar, idata_kwargs,
     **options)``, with :data:`SAMPLE_DEFAULTS`: the keywords are declared once, here, and so
     is their entry in the docstring's Parameters section (:data:`SAMPLER_PARAMETERS`, put
@@ -82,8 +82,10 @@ def fit_with_sampler(fit):
     Parameters
     ----------
     fit : callable
-        ``fit(data, sampler: dict, [named options, ]**options)``; ``sampler`` holds the seven
-        keywords; named options after it become keyword-only.
+        ``fit(data, sample_kwargs: dict, [named options, ]**options)``; ``sample_kwargs``
+        holds the seven keywords (passed by position, so a model option may be called
+        ``sampler``, as the orientation map's is); named options after it become
+        keyword-only.
 
     Returns
     -------
@@ -93,8 +95,8 @@ def fit_with_sampler(fit):
     Examples
     --------
     >>> @fit_with_sampler
-    ... def fit(data, sampler, **options):
-    ...     return sampler["draws"], options
+    ... def fit(data, sample_kwargs, **options):
+    ...     return sample_kwargs["draws"], options
     >>> fit({}, draws=10, alpha=1.0)
     (10, {'alpha': 1.0})
     >>> str(inspect.signature(fit)).split(", ")[:3]
@@ -103,8 +105,10 @@ def fit_with_sampler(fit):
 
     @functools.wraps(fit)
     def public(data, **kwargs):
-        sampler = {name: kwargs.pop(name, default) for name, default in SAMPLE_DEFAULTS.items()}
-        return fit(data, sampler, **kwargs)
+        sample_kwargs = {
+            name: kwargs.pop(name, default) for name, default in SAMPLE_DEFAULTS.items()
+        }
+        return fit(data, sample_kwargs, **kwargs)
 
     params = list(inspect.signature(fit).parameters.values())
     keywords = [

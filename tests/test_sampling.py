@@ -63,6 +63,21 @@ def test_each_models_fit_of_a_file_is_its_specs_fit_file(module):
     assert module.SPEC.fit is module.fit_data
 
 
+@pytest.mark.parametrize("module", [crp_conditioning, gum, ibp, vonmises_chain, vonmises_map])
+def test_a_model_option_never_collides_with_fit_datas_sampler_dict(module):
+    """fit_with_sampler passes the pm.sample keywords as fit_data's second argument, by
+    position; an option of the same name (the map's ``sampler``) would bind to it twice."""
+    inner = list(inspect.signature(module.fit_data.__wrapped__).parameters)[1]
+    assert inner not in module.SPEC.options, inner
+
+
+def test_the_map_sampler_option_reaches_reconstruct():
+    data = {"theta": np.array([[0.2, np.nan, 0.5], [0.3, 0.4, 0.6]])}
+    idata = vonmises_map.fit_data(data, sampler="tempered", rank=2, draws=4, tune=2, chains=1,
+                                  progressbar=False, check_convergence=False)  # fmt: skip
+    assert "swap_rate" in idata.sample_stats
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
