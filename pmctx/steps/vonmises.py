@@ -148,8 +148,13 @@ class _VonMisesMapStep(PmctxStep):
         stats = {
             "smoothness": smoothness(o),
             "log_joint": log_joint_compiled(o, field, kappa, self.rank),
+            **self._draw_stats(),
         }
         return new_point, [stats]
+
+    def _draw_stats(self) -> dict:
+        """Stats of a subclass's own moves in this draw (its ``stats_dtypes_shapes`` extras)."""
+        return {}
 
     def _run_sweeps(self, o, field, kappa: float):
         """``n_sweeps`` kernel sweeps of ``o`` (a step running them elsewhere overrides this)."""
@@ -266,25 +271,6 @@ class AugmentedVonMisesGibbs(PairJumps, _VonMisesMapStep):
     def __init__(self, vars=None, *, model=None, rng=None, n_sweeps=None, n_jumps=None):
         super().__init__(vars, model=model, rng=rng, n_sweeps=n_sweeps)
         self._init_jumps(n_jumps, self.model["z_filled"].get_value().shape)
-
-    def step(self, point):
-        """``n_sweeps`` sweeps (each followed by the learnt jumps) of the angle grid.
-
-        Parameters
-        ----------
-        point : dict
-            The current point (value variables by name).
-
-        Returns
-        -------
-        point : dict
-            The new point.
-        stats : list of dict
-            ``smoothness``, ``log_joint`` and ``jumps`` (jumps accepted in this draw).
-        """
-        new_point, [stats] = super().step(point)
-        stats["jumps"] = self._take_accepted_jumps()
-        return new_point, [stats]
 
     def _run_sweeps(self, o, field, kappa: float):
         for _ in range(self.n_sweeps):

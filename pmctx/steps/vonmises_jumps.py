@@ -59,8 +59,8 @@ def check_n_jumps(n_jumps) -> int:
 class PairJumps:
     """Mixin of a map step: learn pinwheel-pair jumps in tuning, propose them after sweeps.
 
-    The step calls :meth:`_init_jumps` in ``__init__``, and :meth:`_jump` then
-    :meth:`_observe` after every sweep; ``pm.sample`` calls
+    The step calls :meth:`_init_jumps` in ``__init__``, :meth:`_jump` then :meth:`_observe`
+    after every sweep, and :meth:`_draw_stats` for each draw's ``jumps`` stat; ``pm.sample`` calls
     :meth:`reset_tuning` when a chain starts and :meth:`stop_tuning` when tuning ends.
     """
 
@@ -90,12 +90,11 @@ class PairJumps:
         if moves:  # otherwise keep the moves learnt earlier in tuning, if any
             self.jump_moves = moves
 
-    def _observe(self, maps) -> None:
-        """Keep a tuning sweep's map (or a stack of maps) for learning."""
+    def _observe(self, o) -> None:
+        """Keep a tuning sweep's map for learning."""
         if not (self.tune and self.n_jumps):
             return
-        for o in maps.reshape(-1, *maps.shape[-2:]):
-            self._tuning_states.add(o)
+        self._tuning_states.add(o)
         self._tuning_sweeps += 1
         if self._tuning_sweeps >= self._next_learning:
             self._learn()
@@ -108,6 +107,7 @@ class PairJumps:
         self._accepted_jumps += accepted
         return o
 
-    def _take_accepted_jumps(self) -> int:
+    def _draw_stats(self) -> dict:
+        """``jumps``: the jumps accepted since the last draw (a draw's stat)."""
         accepted, self._accepted_jumps = self._accepted_jumps, 0
-        return accepted
+        return {"jumps": accepted}

@@ -39,6 +39,7 @@ import numpy as np
 from scipy import ndimage
 
 from pmctx.vonmises.maps import pinwheel_charges
+from pmctx.vonmises.potentials import mode_vectors
 
 __all__ = [
     "DEFAULT_JUMPS_PER_SWEEP",
@@ -151,8 +152,8 @@ def _jumps(o, field, kx, ky, nodes, shift, edges, edge_shift, signs, uniforms):
 
 
 def _mode_weights(kappa: float, rank: int):
-    phases = 2.0 * np.pi * np.arange(rank + 1) / (rank + 1)
-    return kappa * np.cos(phases), kappa * np.sin(phases)
+    weights = kappa * mode_vectors(rank)
+    return np.ascontiguousarray(weights[:, 0]), np.ascontiguousarray(weights[:, 1])
 
 
 def jump_log_ratio(o, field, kappa: float, rank: int, move: JumpMove, sign: float) -> float:
@@ -312,17 +313,16 @@ def learn_jumps(
     if not candidate.any():  # also a map of one row or column: no plaquettes
         return []
     grown = ndimage.binary_dilation(candidate, structure=np.ones((3, 3), bool))
-    labels, n_clusters = ndimage.label(grown, structure=np.ones((3, 3), bool))
+    labels, _ = ndimage.label(grown, structure=np.ones((3, 3), bool))
     moves = []
-    for window in ndimage.find_objects(labels)[:n_clusters]:
-        layouts = _layouts(charges[:, window[0], window[1]], min_states)
+    for window in ndimage.find_objects(labels):
+        layouts = _layouts(charges[(slice(None), *window)], min_states)
         if layouts is None:
             continue
         common, rare = layouts
         # The pair's plaquettes: where the rarer layout holds a pinwheel much more often.
-        gain = occupied[rare][:, window[0], window[1]].mean(0) - occupied[common][
-            :, window[0], window[1]
-        ].mean(0)
+        inside = occupied[(slice(None), *window)]
+        gain = inside[rare].mean(axis=0) - inside[common].mean(axis=0)
         sites = np.zeros(occupancy.shape, bool)
         sites[window] = gain > 0.25
         delta = _shift_field(states, common, rare, sites, margin, min_shift, significance)
