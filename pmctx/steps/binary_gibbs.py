@@ -9,9 +9,11 @@ per-unit log density, instead of one full-model logp per entry as in
 :mod:`pmctx.steps._logp_terms`). The two states each unit's conditional needs (its entry at
 0 and at 1) are the current state and the state with every unit's entry in line ``j``
 flipped; the current one is carried over from the previous line, so a sweep over ``C`` lines
-costs ``C + 1`` evaluations rather than ``2 C``. Each evaluation is cheap because its costly
-elementwise parts, functions of discrete tensors such as ``Z @ Y``, are computed once per
-distinct value and gathered (exactly the same numbers; see :mod:`pmctx.steps._logp_terms`).
+costs ``C + 1`` evaluations rather than ``2 C``. On models with ``TABULATE_MIN_ENTRIES``
+entries or more in a term, each evaluation is cheap because its costly elementwise parts,
+functions of discrete tensors such as ``Z @ Y``, are computed once per distinct value and
+gathered (exactly the same numbers; see :mod:`pmctx.steps._logp_terms`); below that the
+direct graph is faster.
 
 The pure kernel (:func:`sample_from_log_odds`, :func:`gibbs_line_sweep`) is separate from the
 PyMC step (:class:`BinaryMatrixGibbs`) that compiles the per-unit log density and calls it.
@@ -39,7 +41,15 @@ from pmctx.steps._logp_terms import (
 from pmctx.steps.base import PmctxStep
 from pmctx.validation import check_choice, check_int
 
-__all__ = ["BinaryMatrixGibbs", "gibbs_line_sweep", "sample_from_log_odds"]
+__all__ = ["TABULATE_MIN_ENTRIES", "BinaryMatrixGibbs", "gibbs_line_sweep", "sample_from_log_odds"]
+
+# The per-unit log density is rewritten with tables and exact float dots (_logp_terms) only
+# when its largest term has at least this many entries: each table op is a Python call of
+# about 15-25 us, which pays once it replaces a few hundred transcendental evaluations. Per
+# call, tables against direct (benchmarks/bench_binary_gibbs.py, IBP noisy-OR model): 34 / 20
+# us at 3 x 2 entries, 29 / 19 at 12 x 8, 37 / 49 at 40 x 16, 75 / 222 at 100 x 36; on a
+# noisy-OR with one transcendental fewer per entry the two met near 1,000 entries.
+TABULATE_MIN_ENTRIES = 512
 
 
 _NAN_LOG_ODDS = (
@@ -292,12 +302,23 @@ class BinaryMatrixGibbs(PmctxStep):
             term_axes=term_axes,
             point=point,
         )
-        self._compile(self.vars[0])
+        self._compile(self.vars[0], tabulate=self._largest_term_size(point) >= TABULATE_MIN_ENTRIES)
 
-    def _compile(self, value_var):
-        # Same values, less arithmetic: see the helpers' docstrings.
+    def _largest_term_size(self, point) -> int:
+        # Evaluated once by PyTensor's Python linker: no C module is compiled for it.
+        sizes = self.model.compile_fn(
+            [term.size for term in self.terms.values()],
+            inputs=self.model.value_vars,
+            on_unused_input="ignore",
+            mode="FAST_COMPILE",
+        )(point)
+        return int(max(sizes))
+
+    def _compile(self, value_var, *, tabulate: bool):
         per_unit = per_unit_logp(self.terms, self.term_axes)
-        per_unit = tabulate_discrete_elemwise(exact_integer_dots(per_unit))
+        self.tabulated = tabulate
+        if tabulate:  # same values, less arithmetic: see the helpers' docstrings
+            per_unit = tabulate_discrete_elemwise(exact_integer_dots(per_unit))
         graph_inputs = set(ancestors([per_unit]))
         others = [v for v in self.model.value_vars if v is not value_var and v in graph_inputs]
         self._input_names = [v.name for v in others]

@@ -23,7 +23,12 @@ from pmctx.steps._logp_terms import (
     exact_integer_dots,
     tabulate_discrete_elemwise,
 )
-from pmctx.steps.binary_gibbs import BinaryMatrixGibbs, gibbs_line_sweep, sample_from_log_odds
+from pmctx.steps.binary_gibbs import (
+    TABULATE_MIN_ENTRIES,
+    BinaryMatrixGibbs,
+    gibbs_line_sweep,
+    sample_from_log_odds,
+)
 from pmctx.testing import (
     assert_matches_exact,
     compare_to_exact,
@@ -481,9 +486,9 @@ def test_tabulation_gives_the_direct_values():
 
 
 def test_tabulated_step_matches_full_logp_on_a_larger_model():
-    # Large enough (20 x 12 noisy-OR) for the tables to be used, unlike the 3 x 2 model.
+    # Large enough (60 x 12 noisy-OR) for the tables to be used, unlike the 3 x 2 model.
     rng = np.random.default_rng(9)
-    n, k, t = 20, 3, 12
+    n, k, t = 60, 3, 12
     with pm.Model() as model:
         z = pm.Bernoulli("Z", 0.4, shape=(n, k))
         y = pm.Bernoulli("Y", PHI, shape=(k, t))
@@ -491,6 +496,7 @@ def test_tabulated_step_matches_full_logp_on_a_larger_model():
         pm.Bernoulli("X", logit_p=pt.log(-pt.expm1(log_p_off)) - log_p_off,
                      observed=rng.integers(0, 2, (n, t)))  # fmt: skip
     step = BinaryMatrixGibbs([z], model=model, rng=0)
+    assert n * t >= TABULATE_MIN_ENTRIES and step.tabulated
     assert _tabulated_nodes(step._per_unit_fn)
     logp = model.compile_logp()
     point = {"Z": rng.integers(0, 2, (n, k)), "Y": rng.integers(0, 2, (k, t))}
@@ -501,6 +507,30 @@ def test_tabulated_step_matches_full_logp_on_a_larger_model():
             one[unit, line], zero[unit, line] = 1, 0
             expected = logp({**point, "Z": one}) - logp({**point, "Z": zero})
             assert got[unit] == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_small_models_use_the_direct_graph_with_the_same_log_odds(monkeypatch, axis):
+    # Below TABULATE_MIN_ENTRIES the table ops cost more than they save (bench_binary_gibbs):
+    # the 3 x 2 model compiles the direct graph, whose log-odds equal the tabulated graph's.
+    model = ibp_model(free_a=True)
+    name = ("Z", "Y")[axis]
+    direct = BinaryMatrixGibbs([model[name]], independent_axis=axis, model=model, rng=0)
+    assert not direct.tabulated and not _tabulated_nodes(direct._per_unit_fn)
+    assert not any(
+        isinstance(n.op, ExactIntegerDot) for n in direct._per_unit_fn.maker.fgraph.toposort()
+    )
+    monkeypatch.setattr("pmctx.steps.binary_gibbs.TABULATE_MIN_ENTRIES", 0)
+    tables = BinaryMatrixGibbs([model[name]], independent_axis=axis, model=model, rng=0)
+    assert tables.tabulated and _tabulated_nodes(tables._per_unit_fn)
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        point = {"Z": rng.integers(0, 2, (N, K)), "Y": rng.integers(0, 2, (K, T)),
+                 "A": rng.normal(size=(K, D))}  # fmt: skip
+        for line in range(direct.n_lines):
+            np.testing.assert_allclose(
+                direct.log_odds(point, line), tables.log_odds(point, line), rtol=1e-12, atol=1e-12
+            )
 
 
 def test_exact_integer_dot_is_exact_and_falls_back_for_huge_values():
