@@ -7,7 +7,7 @@ from the start ``sample`` uses at N >= 500 (each chain from its own
 so that N = 10,000 fits in minutes, and without storing the draws (``Z`` alone is N x K_max
 per draw). Generators: :func:`pmctx.ibp.data.visuomotor_data` with (K, sigma_n) = (4, 0.3),
 (3, 0.2), (4, 0.5), the kinds of ``tests/ibp/test_ibp_recovery.py``. ``IBPGibbs`` runs at its
-defaults, so each step is what ``sample`` runs per draw (birth/death proposals from 500
+defaults, so each step is what ``sample`` runs per draw (birth/death proposals from 50
 trials, two sweeps from 5,000); rows recorded before those became the step's own defaults
 ran one sweep without birth/death.
 

@@ -76,7 +76,7 @@ __all__ = [
 ]
 
 # start="auto" starts every chain from pmctx.ibp.start.subsample_start from this many trials
-# on. The sampler's own trial-count policy (birth/death proposals from 500 trials, two sweeps
+# on. The sampler's own trial-count policy (birth/death proposals from 50 trials, two sweeps
 # per draw from 5,000) is IBPGibbs's "auto", so a plain pm.sample() runs it too.
 # Measurements: docs/guides/ibp_defaults.md.
 SUBSAMPLE_START_MIN_TRIALS = 500
@@ -246,7 +246,7 @@ def sample(
         pm.sample's start, ``Z = 0``; ``"auto"``: ``"subsample"`` from
         ``SUBSAMPLE_START_MIN_TRIALS`` (500) trials on, else ``"zero"``. Only the start
         changes; the sampler is the same exact kernel, :class:`~pmctx.steps.ibp_gibbs.IBPGibbs`
-        at its defaults (from 500 trials on, 5 birth/death proposals for small shared features
+        at its defaults (from 50 trials on, 5 birth/death proposals for small shared features
         per sweep, whatever the start; from 5,000 trials on, two sweeps per draw). Why:
         :mod:`pmctx.ibp.start`.
     store : {"auto", "all"}, default "auto"

@@ -292,7 +292,7 @@ def test_birth_death_count_is_validated(tiny_model):
 
 @pytest.mark.parametrize(
     "n_trials, birth_death, sweeps",
-    [(3, 0, 1), (499, 0, 1), (500, 5, 1), (4999, 5, 1), (5000, 5, 2)],
+    [(3, 0, 1), (49, 0, 1), (50, 5, 1), (4999, 5, 1), (5000, 5, 2)],
 )
 def test_auto_policy_follows_the_trial_count(n_trials, birth_death, sweeps):
     """A plain pm.sample() on build_model's model runs what models.ibp.sample runs: the
