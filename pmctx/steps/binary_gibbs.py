@@ -214,7 +214,9 @@ class BinaryMatrixGibbs(PmctxStep):
     -----
     Sampler stats: ``n_ones`` (number of ones after the sweep) and ``n_flips`` (entries
     changed by the sweep). One sweep costs ``n_lines + 1`` evaluations of the terms that
-    depend on ``V``, each vectorised over all units.
+    depend on ``V``, each vectorised over all units. ``step.tabulated`` says whether they are
+    evaluated through tables (from ``TABULATE_MIN_ENTRIES`` entries in a term, at the model's
+    initial point).
 
     Examples
     --------
@@ -269,6 +271,7 @@ class BinaryMatrixGibbs(PmctxStep):
             candidates = (check_int(independent_axis, "independent_axis", minimum=0, maximum=1),)
         point = initial_point(self.model)
         self.terms = dependent_logp_terms(self.model, value_var)
+        self.tabulated = self._largest_term_size(point) >= TABULATE_MIN_ENTRIES
         failures = []
         for axis in candidates:
             try:
@@ -302,7 +305,7 @@ class BinaryMatrixGibbs(PmctxStep):
             term_axes=term_axes,
             point=point,
         )
-        self._compile(self.vars[0], tabulate=self._largest_term_size(point) >= TABULATE_MIN_ENTRIES)
+        self._compile(self.vars[0])
 
     def _largest_term_size(self, point) -> int:
         # Evaluated once by PyTensor's Python linker: no C module is compiled for it.
@@ -314,10 +317,9 @@ class BinaryMatrixGibbs(PmctxStep):
         )(point)
         return int(max(sizes))
 
-    def _compile(self, value_var, *, tabulate: bool):
+    def _compile(self, value_var):
         per_unit = per_unit_logp(self.terms, self.term_axes)
-        self.tabulated = tabulate
-        if tabulate:  # same values, less arithmetic: see the helpers' docstrings
+        if self.tabulated:  # same values, less arithmetic: see the helpers' docstrings
             per_unit = tabulate_discrete_elemwise(exact_integer_dots(per_unit))
         graph_inputs = set(ancestors([per_unit]))
         others = [v for v in self.model.value_vars if v is not value_var and v in graph_inputs]
