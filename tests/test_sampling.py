@@ -64,7 +64,7 @@ def test_each_models_fit_of_a_file_is_its_specs_fit_file(module):
 
 
 @pytest.mark.parametrize("module", [crp_conditioning, gum, ibp, vonmises_chain, vonmises_map])
-def test_a_model_option_never_collides_with_fit_datas_sampler_dict(module):
+def test_a_model_option_never_collides_with_fit_datas_sample_kwargs(module):
     """fit_with_sampler passes the pm.sample keywords as fit_data's second argument, by
     position; an option of the same name (the map's ``sampler``) would bind to it twice."""
     inner = list(inspect.signature(module.fit_data.__wrapped__).parameters)[1]
