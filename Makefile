@@ -1,7 +1,12 @@
 # Two commands do all set-up: `make demo` and `make test`. Both create or refresh .venv from
 # pyproject.toml (and setup.py) when it is missing or older than them, at the versions pinned in
 # constraints.txt (refreshed on purpose by `make lock`), so every fresh machine resolves the same.
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# PyMC 6 needs Python >= 3.12: the first of python3.12, python3.13, python3 on PATH, then pyenv's
+# installs, that is 3.12 or newer (tools/find_python.sh); PYTHON=... overrides.
+PYTHON ?= $(shell sh tools/find_python.sh)
+ifeq ($(PYTHON),)
+$(error pmctx needs Python 3.12 or newer and none was found on PATH or in pyenv; install one (e.g. `pyenv install 3.12`) or name it with `make PYTHON=/path/to/python3.12 ...`)
+endif
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.pmctx-installed
@@ -21,6 +26,8 @@ WARM_STAMP := $(VENV)/.pmctx-warm
 # does) never write the .pyc files, and without them every process paid 4.5 s more to import
 # PyMC (6.7 s against 2.2 s), the tests' subprocesses and chain processes included.
 $(STAMP): pyproject.toml setup.py constraints.txt
+	@# a .venv from before the move to Python 3.12 (PyMC 6) is replaced, not patched
+	@$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null || rm -rf $(VENV)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	if $(BIN)/python -m pip install -qq -c constraints.txt uv && \
 		$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python \

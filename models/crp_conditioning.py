@@ -308,8 +308,8 @@ def invariants(idata):
     --------
     >>> import arviz as az
     >>> z = np.array([[[0, 0, 1, 1], [0, 1, 1, 1]]])  # 1 chain, 2 draws, 4 trials
-    >>> idata = az.from_dict(posterior={"z": z, "theta": np.full((1, 2, 2, 3), 0.5)},
-    ...                      sample_stats={"n_occupied": np.array([[2, 2]])},
+    >>> idata = az.from_dict({"posterior": {"z": z, "theta": np.full((1, 2, 2, 3), 0.5)},
+    ...                      "sample_stats": {"n_occupied": np.array([[2, 2]])}},
     ...                      dims={"z": ["trial"], "theta": ["cause", "feature"]})
 
     >>> inv = invariants(idata)
@@ -366,8 +366,8 @@ def coassignment(idata) -> np.ndarray:
     --------
     >>> import arviz as az
     >>> z = np.array([[[0, 0, 1, 1], [0, 1, 1, 1]]])  # 1 chain, 2 draws, 4 trials
-    >>> idata = az.from_dict(posterior={"z": z, "theta": np.full((1, 2, 2, 3), 0.5)},
-    ...                      sample_stats={"n_occupied": np.array([[2, 2]])},
+    >>> idata = az.from_dict({"posterior": {"z": z, "theta": np.full((1, 2, 2, 3), 0.5)},
+    ...                      "sample_stats": {"n_occupied": np.array([[2, 2]])}},
     ...                      dims={"z": ["trial"], "theta": ["cause", "feature"]})
 
     >>> coassignment(idata)[0].tolist()

@@ -400,8 +400,8 @@ def invariants(idata):
     Examples
     --------
     >>> import arviz as az
-    >>> idata = az.from_dict(posterior={"n_active": np.array([[2, 3]]),
-    ...                                 "Z": np.zeros((1, 2, 4, 3))})
+    >>> idata = az.from_dict({"posterior": {"n_active": np.array([[2, 3]]),
+    ...                                 "Z": np.zeros((1, 2, 4, 3))}})
     >>> sorted(invariants(idata).data_vars)
     ['n_active']
     """
@@ -518,7 +518,7 @@ def refit_functions(idata, *, var_name: str = "joint", draws: int = 250, tune: i
     Examples
     --------
     >>> import arviz as az, numpy as np
-    >>> refit_functions(az.from_dict(posterior={"Z": np.zeros((1, 2, 3, 4))})) is None
+    >>> refit_functions(az.from_dict({"posterior": {"Z": np.zeros((1, 2, 3, 4))}})) is None
     True
     """
     return warm_refit(sample, idata, var_name=var_name, draws=draws, tune=tune, chains=chains,

@@ -305,7 +305,7 @@ def invariants(idata):
     Examples
     --------
     >>> import arviz as az
-    >>> idata = az.from_dict(posterior={"x": np.zeros((1, 3, 5))})
+    >>> idata = az.from_dict({"posterior": {"x": np.zeros((1, 3, 5))}})
     >>> inv = invariants(idata)
     >>> sorted(inv.data_vars), float(inv["smoothness"].mean())
     (['smoothness', 'x'], 1.0)

@@ -451,7 +451,7 @@ def invariants(idata):
     --------
     >>> import arviz as az
     >>> o = np.zeros((1, 4, 3, 3))
-    >>> idata = az.from_dict(posterior={"o": o, "theta": o_to_theta(o)})
+    >>> idata = az.from_dict({"posterior": {"o": o, "theta": o_to_theta(o)}})
     >>> inv = invariants(idata)
     >>> sorted(inv.data_vars), float(inv["smoothness"].mean())
     (['pinwheels', 'smoothness', 'theta'], 1.0)

@@ -26,7 +26,7 @@ Examples
 >>> def fit(center):
 ...     mu = rng.normal(center, 0.2, size=(2, 200))
 ...     ll = -0.5 * np.log(2 * np.pi) - 0.5 * (y - mu[..., None]) ** 2
-...     return az.from_dict(posterior={"mu": mu}, log_likelihood={"y": ll})
+...     return az.from_dict({"posterior": {"mu": mu}, "log_likelihood": {"y": ll}})
 >>> table = compare({"good": fit(y.mean()), "off": fit(1.0)})
 >>> list(table.index), bool(table.loc["good", "k_share"] <= 0.02)
 (['good', 'off'], True)
@@ -103,7 +103,7 @@ def pareto_k_share(loo, threshold: float = K_THRESHOLD) -> float:
     >>> y = rng.normal(size=20)
     >>> mu = rng.normal(y.mean(), 0.2, size=(2, 300))
     >>> ll = -0.5 * np.log(2 * np.pi) - 0.5 * (y - mu[..., None]) ** 2
-    >>> loo = az.loo(az.from_dict(posterior={"mu": mu}, log_likelihood={"y": ll}), pointwise=True)
+    >>> loo = az.loo(az.from_dict({"posterior": {"mu": mu}, "log_likelihood": {"y": ll}}), pointwise=True)
     >>> pareto_k_share(loo)
     0.0
     """
@@ -182,7 +182,7 @@ def compare(
     >>> def fit(center):
     ...     mu = rng.normal(center, 0.2, size=(2, 200))
     ...     ll = -0.5 * np.log(2 * np.pi) - 0.5 * (y - mu[..., None]) ** 2
-    ...     return az.from_dict(posterior={"mu": mu}, log_likelihood={"y": ll})
+    ...     return az.from_dict({"posterior": {"mu": mu}, "log_likelihood": {"y": ll}})
     >>> table = compare({"good": fit(y.mean()), "off": fit(1.0)})
     >>> table[["rank", "k_share", "reliable"]]
           rank  k_share  reliable
@@ -205,7 +205,7 @@ def compare(
         if isinstance(value, az.ELPDData):
             loos[name] = value
             continue
-        if "log_likelihood" not in value.groups():
+        if "log_likelihood" not in value.children:
             raise ValueError(f"Model {name!r} has no log_likelihood group.")
         var = var_name.get(name) if isinstance(var_name, Mapping) else var_name
         var = var or _default_var_name(value)

@@ -682,11 +682,11 @@ def report_after_fit(idata, model, *, check: bool = True, stacklevel: int = 3):
     --------
     >>> import arviz as az, numpy as np
     >>> toy = ModelCheck("toy", invariants=lambda idata: idata.posterior)
-    >>> idata = az.from_dict(posterior={"mu": np.random.default_rng(0).normal(size=(4, 500))})
+    >>> idata = az.from_dict({"posterior": {"mu": np.random.default_rng(0).normal(size=(4, 500))}})
     >>> bool(report_after_fit(idata, toy)["converged"].all()), idata.posterior.attrs["pmctx_model"]
     (True, 'toy')
     """
-    for group in idata.groups():
+    for group in idata.children:
         getattr(idata, group).attrs["pmctx_model"] = model.name
     if not check:
         return None
@@ -726,7 +726,7 @@ def count_divergences(idata) -> tuple[int, int]:
     >>> import arviz as az, numpy as np
     >>> diverging = np.zeros((2, 100), dtype=bool)
     >>> diverging[1, 7] = True
-    >>> count_divergences(az.from_dict(sample_stats={"diverging": diverging}))
+    >>> count_divergences(az.from_dict({"sample_stats": {"diverging": diverging}}))
     (1, 200)
     """
     if not callable(getattr(idata, "groups", None)):
@@ -734,7 +734,7 @@ def count_divergences(idata) -> tuple[int, int]:
             f"count_divergences expects an arviz.InferenceData, got {type(idata).__name__}; "
             "pass the fit that pm.sample or a pmctx model's sample returned."
         )
-    stats = idata.sample_stats if "sample_stats" in idata.groups() else None
+    stats = idata.sample_stats if "sample_stats" in idata.children else None
     if stats is None or "diverging" not in stats:
         return 0, 0
     diverging = stats["diverging"].values
@@ -762,7 +762,7 @@ def check_divergences(idata, *, stacklevel: int = 2) -> int:
     Examples
     --------
     >>> import arviz as az, numpy as np
-    >>> check_divergences(az.from_dict(sample_stats={"diverging": np.zeros((2, 50), bool)}))
+    >>> check_divergences(az.from_dict({"sample_stats": {"diverging": np.zeros((2, 50), bool)}}))
     0
     """
     n_divergent, n_draws = count_divergences(idata)

@@ -244,9 +244,9 @@ def read_nc_observed(path: Path) -> dict:
         raise ValueError(
             f"{path.name} is not an InferenceData NetCDF file ({type(err).__name__}: {err})."
         ) from err
-    if "observed_data" not in idata.groups():
+    if "observed_data" not in idata.children:
         raise ValueError(
-            f"{path.name} has no observed_data group (groups: {list(idata.groups())}); pass "
+            f"{path.name} has no observed_data group (groups: {list(idata.children)}); pass "
             "an InferenceData with the data in observed_data, or an .npz/.csv file."
         )
     return {str(k): np.asarray(v.values) for k, v in idata.observed_data.data_vars.items()}

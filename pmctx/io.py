@@ -14,7 +14,7 @@ Examples
 ...     observed_data={"y": np.array([0.1, 0.2, 0.3])},
 ...     dims={"y": ["obs"]},
 ... )
->>> sorted(idata.groups())
+>>> sorted(idata.children)
 ['log_likelihood', 'observed_data', 'posterior']
 """
 
@@ -73,9 +73,9 @@ def set_log_likelihood_groups(idata, main, *, parts=None, conditional=None):
     --------
     >>> import xarray as xr
     >>> ll = xr.Dataset({"joint": (("chain", "draw", "trial"), np.zeros((1, 2, 3)))})
-    >>> idata = az.from_dict(posterior={"mu": np.zeros((1, 2))})
+    >>> idata = az.from_dict({"posterior": {"mu": np.zeros((1, 2))}})
     >>> idata = set_log_likelihood_groups(idata, ll, parts=ll.rename(joint="F"))
-    >>> sorted(idata.groups()), list(idata.log_likelihood.data_vars)
+    >>> sorted(idata.children), list(idata.log_likelihood.data_vars)
     (['log_likelihood', 'log_likelihood_parts', 'posterior'], ['joint'])
     """
     if len(main.data_vars) != 1:
@@ -84,7 +84,7 @@ def set_log_likelihood_groups(idata, main, *, parts=None, conditional=None):
             f"{list(main.data_vars)}; put the others in parts= or conditional=."
         )
     for name, group in zip(LOG_LIKELIHOOD_GROUPS, (main, parts, conditional), strict=True):
-        if name in idata.groups():
+        if name in idata.children:
             del idata[name]
         if group is not None and len(group.data_vars):
             idata.add_groups({name: group})
@@ -114,14 +114,14 @@ def log_likelihood_view(idata, var_name: str):
 
     Examples
     --------
-    >>> idata = az.from_dict(posterior={"mu": np.zeros((1, 2))},
-    ...                      log_likelihood={"joint": np.zeros((1, 2, 3))})
+    >>> idata = az.from_dict({"posterior": {"mu": np.zeros((1, 2))},
+    ...                      "log_likelihood": {"joint": np.zeros((1, 2, 3))}})
     >>> list(log_likelihood_view(idata, "joint").log_likelihood.data_vars)
     ['joint']
     """
     found = {}
     for group in LOG_LIKELIHOOD_GROUPS:
-        if group in idata.groups():
+        if group in idata.children:
             found[group] = list(idata[group].data_vars)
             if var_name in idata[group]:
                 return az.InferenceData(
@@ -191,7 +191,7 @@ def to_inference_data(
         dims=dict(dims) if dims else None,
     )
     # az.from_dict drops ``attrs`` in ArviZ 0.2x; set them on every group ourselves.
-    for group in idata.groups():
+    for group in idata.children:
         getattr(idata, group).attrs.update(dict(attrs or {}))
     return idata
 
@@ -228,7 +228,7 @@ def add_log_likelihood(idata: az.InferenceData, model=None, var_names=None) -> a
     """
     model = pm.modelcontext(model)
     wanted = var_names or [rv.name for rv in model.observed_RVs]
-    if "log_likelihood" in idata.groups() and all(v in idata.log_likelihood for v in wanted):
+    if "log_likelihood" in idata.children and all(v in idata.log_likelihood for v in wanted):
         return idata
     return pm.compute_log_likelihood(
         idata, var_names=wanted, model=model, extend_inferencedata=True, progressbar=False
@@ -253,7 +253,7 @@ def save_idata(idata: az.InferenceData, path) -> Path:
     Examples
     --------
     >>> import tempfile, arviz as az, numpy as np
-    >>> idata = az.from_dict(posterior={"mu": np.zeros((1, 3))})
+    >>> idata = az.from_dict({"posterior": {"mu": np.zeros((1, 3))}})
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     path = save_idata(idata, f"{folder}/fits/mu.nc")
     ...     load_idata(path).posterior["mu"].shape
@@ -292,7 +292,7 @@ def load_idata(path) -> az.InferenceData:
     # h5netcdf, ArviZ's default (the same datasets): a batch reads every unit's fit.
     idata = az.from_netcdf(str(path), engine="netcdf4")
     # from_netcdf is lazy: load so that the file can be moved or deleted afterwards.
-    for group in idata.groups():
+    for group in idata.children:
         getattr(idata, group).load()
     return idata
 

@@ -29,7 +29,7 @@ Examples
 ...     rng = np.random.default_rng(len(train["y"]))
 ...     n = len(train["y"])
 ...     mu = rng.normal(train["y"].sum() / (n + 1), (n + 1) ** -0.5, size=(1, 500))
-...     return az.from_dict(posterior={"mu": mu})
+...     return az.from_dict({"posterior": {"mu": mu}})
 >>> def log_predictive(idata, test):
 ...     mu = idata.posterior["mu"].values[..., None]
 ...     return -0.5 * np.log(2 * np.pi) - 0.5 * (test["y"] - mu) ** 2

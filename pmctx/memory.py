@@ -523,7 +523,7 @@ class StoreTrace(ChainTrace):
             return idata
         chains = [self._chains[c] for c in sorted(self._chains)]
         n_seen = min(trace._seen for trace in chains)
-        post = idata.posterior if "posterior" in idata.groups() else None
+        post = idata.posterior if "posterior" in idata.children else None
         coords = {"chain": np.array(sorted(self._chains)) if post is None else post["chain"].values}
         dims_of = self.model.named_vars_to_dims
 
@@ -569,7 +569,7 @@ class StoreTrace(ChainTrace):
                 data[name] = (("chain", "moment", *dims), np.stack([mean, sd], axis=1))
             ds = xr.Dataset(data, coords={**coords, "moment": ["mean", "sd"]})
             ds.attrs["draws"] = n_seen
-            if MOMENTS_GROUP in idata.groups():
+            if MOMENTS_GROUP in idata.children:
                 del idata[MOMENTS_GROUP]
             idata.add_groups({MOMENTS_GROUP: ds})
         return idata

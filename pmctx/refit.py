@@ -28,8 +28,8 @@ Examples
 >>> def fit(train):  # exact posterior of a normal mean (prior N(0, 1), unit noise)
 ...     n = train["y"].size
 ...     rng = np.random.default_rng(n)
-...     return az.from_dict(posterior={"mu": rng.normal(train["y"].sum() / (n + 1),
-...                                                     (n + 1) ** -0.5, size=(1, 2000))})
+...     return az.from_dict({"posterior": {"mu": rng.normal(train["y"].sum() / (n + 1),
+...                                                     (n + 1) ** -0.5, size=(1, 2000))}})
 >>> def log_predictive(idata, test):
 ...     return norm.logpdf(test["y"], idata.posterior["mu"].values[..., None], 1.0)
 >>> refitter = Refitter(fit, log_predictive, {"y": y}, method="conjugate")
@@ -200,7 +200,7 @@ def resolve_refitters(refit, fits: Mapping, var_names: Mapping, names) -> dict:
     Examples
     --------
     >>> import arviz as az, numpy as np
-    >>> fit = az.from_dict(posterior={"mu": np.zeros((1, 3))})
+    >>> fit = az.from_dict({"posterior": {"mu": np.zeros((1, 3))}})
     >>> resolve_refitters("auto", {"a": fit}, {"a": "y"}, ["a"])  # no model, no hook
     {}
     """
@@ -265,7 +265,7 @@ class _ResponseFit:
             train["responses"], train["V"], response_model=self.response_model,
             kind=self.kind, phi=self.phi, n_draws=self.n_draws, rng=self.random_seed,
         )  # fmt: skip
-        return az.from_dict(posterior={"bias": draws[None, :, 0], "slope": draws[None, :, 1]})
+        return az.from_dict({"posterior": {"bias": draws[None, :, 0], "slope": draws[None, :, 1]}})
 
     def log_predictive(self, idata, test):
         from pmctx.conditioning.behaviour import _pointwise

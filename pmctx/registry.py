@@ -360,14 +360,14 @@ def model_name(idata) -> str | None:
     Examples
     --------
     >>> import arviz as az, numpy as np
-    >>> idata = az.from_dict(posterior={"mu": np.zeros((1, 3))})
+    >>> idata = az.from_dict({"posterior": {"mu": np.zeros((1, 3))}})
     >>> model_name(idata) is None
     True
     >>> idata.posterior.attrs["pmctx_model"] = "gum"
     >>> model_name(idata)
     'gum'
     """
-    if "posterior" not in idata.groups():
+    if "posterior" not in idata.children:
         return None
     return idata.posterior.attrs.get("pmctx_model")
 
@@ -391,7 +391,7 @@ def invariants_of(idata):
     Examples
     --------
     >>> import arviz as az, numpy as np
-    >>> idata = az.from_dict(posterior={"mu": np.zeros((2, 5))})
+    >>> idata = az.from_dict({"posterior": {"mu": np.zeros((2, 5))}})
     >>> list(invariants_of(idata).data_vars)
     ['mu']
     """

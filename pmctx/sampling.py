@@ -461,7 +461,7 @@ def run_sampler(
     ...     y = pm.Normal("y", mu, 1.0, observed=[0.1, -0.3, 0.4])
     >>> idata = run_sampler(model, draws=20, tune=20, chains=1, random_seed=0,
     ...                     progressbar=False, idata_kwargs={"log_likelihood": True})
-    >>> idata.posterior["mu"].shape, "log_likelihood" in idata.groups()
+    >>> idata.posterior["mu"].shape, "log_likelihood" in idata.children
     ((1, 20), True)
     """
     kwargs = check_sample_kwargs(
@@ -525,12 +525,12 @@ def add_posterior_predictive(idata, model: pm.Model, *, random_seed=None, var_na
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu")
     ...     y = pm.Normal("y", mu, 1.0, observed=[0.1, -0.3, 0.4])
-    >>> idata = az.from_dict(posterior={"mu": np.zeros((1, 5))})
+    >>> idata = az.from_dict({"posterior": {"mu": np.zeros((1, 5))}})
     >>> idata = add_posterior_predictive(idata, model, random_seed=0)
     >>> idata.posterior_predictive["y"].shape
     (1, 5, 3)
     """
-    if "posterior_predictive" in idata.groups():
+    if "posterior_predictive" in idata.children:
         return idata
     names = var_names or [rv.name for rv in model.observed_RVs]
     if not names:

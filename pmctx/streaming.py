@@ -298,7 +298,7 @@ class DiskTrace(StoreTrace):
         n_kept = min(trace._written for trace in self._chains.values())
         disk = xr.open_zarr(self.path, group=self.group, consolidated=False)
         disk = disk.isel(draw=slice(0, n_kept))
-        post = idata.posterior if "posterior" in idata.groups() else None
+        post = idata.posterior if "posterior" in idata.children else None
         if self.thin == 1 and post is not None and post.sizes["draw"] == n_kept:
             disk = disk.assign_coords(draw=post["draw"].values, chain=post["chain"].values)
             merged = post.assign({name: disk[name] for name in disk.data_vars})
@@ -331,7 +331,7 @@ def save_groups(idata, path):
 
     path = Path(path)
     on_disk = _groups_on_disk(path)
-    for name in idata.groups():
+    for name in idata.children:
         ds = idata[name]
         written = {v for v in ds.data_vars if _is_lazy(ds[v])}
         rest = ds.drop_vars(written)
@@ -476,7 +476,7 @@ def memory_view(idata, *, budget: int | None = None):
                         budget=PER_DRAW_BYTES if budget is None else budget)  # fmt: skip
     index = even_draws(n_draw, keep)
     groups = {"posterior": post.isel(draw=index).load()}
-    if "sample_stats" in idata.groups():
+    if "sample_stats" in idata.children:
         stats = idata.sample_stats
         groups["sample_stats"] = stats.isel(draw=index).load() if len(index) < n_draw else stats
     view = az.InferenceData(**groups)
@@ -513,8 +513,8 @@ def loo(idata, *, block_bytes: int | None = None, **kwargs):
     --------
     >>> import arviz as az
     >>> rng = np.random.default_rng(0)
-    >>> fit = az.from_dict(posterior={"mu": rng.normal(size=(2, 100))},
-    ...                    log_likelihood={"y": rng.normal(-1, 0.1, (2, 100, 30))})
+    >>> fit = az.from_dict({"posterior": {"mu": rng.normal(size=(2, 100))},
+    ...                    "log_likelihood": {"y": rng.normal(-1, 0.1, (2, 100, 30))}})
     >>> bool(np.isclose(loo(fit, block_bytes=8 * 200 * 7).elpd_loo, az.loo(fit).elpd_loo))
     True
     """

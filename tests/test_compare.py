@@ -13,7 +13,7 @@ def normal_fit(y, mu_center, mu_sd, seed=0, draws=400):
     rng = np.random.default_rng(seed)
     mu = rng.normal(mu_center, mu_sd, size=(2, draws))
     ll = -0.5 * np.log(2 * np.pi) - 0.5 * (y - mu[..., None]) ** 2
-    return az.from_dict(posterior={"mu": mu}, log_likelihood={"y": ll})
+    return az.from_dict({"posterior": {"mu": mu}, "log_likelihood": {"y": ll}})
 
 
 def conditional_like_fit(y, seed=1, draws=400):
@@ -24,7 +24,7 @@ def conditional_like_fit(y, seed=1, draws=400):
     ll = -0.5 * np.log(2 * np.pi * 0.01) - 0.5 * ((y - latent) / 0.1) ** 2
     jump = rng.random((2, draws, y.size)) < 0.02  # occasional draws far away
     ll = np.where(jump, ll - 30.0, ll)
-    return az.from_dict(posterior={"mu": latent.mean(-1)}, log_likelihood={"y": ll})
+    return az.from_dict({"posterior": {"mu": latent.mean(-1)}, "log_likelihood": {"y": ll}})
 
 
 @pytest.fixture(scope="module")
@@ -148,8 +148,8 @@ def test_observations_over_two_dimensions(y):
     fits = {}
     for name, fit in (("ok", normal_fit(y, y.mean(), 0.15)), ("peaked", conditional_like_fit(y))):
         ll = fit.log_likelihood["y"].values.reshape(2, -1, y.size // 2, 2)
-        fits[name] = az.from_dict(posterior={"mu": fit.posterior["mu"].values},
-                                  log_likelihood={"y": ll})  # fmt: skip
+        fits[name] = az.from_dict({"posterior": {"mu": fit.posterior["mu"].values},
+                                  "log_likelihood": {"y": ll}})  # fmt: skip
     with pytest.warns(LooReliabilityWarning, match="peaked"):
         table = compare(fits)
     assert table.loc["peaked", "n_high_k"] >= 1 and not table.loc["peaked", "reliable"]

@@ -166,7 +166,7 @@ def test_a_fits_report_is_computed_once_and_reused(monkeypatch):
     from pmctx import convergence
 
     rng = np.random.default_rng(0)
-    idata = az.from_dict(posterior={"mu": rng.normal(size=(4, 300))})
+    idata = az.from_dict({"posterior": {"mu": rng.normal(size=(4, 300))}})
     check = convergence.ModelCheck("toy", invariants=lambda fit: fit.posterior)
     report = convergence.report_after_fit(idata, check)
     calls = []
@@ -174,7 +174,7 @@ def test_a_fits_report_is_computed_once_and_reused(monkeypatch):
     assert convergence.convergence_report(idata) is report  # no recomputation
     assert convergence.convergence_report(idata, ["mu"]).equals(report.loc[["mu"]])
     assert not calls
-    other = az.from_dict(posterior={"mu": rng.normal(size=(4, 300))})  # not checked: computed
+    other = az.from_dict({"posterior": {"mu": rng.normal(size=(4, 300))}})  # not checked: computed
     with pytest.raises(TypeError):
         convergence.convergence_report(other)
     assert len(calls) == 1
@@ -213,7 +213,7 @@ def test_divergences_after_tuning_are_counted_and_warned_about():
     rng = np.random.default_rng(0)
     diverging = np.zeros((4, 300), dtype=bool)
     idata = az.from_dict(
-        posterior={"mu": rng.normal(size=(4, 300))}, sample_stats={"diverging": diverging}
+        {"posterior": {"mu": rng.normal(size=(4, 300))}, "sample_stats": {"diverging": diverging}}
     )
     check = convergence.ModelCheck("toy", invariants=lambda fit: fit.posterior)
     assert convergence.count_divergences(idata) == (0, 1200)
@@ -226,7 +226,7 @@ def test_divergences_after_tuning_are_counted_and_warned_about():
         report = convergence.report_after_fit(idata, check)
     assert bool(report["converged"].all())  # R-hat and ESS alone would have passed it
     assert issubclass(DivergenceWarning, ConvergenceWarning)
-    no_stats = az.from_dict(posterior={"mu": rng.normal(size=(4, 300))})
+    no_stats = az.from_dict({"posterior": {"mu": rng.normal(size=(4, 300))}})
     assert convergence.count_divergences(no_stats) == (0, 0)
     for wrong in (idata.posterior, {"diverging": np.zeros(3)}):
         with pytest.raises(TypeError, match="expects an arviz.InferenceData, got"):

@@ -22,7 +22,7 @@ def fit(train, draws=4000):
     # Exact posterior draws of a normal mean with known noise (conjugate).
     mean, sd = posterior_params(train["y"])
     rng = np.random.default_rng(train["y"].size)
-    return az.from_dict(posterior={"mu": rng.normal(mean, sd, size=(2, draws // 2))})
+    return az.from_dict({"posterior": {"mu": rng.normal(mean, sd, size=(2, draws // 2))}})
 
 
 def log_predictive(idata, test):
@@ -141,8 +141,8 @@ def test_ibp_predictive_scores_held_out_forces_given_cues():
     A, Y, pi = rng.normal(size=(k, d)), rng.integers(0, 2, (k, t)), np.array([0.4, 0.6, 0.01])
     posterior = {"Z": Z[None, None], "A": A[None, None], "Y": Y[None, None], "pi": pi[None, None]}
     idata = az.from_dict(
-        posterior=posterior,
-        constant_data={"sigma_n": np.array(0.5), "lam": np.array(0.9), "eps": np.array(0.05)},
+        {"posterior": posterior,
+        "constant_data": {"sigma_n": np.array(0.5), "lam": np.array(0.9), "eps": np.array(0.05)}},
     )
     test = {"F": rng.normal(size=(2, d)), "X": rng.integers(0, 2, (2, t))}
     _, log_pred = kfold_functions("ibp", var_name="F", marginal_options={"inactive": "exact"})

@@ -28,7 +28,7 @@ def posterior_params(y):
 def fit(train, draws=4000):
     mean, sd = posterior_params(train["y"])
     rng = np.random.default_rng(train["y"].size)
-    return az.from_dict(posterior={"mu": rng.normal(mean, sd, size=(1, draws))})
+    return az.from_dict({"posterior": {"mu": rng.normal(mean, sd, size=(1, draws))}})
 
 
 def log_predictive(idata, test):
@@ -37,7 +37,7 @@ def log_predictive(idata, test):
 
 def full_fit(y, centre=None, draws=500):
     idata = fit({"y": y}, draws) if centre is None else az.from_dict(
-        posterior={"mu": np.random.default_rng(0).normal(centre, 0.3, (1, draws))})  # fmt: skip
+        {"posterior": {"mu": np.random.default_rng(0).normal(centre, 0.3, (1, draws))}})  # fmt: skip
     idata.add_groups(log_likelihood={"y": log_predictive(idata, {"y": y})})
     return idata
 
@@ -169,7 +169,7 @@ def test_crp_response_refits_match_brute_force_leave_one_out():
     full = r.fit(r.data)
     full.add_groups(log_likelihood={"responses": r.log_predictive(full, r.data)[None]})
     coin = {"responses": np.full((1, 50, 16), np.log(0.5))}
-    other = az.from_dict(posterior={"mu": np.zeros((1, 50))}, log_likelihood=coin)
+    other = az.from_dict({"posterior": {"mu": np.zeros((1, 50))}, "log_likelihood": coin})
     table = quiet_compare({"crp": full, "coin": other}, refit={"crp": r}, threshold=0.3)
     brute = kfold(r.fit, r.log_predictive, r.data, k=16, split=r.split)
     assert table.loc["crp", "n_refit"] == table.loc["crp", "n_high_k"]
@@ -196,8 +196,8 @@ def test_gum_laplace_refits_match_brute_force_leave_one_out():
 
     r = gum_refitter(build, data, fit_options={"draws": 500})
     full = build(data).laplace(draws=500, random_seed=0, posterior_predictive=False)
-    flat = az.from_dict(posterior={"mu": np.zeros((1, 50))},
-                        log_likelihood={"y": np.full((1, 50, 20), -5.0)})  # fmt: skip
+    flat = az.from_dict({"posterior": {"mu": np.zeros((1, 50))},
+                        "log_likelihood": {"y": np.full((1, 50, 20), -5.0)}})  # fmt: skip
     table = quiet_compare({"gum": full, "flat": flat}, refit={"gum": r}, threshold=0.5)
     brute = kfold(r.fit, r.log_predictive, data, k=20)
     assert table.loc["gum", "n_refit"] == table.loc["gum", "n_high_k"] >= 1

@@ -60,7 +60,7 @@ def test_disk_trace_streams_the_draws_memory_would_keep(tmp_path):
         np.testing.assert_array_equal(idata.posterior[name].values, memory.posterior[name].values)
     np.testing.assert_array_equal(idata.sample_stats["value"], memory.sample_stats["value"])
     again = open_trace(path)
-    assert set(again.groups()) == {"posterior", "sample_stats", "observed_data"}
+    assert set(again.children) == {"posterior", "sample_stats", "observed_data"}
     lazy = xr.open_zarr(path, group="posterior", consolidated=False)
     assert lazy["b"].chunks[:2] == ((1, 1), (5, 5, 5, 5, 3))  # one chunk per chain and block
     np.testing.assert_array_equal(lazy["x"].values, memory.posterior["x"].values)
@@ -128,7 +128,7 @@ def test_loo_by_blocks_of_observations_equals_az_loo():
 
     rng = np.random.default_rng(3)
     ll = rng.normal(-1.0, 0.3, (2, 150, 20, 3)) * rng.gamma(2.0, 1.0, (1, 1, 20, 3))
-    fit = az.from_dict(posterior={"mu": rng.normal(size=(2, 150))}, log_likelihood={"y": ll})
+    fit = az.from_dict({"posterior": {"mu": rng.normal(size=(2, 150))}, "log_likelihood": {"y": ll}})
     whole = az.loo(fit, pointwise=True, reff=0.9)
     blocks = pmctx.streaming.loo(fit, pointwise=True, reff=0.9, block_bytes=8 * 300 * 3 * 7)
     for key in ("elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "good_k"):

@@ -48,7 +48,7 @@ def _unit_posterior(path, var_names, groups=("posterior", "sample_stats")) -> xr
     idata = load_idata(path)
     parts = []
     for group in groups:
-        if group not in idata.groups():
+        if group not in idata.children:
             continue
         ds = idata[group]
         keep = [

@@ -165,7 +165,7 @@ def write_idata(idata, path, *, groups=UNIT_GROUPS) -> Path:
     """
     import xarray as xr
 
-    datasets = {g: idata[g] for g in idata.groups() if groups is None or g in groups}
+    datasets = {g: idata[g] for g in idata.children if groups is None or g in groups}
     netCDF4 = _netcdf4_module()
     numeric = all(
         _plain_attrs(ds.attrs)

@@ -71,7 +71,7 @@ def rank_of(truth: float, draws: np.ndarray, random_seed=None) -> int:
 
 def _posterior_draws(idata, name: str) -> np.ndarray:
     for group in ("posterior", "sample_stats"):
-        if group in idata.groups() and name in idata[group]:
+        if group in idata.children and name in idata[group]:
             values = idata[group][name].values
             return values.reshape(values.shape[0] * values.shape[1], -1)
     raise KeyError(f"The fit's InferenceData has no posterior quantity {name!r}.")

@@ -105,7 +105,7 @@ def normal_mean_fit(
     Examples
     --------
     >>> idata = normal_mean_fit({"y": [0.2, 0.4]}, random_seed=0, draws=50)
-    >>> idata.posterior["mu"].shape, "log_likelihood" in idata.groups()
+    >>> idata.posterior["mu"].shape, "log_likelihood" in idata.children
     ((1, 50), True)
     """
     name = str(data.get("name", ""))
@@ -131,8 +131,8 @@ def normal_mean_fit(
     import arviz as az  # not pmctx.io: workers running only this model skip importing PyMC
 
     return az.from_dict(
-        posterior={"mu": mu},
-        log_likelihood={"y": loglik},
-        observed_data={"y": y},
+        {"posterior": {"mu": mu},
+        "log_likelihood": {"y": loglik},
+        "observed_data": {"y": y}},
         dims={"y": ["obs"]},
     )

@@ -13,8 +13,8 @@ exact (a sum over the ``max_causes`` causes), which gives 0% of k > 0.7 on that 
 Examples
 --------
 >>> import numpy as np, arviz as az
->>> post = az.from_dict(posterior={"weights": np.full((1, 2, 2), 0.5),
-...                                "theta": np.full((1, 2, 2, 3), 0.5)}).posterior
+>>> post = az.from_dict({"posterior": {"weights": np.full((1, 2, 2), 0.5),
+...                                "theta": np.full((1, 2, 2, 3), 0.5)}}).posterior
 >>> ll = trial_log_likelihood(post, np.array([[1, 0, -1], [1, 1, 1]]))
 >>> np.round(ll.values[0, 0], 4).tolist()
 [-1.3863, -2.0794]
@@ -98,8 +98,8 @@ def add_integrated_log_likelihood(idata, features=None):
     F = _features_from_idata(idata) if features is None else features
     main = trial_log_likelihood(idata.posterior, F).to_dataset(name="trial_features")
     group = LOG_LIKELIHOOD_GROUPS[2]
-    conditional = idata[group] if group in idata.groups() else None
-    if "log_likelihood" in idata.groups() and "trial_features" not in idata.log_likelihood:
+    conditional = idata[group] if group in idata.children else None
+    if "log_likelihood" in idata.children and "trial_features" not in idata.log_likelihood:
         conditional = idata.log_likelihood  # pm.sample's, given the causes (a rerun keeps it)
         conditional.attrs["pmctx_note"] = "given each trial's sampled cause: not for LOO/WAIC"
     return set_log_likelihood_groups(idata, main, conditional=conditional)

@@ -188,7 +188,7 @@ def advi(
         approx = pm.fit(n=n, method=method, random_seed=random_seed, **kwargs)
         idata = approx.sample(draws, random_seed=random_seed, return_inferencedata=True)
     for group in ("observed_data", "log_likelihood"):
-        if minibatch_size is not None and group in idata.groups():
+        if minibatch_size is not None and group in idata.children:
             del idata[group]
     if log_likelihood:
         add_log_likelihood(idata, self.model)

@@ -224,7 +224,7 @@ def add_posterior_predictive(self, idata, *, random_seed=0):
         values = values.astype(np.int32)
     group = xr.Dataset({d.response: as_dataarray(values, d.response)})
     group = group.assign_coords(draw=source.posterior["draw"].values)  # the draws it used
-    if "posterior_predictive" in idata.groups():
+    if "posterior_predictive" in idata.children:
         del idata["posterior_predictive"]
     idata.add_groups(posterior_predictive=group)
     return idata

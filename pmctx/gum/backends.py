@@ -263,7 +263,7 @@ def sample_nutpie(
     )
     idata.posterior.attrs.setdefault("sampling_time", time.perf_counter() - start)
     for group in ("warmup_posterior", "warmup_sample_stats"):
-        if group in idata.groups():
+        if group in idata.children:
             del idata[group]
     if drop:
         idata.posterior = idata.posterior.drop_vars([d for d in drop if d in idata.posterior])
@@ -322,7 +322,7 @@ def add_log_likelihood_group(idata, model: pm.Model, log_likelihood=None, *, thi
             coords={**coords, "obs": np.arange(next(iter(values.values())).shape[-1])},
         )
     dataset.attrs["thin"] = int(thin)
-    if "log_likelihood" in idata.groups():
+    if "log_likelihood" in idata.children:
         del idata["log_likelihood"]
     idata.add_groups(log_likelihood=dataset)
     return idata

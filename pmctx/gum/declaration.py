@@ -162,10 +162,10 @@ def remember(gum_model, idata):
     >>> import arviz as az
     >>> from pmctx.gum import gum
     >>> g = gum("y ~ x", {"x": np.arange(4.0), "y": np.arange(4.0)})
-    >>> fitted_model(remember(g, az.from_dict(posterior={"a": np.zeros((1, 2))}))) is g
+    >>> fitted_model(remember(g, az.from_dict({"posterior": {"a": np.zeros((1, 2))}}))) is g
     True
     """
-    if idata is None or "posterior" not in idata.groups():
+    if idata is None or "posterior" not in idata.children:
         return idata
     token = uuid.uuid4().hex
     _FITTED[token] = gum_model
@@ -191,10 +191,10 @@ def fitted_model(idata):
     Examples
     --------
     >>> import arviz as az
-    >>> fitted_model(az.from_dict(posterior={"a": np.zeros((1, 2))})) is None
+    >>> fitted_model(az.from_dict({"posterior": {"a": np.zeros((1, 2))}})) is None
     True
     """
-    if "posterior" not in idata.groups():
+    if "posterior" not in idata.children:
         return None
     token = idata.posterior.attrs.get("pmctx_gum_fit")
     return None if token is None else _FITTED.get(token)

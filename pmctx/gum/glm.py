@@ -130,7 +130,7 @@ def compare(idatas: dict, *, ic: str = "loo", **kwargs):
     pandas.DataFrame
         The :func:`arviz.compare` table.
     """
-    missing = [name for name, idata in idatas.items() if "log_likelihood" not in idata.groups()]
+    missing = [name for name, idata in idatas.items() if "log_likelihood" not in idata.children]
     if missing:
         raise ValueError(
             f"InferenceData of {missing} has no log_likelihood group; sample with "

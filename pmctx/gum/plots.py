@@ -48,7 +48,7 @@ def inference_label(idata) -> str:
     Examples
     --------
     >>> import arviz as az
-    >>> idata = az.from_dict(posterior={"f_x": np.zeros((1, 2, 3))})
+    >>> idata = az.from_dict({"posterior": {"f_x": np.zeros((1, 2, 3))}})
     >>> idata.posterior.attrs["inference"] = "laplace"
     >>> inference_label(idata)
     'Laplace approximation'
@@ -56,7 +56,7 @@ def inference_label(idata) -> str:
     method = idata.posterior.attrs.get("inference")
     if method in INFERENCE_LABELS:
         return INFERENCE_LABELS[method]
-    stats = idata.sample_stats if "sample_stats" in idata.groups() else {}
+    stats = idata.sample_stats if "sample_stats" in idata.children else {}
     return "NUTS" if "diverging" in stats or "tree_depth" in stats or "depth" in stats else ""
 
 

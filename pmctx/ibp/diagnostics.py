@@ -147,7 +147,7 @@ def _posterior_mean(idata, name):
     """Posterior mean of ``name`` from its draws or, for big fits, its running moments."""
     if name in idata.posterior:
         return idata.posterior[name].mean(("chain", "draw")).values
-    if "posterior_moments" in idata.groups() and name in idata.posterior_moments:
+    if "posterior_moments" in idata.children and name in idata.posterior_moments:
         return idata.posterior_moments[name].sel(moment="mean").mean("chain").values
     return None
 

@@ -3,7 +3,7 @@
 Examples
 --------
 >>> import arviz as az
->>> idata = az.from_dict(sample_stats={"truncation_hit": np.zeros((1, 10), bool)})
+>>> idata = az.from_dict({"sample_stats": {"truncation_hit": np.zeros((1, 10), bool)}})
 >>> warn_if_truncated(idata, K_max=8)
 """
 
@@ -35,7 +35,7 @@ def warn_if_truncated(idata, *, K_max: int) -> None:
     Examples
     --------
     >>> import arviz as az
-    >>> idata = az.from_dict(sample_stats={"truncation_hit": np.ones((1, 10), bool)})
+    >>> idata = az.from_dict({"sample_stats": {"truncation_hit": np.ones((1, 10), bool)}})
     >>> warn_if_truncated(idata, K_max=8)  # doctest: +SKIP
     """
     hit = np.asarray(idata.sample_stats["truncation_hit"].values)

@@ -405,7 +405,7 @@ CONDITIONAL_GROUP = LOG_LIKELIHOOD_GROUPS[2]
 
 
 def _constant(idata, model, name):
-    if "constant_data" in idata.groups() and name in idata.constant_data:
+    if "constant_data" in idata.children and name in idata.constant_data:
         value = np.asarray(idata.constant_data[name].values)
         if value.size != 1:
             raise ValueError(f"constant_data[{name!r}] must be a scalar, got shape {value.shape}.")
@@ -457,7 +457,7 @@ def add_integrated_log_likelihood(idata, model=None, **options):
     >>> sorted(idata.conditional_log_likelihood.data_vars)
     ['F', 'X']
     """
-    observed = idata.observed_data if "observed_data" in idata.groups() else {}
+    observed = idata.observed_data if "observed_data" in idata.children else {}
     F = observed["F"].values if "F" in observed else None
     X = observed["X"].values if "X" in observed else None
     if F is None and X is None:
@@ -478,8 +478,8 @@ def add_integrated_log_likelihood(idata, model=None, **options):
         hyper[name] = value
     integrated = integrated_log_likelihood(idata.posterior, F, X, hyper=hyper, **options)
     integrated.attrs["pmctx_log_likelihood"] = "integrated over each trial's latent row z_i"
-    conditional = idata[CONDITIONAL_GROUP] if CONDITIONAL_GROUP in idata.groups() else None
-    if "log_likelihood" in idata.groups() and "joint" not in idata.log_likelihood:
+    conditional = idata[CONDITIONAL_GROUP] if CONDITIONAL_GROUP in idata.children else None
+    if "log_likelihood" in idata.children and "joint" not in idata.log_likelihood:
         conditional = idata.log_likelihood  # pm.sample's, given z_i (a rerun keeps the first)
         conditional.attrs["pmctx_note"] = "given each trial's sampled z_i: not for LOO/WAIC"
     parts = integrated[[name for name in ("F", "X") if name in integrated]]

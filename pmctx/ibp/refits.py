@@ -125,10 +125,10 @@ def warm_refit(sample, idata, *, var_name="joint", draws=250, tune=100, chains=2
     Examples
     --------
     >>> import arviz as az
-    >>> warm_refit(print, az.from_dict(posterior={"Z": np.zeros((1, 2, 3, 4))})) is None
+    >>> warm_refit(print, az.from_dict({"posterior": {"Z": np.zeros((1, 2, 3, 4))}})) is None
     True
     """
-    if "observed_data" not in idata.groups() or "Z" not in idata.posterior:
+    if "observed_data" not in idata.children or "Z" not in idata.posterior:
         return None
     obs = idata.observed_data
     data = {name: obs[name].values for name in ("F", "X") if name in obs}
@@ -136,7 +136,7 @@ def warm_refit(sample, idata, *, var_name="joint", draws=250, tune=100, chains=2
         return None
     data["trial_index"] = np.arange(next(iter(data.values())).shape[0])
     fixed = {}
-    if "constant_data" in idata.groups():
+    if "constant_data" in idata.children:
         fixed = {n: float(idata.constant_data[n]) for n in HYPER_NAMES if n in idata.constant_data}
     options = dict(K_max=int(idata.posterior["Z"].shape[-1]), draws=draws, tune=tune,
                    chains=chains, cores=1, random_seed=random_seed, **fixed)  # fmt: skip

@@ -323,7 +323,7 @@ def add_predictive(idata, model, plan: StoragePlan, *, random_seed=None):
 
     k = plan.predictive_draws
     names = [v.name for v in model.observed_RVs]
-    if not k or not names or "posterior_predictive" in idata.groups():
+    if not k or not names or "posterior_predictive" in idata.children:
         return idata
     n_draw = idata.posterior.sizes["draw"]
     index = even_draws(n_draw, k)

@@ -10,7 +10,7 @@ Examples
 --------
 >>> import arviz as az
 >>> import numpy as np
->>> idata = az.from_dict(posterior={"x": np.zeros((2, 10, 5))})
+>>> idata = az.from_dict({"posterior": {"x": np.zeros((2, 10, 5))}})
 >>> paths = write_chain_outputs(idata, "pmctx-out")  # doctest: +SKIP
 """
 
@@ -55,7 +55,7 @@ def posterior_orientation(idata):
     Examples
     --------
     >>> import arviz as az
-    >>> idata = az.from_dict(posterior={"theta": np.full((2, 10, 2, 3), 0.5)})
+    >>> idata = az.from_dict({"posterior": {"theta": np.full((2, 10, 2, 3), 0.5)}})
     >>> mean, sd = posterior_orientation(idata)
     >>> mean.shape, float(mean[0, 0].round(6))
     ((2, 3), 0.5)

@@ -44,7 +44,7 @@ def predict(idata, new_data=None, *, random_seed=None) -> xr.Dataset:
     --------
     >>> import arviz as az
     >>> import xarray as xr
-    >>> idata = az.from_dict(posterior={"o": np.zeros((1, 5, 2, 2))})
+    >>> idata = az.from_dict({"posterior": {"o": np.zeros((1, 5, 2, 2))}})
     >>> mask = xr.DataArray([[1, 0], [1, 1]], dims=("row", "col"))
     >>> idata.add_groups(constant_data=xr.Dataset({"obs_mask": mask, "kappa_obs": 2.0}))
     >>> predict(idata, random_seed=0)["theta_pred"].shape
@@ -87,7 +87,7 @@ def predict_series(idata, new_data=None, *, random_seed=None) -> xr.Dataset:
     --------
     >>> import arviz as az
     >>> import xarray as xr
-    >>> idata = az.from_dict(posterior={"x": np.zeros((1, 5, 3))}, dims={"x": ["time"]})
+    >>> idata = az.from_dict({"posterior": {"x": np.zeros((1, 5, 3))}}, dims={"x": ["time"]})
     >>> data = {"obs_mask": ("time", [1, 0, 1]), "signal": ("time", np.ones(3)),
     ...         "kappa_obs": 2.0}
     >>> idata.add_groups(constant_data=xr.Dataset(data))
@@ -127,8 +127,8 @@ def add_posterior_predictive(idata, random_seed=None) -> None:
     --------
     >>> import arviz as az
     >>> import xarray as xr
-    >>> idata = az.from_dict(posterior={"o": np.zeros((1, 5, 2, 2))},
-    ...                      observed_data={"z": np.zeros(3)}, dims={"z": ["obs"]})
+    >>> idata = az.from_dict({"posterior": {"o": np.zeros((1, 5, 2, 2))},
+    ...                      "observed_data": {"z": np.zeros(3)}}, dims={"z": ["obs"]})
     >>> mask = xr.DataArray([[1, 0], [1, 1]], dims=("row", "col"))
     >>> idata.add_groups(constant_data=xr.Dataset({"obs_mask": mask, "kappa_obs": 2.0}))
     >>> add_posterior_predictive(idata, random_seed=0)

@@ -119,9 +119,9 @@ def posterior_marginals(idata, y, *, rank: int, mask=None, signal=None, n_angles
     --------
     >>> import arviz as az
     >>> x, y = simulate(20, kappa=4.0, kappa_obs=3.0, rank=3, random_seed=0)
-    >>> idata = az.from_dict(posterior={"x": np.tile(x, (1, 4, 1)),
+    >>> idata = az.from_dict({"posterior": {"x": np.tile(x, (1, 4, 1)),
     ...                                 "kappa": np.full((1, 4), 4.0),
-    ...                                 "kappa_obs": np.full((1, 4), 3.0)})
+    ...                                 "kappa_obs": np.full((1, 4), 3.0)}})
     >>> angles, density, mean, sd = posterior_marginals(idata, y, rank=3, n_angles=64)
     >>> density.shape, mean.shape
     ((20, 64), (20,))
@@ -286,7 +286,7 @@ def sbc_quantities(idata) -> dict:
     Examples
     --------
     >>> import arviz as az
-    >>> idata = az.from_dict(posterior={"x": np.zeros((2, 3, 5))})
+    >>> idata = az.from_dict({"posterior": {"x": np.zeros((2, 3, 5))}})
     >>> draws = sbc_quantities(idata)
     >>> draws["cos_x"].shape, float(draws["smoothness"].mean())
     ((6,), 1.0)

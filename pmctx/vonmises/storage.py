@@ -128,10 +128,10 @@ def finish_thinned(idata, model, trace: StoreTrace, *, log_likelihood: bool = Tr
     import pymc as pm
 
     trace.attach(idata)  # thin 1: into the posterior; else into posterior_thinned
-    if "posterior_thinned" in idata.groups():
+    if "posterior_thinned" in idata.children:
         thinned = idata["posterior_thinned"]
         del idata["posterior_thinned"]
-        if "posterior" in idata.groups():
+        if "posterior" in idata.children:
             rest = idata.posterior.isel(draw=thinned["draw"].values)
             post = rest.assign({name: thinned[name] for name in thinned.data_vars})
             post.attrs = dict(idata.posterior.attrs)

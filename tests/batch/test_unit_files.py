@@ -16,10 +16,10 @@ from pmctx.io import load_idata
 def _numeric_idata():
     rng = np.random.default_rng(0)
     idata = az.from_dict(
-        posterior={"mu": rng.normal(size=(2, 5)), "f": rng.normal(size=(2, 5, 3))},
-        posterior_predictive={"y": rng.normal(size=(2, 5, 4))},
-        log_likelihood={"y": rng.normal(size=(2, 5, 4))},
-        observed_data={"y": rng.normal(size=4)},
+        {"posterior": {"mu": rng.normal(size=(2, 5)), "f": rng.normal(size=(2, 5, 3))},
+        "posterior_predictive": {"y": rng.normal(size=(2, 5, 4))},
+        "log_likelihood": {"y": rng.normal(size=(2, 5, 4))},
+        "observed_data": {"y": rng.normal(size=4)}},
         coords={"f_x": [0.1, 0.5, 0.9], "obs": np.arange(4)},
         dims={"f": ["f_x"], "y": ["obs"]},
         attrs={"log_evidence": -3.25, "converged": 1, "inference": "laplace"},
@@ -32,15 +32,15 @@ def _mixed_idata():
     # What PyMC returns: boolean sample stats, string coordinates (categorical levels).
     rng = np.random.default_rng(1)
     return az.from_dict(
-        posterior={"b": rng.normal(size=(2, 5, 2))},
-        sample_stats={"diverging": rng.random((2, 5)) < 0.2, "lp": rng.normal(size=(2, 5))},
+        {"posterior": {"b": rng.normal(size=(2, 5, 2))},
+        "sample_stats": {"diverging": rng.random((2, 5)) < 0.2, "lp": rng.normal(size=(2, 5))}},
         coords={"level": ["low", "high"]},
         dims={"b": ["level"]},
     )
 
 
 def _assert_same(written, back, groups):
-    assert back.groups() == groups
+    assert list(back.children) == groups
     for group in groups:
         a, b = written[group], back[group]
         assert set(a.variables) == set(b.variables)
@@ -59,9 +59,9 @@ def test_write_idata_round_trip(make, netcdf4, tmp_path, monkeypatch):
         monkeypatch.setattr(records, "_netcdf4_module", lambda: None)
     idata = make()
     write_idata(idata, tmp_path / "all.nc", groups=None)
-    _assert_same(idata, load_idata(tmp_path / "all.nc"), idata.groups())
+    _assert_same(idata, load_idata(tmp_path / "all.nc"), list(idata.children))
     write_idata(idata, tmp_path / "default.nc")
-    kept = [g for g in idata.groups() if g in UNIT_GROUPS]
+    kept = [g for g in idata.children if g in UNIT_GROUPS]
     assert "posterior_predictive" not in kept
     _assert_same(idata, load_idata(tmp_path / "default.nc"), kept)
     assert not list(tmp_path.glob(".*.tmp"))
@@ -71,11 +71,11 @@ def test_batch_groups_and_cpu_seconds(tmp_path):
     units = {"a": {"y": [0.0, 0.1]}, "b": {"y": [1.0]}}
     table = run_batch(normal_mean_fit, units, tmp_path / "default", local=True)
     assert (table["cpu_seconds"] > 0).all() and (table["cpu_seconds"] < 60).all()
-    assert load_idata(tmp_path / "default" / "units" / "a.nc").groups() == [
+    assert list(load_idata(tmp_path / "default" / "units" / "a.nc").children) == [
         "posterior", "log_likelihood", "observed_data"
     ]  # fmt: skip
     run_batch(normal_mean_fit, units, tmp_path / "post", local=True, groups=["posterior"])
-    assert load_idata(tmp_path / "post" / "units" / "b.nc").groups() == ["posterior"]
+    assert list(load_idata(tmp_path / "post" / "units" / "b.nc").children) == ["posterior"]
 
 
 def test_summary_rows_appended_then_sorted(tmp_path):

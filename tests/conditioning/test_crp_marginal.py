@@ -17,7 +17,7 @@ def test_matches_direct_sum_over_causes():
     F = rng.integers(0, 2, (N, I)).astype(float)
     F[1, 2] = np.nan
     F[3, 0] = -1
-    post = az.from_dict(posterior={"weights": weights, "theta": theta}).posterior
+    post = az.from_dict({"posterior": {"weights": weights, "theta": theta}}).posterior
     got = trial_log_likelihood(post, F).values
     for c, d, t in [(0, 0, 1), (1, 2, 3), (0, 1, 4)]:
         total = 0.0

@@ -38,7 +38,7 @@ def test_nutpie_sample_matches_laplace():
     data["y"] = rng.poisson(np.exp(np.sin(2 * data["x"])))
     g = gum("y ~ f(x, lengthscale=0.5, max_points=12)", data, family="poisson")
     idata = g.sample(draws=500, tune=500, chains=2, random_seed=1, backend="nutpie")
-    assert {"log_likelihood", "posterior_predictive", "observed_data"} <= set(idata.groups())
+    assert {"log_likelihood", "posterior_predictive", "observed_data"} <= set(idata.children)
     assert idata.log_likelihood["y"].shape == (2, 500, 200)
     laplace = g.laplace(draws=2000, posterior_predictive=False)
     nuts_mean = idata.posterior["f_x"].mean(("chain", "draw")).values

@@ -65,8 +65,8 @@ def test_weights_and_categories_follow_the_rows():
 def test_compare_refits_a_gum_fit_by_itself_as_a_given_refitter_would(outlier_data):
     g = gum("y ~ f(x, lengthscale=0.5)", outlier_data, family="poisson")
     full = g.laplace(draws=500, random_seed=0, posterior_predictive=False)
-    flat = az.from_dict(posterior={"mu": np.zeros((1, 50))},
-                        log_likelihood={"y": np.full((1, 50, 20), -5.0)})  # fmt: skip
+    flat = az.from_dict({"posterior": {"mu": np.zeros((1, 50))},
+                        "log_likelihood": {"y": np.full((1, 50, 20), -5.0)}})  # fmt: skip
     table = quiet_compare({"gum": full, "flat": flat}, threshold=0.5)
     assert table.loc["gum", "n_refit"] == table.loc["gum", "n_high_k"] >= 1
     assert "laplace" in table.loc["gum", "refit"]

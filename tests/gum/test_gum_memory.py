@@ -92,7 +92,7 @@ def test_pymc_backend_adds_the_numpy_log_likelihood_after_the_predictive():
     assert idata.log_likelihood["y"].dims == reference.dims == ("chain", "draw", "obs")
     np.testing.assert_allclose(idata.log_likelihood["y"].values, reference.values, atol=1e-9)
     bare = g.sample(**kw, idata_kwargs={"log_likelihood": False}, posterior_predictive=False)
-    assert "log_likelihood" not in bare.groups() and "posterior_predictive" not in bare.groups()
+    assert "log_likelihood" not in bare.children and "posterior_predictive" not in bare.children
 
 
 def test_log_likelihood_thin_rule_and_bad_values():

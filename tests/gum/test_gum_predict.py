@@ -94,7 +94,7 @@ def test_prediction_matches_pymc_conditional_through_sample_posterior_predictive
 @pytest.mark.slow
 def test_posterior_predictive_group_matches_pm_sample_posterior_predictive(nuts_fit):
     g, idata = nuts_fit
-    assert "posterior_predictive" in idata.groups()
+    assert "posterior_predictive" in idata.children
     ours = idata.posterior_predictive["y"].values.reshape(-1, g.design.n_obs)
     with g.model:
         theirs = pm.sample_posterior_predictive(idata, random_seed=5, progressbar=False)
@@ -129,7 +129,7 @@ def test_laplace_prediction_and_function_values():
     data = _data(150, 1)
     g = gum(FORMULA, data, family="poisson")
     idata = g.laplace(draws=500)
-    assert {"posterior_predictive", "log_likelihood", "observed_data"} <= set(idata.groups())
+    assert {"posterior_predictive", "log_likelihood", "observed_data"} <= set(idata.children)
     default = g.predict({"x": [0.0, 0.5], "z": [1.0, 1.0]}, draws=500)  # Laplace draws
     explicit = g.predict({"x": [0.0, 0.5], "z": [1.0, 1.0]}, idata)
     assert default.shape == explicit.shape == (1, 500, 2)

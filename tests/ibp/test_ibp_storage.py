@@ -33,8 +33,8 @@ def test_slim_fit_keeps_the_same_draws_compactly(fits):
     np.testing.assert_array_equal(slim.posterior["Z"], full.posterior["Z"])
     np.testing.assert_array_equal(slim.posterior["n_active"], full.posterior["n_active"])
     assert "X_prob" not in slim.posterior and "F_hat" not in slim.posterior
-    assert "conditional_log_likelihood" not in slim.groups()
-    assert "conditional_log_likelihood" in full.groups()
+    assert "conditional_log_likelihood" not in slim.children
+    assert "conditional_log_likelihood" in full.children
     # Recovery reports read the running means where the draws are not kept.
     from pmctx.ibp.diagnostics import recovery_report
 

@@ -134,10 +134,10 @@ def fake_idata(seed=0, chains=2, draws=3, sampled_sigma=True):
         constant["sigma_n"] = np.array(HYPER["sigma_n"])
     dims = {"Z": ["trial", "feature"], "F": ["trial", "force_dim"], "X": ["trial", "pixel"]}
     idata = az.from_dict(
-        posterior=posterior,
-        observed_data={"F": F, "X": X},
-        constant_data=constant,
-        log_likelihood={"F": np.zeros(shape + F.shape)},
+        {"posterior": posterior,
+        "observed_data": {"F": F, "X": X},
+        "constant_data": constant,
+        "log_likelihood": {"F": np.zeros(shape + F.shape)}},
         dims=dims,
     )
     return idata, (F, X, Z, A, Y, pi), posterior
@@ -146,7 +146,7 @@ def fake_idata(seed=0, chains=2, draws=3, sampled_sigma=True):
 def test_add_group_reads_hyperparameters_per_draw_and_keeps_conditional():
     idata, (F, X, _Z, A, Y, pi), posterior = fake_idata()
     add_integrated_log_likelihood(idata, inactive="exact")
-    assert CONDITIONAL_GROUP in idata.groups()
+    assert CONDITIONAL_GROUP in idata.children
     assert sorted(idata.log_likelihood.data_vars) == ["joint"]
     assert sorted(idata.log_likelihood_parts.data_vars) == ["F", "X"]
     for c, d in [(0, 0), (1, 2)]:

@@ -17,7 +17,7 @@ def test_quick_demo_writes_outputs(tmp_path):
         "gum_laplace_functions.png",
     } <= names
     idata = load_idata(tmp_path / "gum_laplace_posterior.nc")
-    assert "log_likelihood" in idata.groups()
+    assert "log_likelihood" in idata.children
     assert all(p.exists() for p in paths)
 
 

@@ -14,7 +14,7 @@ from pmctx.vonmises.maps import orientation_error
 
 
 def _ppc_plots(idata, var_names=None):
-    assert "posterior_predictive" in idata.groups()
+    assert "posterior_predictive" in idata.children
     axes = az.plot_ppc(idata, var_names=var_names, num_pp_samples=20)
     plt.close("all")
     return axes

@@ -188,7 +188,7 @@ def test_invariants_count_pinwheels_and_smoothness_as_the_maps_module_does():
          sample_prior((7, 8), kappa=3.0, rank=3, n_sweeps=10, n_maps=6, random_seed=1)[None]]
     )  # fmt: skip
     theta = o_to_theta(o)
-    inv = invariants(az.from_dict(posterior={"o": o, "theta": theta}))
+    inv = invariants(az.from_dict({"posterior": {"o": o, "theta": theta}}))
     maps = theta.reshape(-1, 7, 8)
     expected = [sum(count_pinwheels(m)) for m in maps]
     assert inv["pinwheels"].values.ravel().tolist() == expected

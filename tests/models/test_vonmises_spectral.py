@@ -50,7 +50,7 @@ def test_cv_groups_weights_and_log_likelihood():
 def test_fixed_spacing_and_kappa_obs_skip_cv():
     theta, _ = _theta(size=10)
     idata = reconstruct_spectral(theta, spacing=5.0, kappa_obs=3.0, draws=5, tune=3, random_seed=2)
-    assert "cv" not in idata.groups()
+    assert "cv" not in idata.children
     assert np.all(idata.posterior["kappa_obs"].values == 3.0)
     assert np.all(idata.posterior["spacing"].values == 5.0)
     again = reconstruct_spectral(theta, spacing=5.0, kappa_obs=3.0, draws=5, tune=3, random_seed=2)

@@ -46,7 +46,7 @@ def test_registry_fit_and_invariants(tmp_path):
         **loaded["options"],
     )  # fmt: skip
     assert idata.posterior.attrs["pmctx_model"] == "vonmises-chain"
-    assert "log_likelihood" in idata.groups()
+    assert "log_likelihood" in idata.children
     inv = spec.invariants(idata)
     assert set(inv.data_vars) == {"x", "smoothness", "kappa", "kappa_obs"}
     assert inv["x"].attrs["period"] == pytest.approx(2 * np.pi)

@@ -108,7 +108,7 @@ def test_chain_outputs_write_the_broken_smoothing_figure(tmp_path, monkeypatch):
 
     monkeypatch.setattr(outputs, "write_standard_outputs", lambda idata, out_dir, prefix: [])
     monkeypatch.setattr(outputs, "save_figure", keep)
-    idata = az.from_dict(posterior={"x": _wrapping_draws().reshape(2, 20, -1)})
+    idata = az.from_dict({"posterior": {"x": _wrapping_draws().reshape(2, 20, -1)}})
     paths = outputs.write_chain_outputs(idata, tmp_path)
     assert [p.name for p in paths] == ["vonmises-chain_smoothing.png"]
     line = saved["vonmises-chain_smoothing.png"].axes[0].lines[0]
