@@ -56,6 +56,8 @@ class JaxAugmentedVonMisesGibbs(_VonMisesMapStep):
     def __init__(self, vars=None, *, model=None, rng=None, n_sweeps: int | None = None):
         try:
             from pmctx.vonmises import jax_series
+
+            jax_series.require_jax()
         except ImportError as err:
             raise ImportError(
                 f"{type(self).__name__} runs its sweeps with JAX and numpyro, which are not "

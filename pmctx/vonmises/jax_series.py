@@ -12,6 +12,10 @@ Given the same uniforms, :func:`column_pass` returns the CPU pass's von Mises me
 concentrations (the tests compare them to 1e-10), so both samplers have the same law; the
 angles are then drawn with :class:`numpyro.distributions.VonMises`.
 
+The module imports without JAX (a plain install, the docs build); JAX and numpyro are imported
+when a function first runs (:func:`require_jax`), which says ``pip install 'pmctx[jax]'`` where
+they are missing.
+
 Examples
 --------
 >>> import numpy as np
@@ -24,35 +28,75 @@ Examples
 from __future__ import annotations
 
 import functools
+import sys
 
-import jax
+import numpy as np
 
-# float64 like the CPU kernels; JAX reads this flag when arrays are created, so set it first.
-jax.config.update("jax_enable_x64", True)
+from pmctx.validation import as_float_array, check_int, check_positive
+from pmctx.vonmises.potentials import mode_vectors
 
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax.scipy.special import i0e, logsumexp  # noqa: E402
-from numpyro.distributions import VonMises  # noqa: E402
-
-from pmctx.validation import as_float_array, check_int, check_positive  # noqa: E402
-from pmctx.vonmises.potentials import mode_vectors  # noqa: E402
-
-__all__ = ["augmented_sweeps", "column_pass", "edge_modes"]
+__all__ = ["augmented_sweeps", "column_pass", "edge_modes", "require_jax"]
 
 # numpyro's rejection sampler divides by the concentration; a node whose natural vector is
 # exactly zero is uniform, which this floor reproduces to far below float64 resolution.
 _MIN_CONCENTRATION = 1e-30
 
 
+@functools.cache
+def require_jax():
+    """Import JAX (float64 enabled) and check numpyro, on first use; ``jax``.
+
+    JAX is an optional extra, so this module imports without it (the docs and a plain install
+    read it) and JAX is imported when a function first runs.
+
+    Returns
+    -------
+    module
+        ``jax``, with ``jax_enable_x64`` set.
+
+    Raises
+    ------
+    ImportError
+        When JAX or numpyro is not installed, saying what to install.
+    """
+    try:
+        import jax
+        import numpyro  # noqa: F401
+    except ImportError as err:
+        raise ImportError(
+            f"pmctx.vonmises.jax_series runs on JAX and numpyro, which are not installed "
+            f"({err}). Install the extra: pip install 'pmctx[jax]' (with a JAX build for your "
+            "GPU), or use the compiled CPU sweep pmctx.vonmises.augmented.augmented_sweep."
+        ) from err
+    # float64 like the CPU kernels; JAX reads this flag when arrays are created, so set it
+    # before any array is made.
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+# JAX makes float32 arrays unless jax_enable_x64 is set first. Where the caller has imported
+# JAX already (to build arrays for column_pass, say), set it now, as importing this module
+# always did; otherwise the first call sets it.
+if "jax" in sys.modules:
+    require_jax()
+
+
+def _jnp():
+    """``jax.numpy``, imported through :func:`require_jax`."""
+    return require_jax().numpy
+
+
 def _log_i0(r):
-    return jnp.log(i0e(r)) + r
+    from jax.scipy.special import i0e
+
+    return _jnp().log(i0e(r)) + r
 
 
 def _pick(log_weights, uniforms):
     """Inverse-CDF draw along the last axis, the compiled kernels' rule
     (:func:`pmctx.vonmises._numba_chains.inverse_cdf_pick`): the first index whose cumulative
     weight reaches ``uniform * total``."""
+    jnp = _jnp()
     weights = jnp.exp(log_weights - log_weights.max(axis=-1, keepdims=True))
     cumulative = jnp.cumsum(weights, axis=-1)
     target = uniforms * cumulative[..., -1]
@@ -76,6 +120,7 @@ def edge_modes(o, kappa_modes, uniforms):
     -------
     jax.Array of int, shape (M, N - 1)
     """
+    jnp = _jnp()
     x = jnp.cos(o[:, :-1]) + jnp.cos(o[:, 1:])
     y = jnp.sin(o[:, :-1]) + jnp.sin(o[:, 1:])
     logits = x[..., None] * kappa_modes[:, 0] + y[..., None] * kappa_modes[:, 1]
@@ -88,6 +133,9 @@ def _chain_naturals(node_vec, kappa_modes, uniforms):
 
     ``uniforms`` is ``(chains, length)`` (entry 0 unused), the compiled kernel's layout.
     """
+    jax, jnp = require_jax(), _jnp()
+    from jax.scipy.special import logsumexp
+
     length = node_vec.shape[0]
     if length == 1:
         return node_vec
@@ -160,7 +208,13 @@ def column_pass(o, field, kappa_modes, u_edge, u_chain):
     Returns
     -------
     mean, concentration : jax.Array (N, M)
+
+    Notes
+    -----
+    Arrays are float64 only when made after ``jax_enable_x64`` is set: by importing this
+    module after JAX, or by calling :func:`require_jax` first.
     """
+    jnp = _jnp()
     node_vec = field
     if o.shape[1] > 1:
         edge = kappa_modes[edge_modes(o, kappa_modes, u_edge)]  # (M, N - 1, 2)
@@ -172,6 +226,9 @@ def column_pass(o, field, kappa_modes, u_edge, u_chain):
 
 def _pass(o, field, kappa_modes, key):
     """One column pass with its own uniforms and von Mises draws; the new ``o`` (M, N)."""
+    jax, jnp = require_jax(), _jnp()
+    from numpyro.distributions import VonMises
+
     n_rows, n_cols = o.shape
     k_edge, k_chain, k_angle = jax.random.split(key, 3)
     u_edge = jax.random.uniform(k_edge, (n_rows, max(n_cols - 1, 0)), dtype=o.dtype)
@@ -182,8 +239,26 @@ def _pass(o, field, kappa_modes, key):
     return (jnp.remainder(angles + jnp.pi, 2.0 * jnp.pi) - jnp.pi).T
 
 
-@functools.partial(jax.jit, static_argnames=("n_sweeps", "trace"))
-def _sweeps(o, field, kappa_modes, key, n_sweeps, trace):
+class _LazyJit:
+    """``jax.jit(function, **options)``, compiled on the first call so that importing this
+    module does not import JAX; ``clear_cache`` drops the traces, as on a jitted function."""
+
+    def __init__(self, function, **options):
+        self._function, self._options, self._jitted = function, options, None
+        functools.update_wrapper(self, function)
+
+    def __call__(self, *args, **kwargs):
+        if self._jitted is None:
+            self._jitted = require_jax().jit(self._function, **self._options)
+        return self._jitted(*args, **kwargs)
+
+    def clear_cache(self):
+        if self._jitted is not None:
+            self._jitted.clear_cache()
+
+
+def _sweeps_body(o, field, kappa_modes, key, n_sweeps, trace):
+    jax = require_jax()
     field_t = field.transpose(1, 0, 2)
 
     def sweep(o, key):
@@ -194,6 +269,9 @@ def _sweeps(o, field, kappa_modes, key, n_sweeps, trace):
 
     o, draws = jax.lax.scan(sweep, o, jax.random.split(key, n_sweeps))
     return draws if trace else o
+
+
+_sweeps = _LazyJit(_sweeps_body, static_argnames=("n_sweeps", "trace"))
 
 
 def augmented_sweeps(
@@ -227,6 +305,13 @@ def augmented_sweeps(
     -------
     numpy.ndarray (M, N), or (n_sweeps, M, N) with ``trace=True``
         The doubled angles after the last sweep (or after each).
+
+    Raises
+    ------
+    ValueError
+        On a bad argument (checked before JAX is imported).
+    ImportError
+        When JAX or numpyro is not installed (``pip install 'pmctx[jax]'``).
     """
     o = as_float_array(o, "o", ndim=2)
     field = as_float_array(field, "field", shape=(*o.shape, 2))
@@ -234,6 +319,7 @@ def augmented_sweeps(
     rank = check_int(rank, "rank", minimum=1)
     n_sweeps = check_int(n_sweeps, "n_sweeps", minimum=1)
     seed = 0 if random_seed is None else check_int(random_seed, "random_seed", minimum=0)
+    jax, jnp = require_jax(), _jnp()
     kappa_modes = jnp.asarray(kappa * mode_vectors(rank))
     key = jax.random.key(seed)
     out = _sweeps(jnp.asarray(o), jnp.asarray(field), kappa_modes, key, n_sweeps, bool(trace))
