@@ -249,7 +249,7 @@ def smooth(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         Posterior ``x`` (and ``kappa``, ``kappa_obs`` when learned), ``log_likelihood`` of
         ``y`` and the steps' stats. Each draw of ``x`` is an exact joint draw given the
         concentrations, so chains mix in a few iterations.
@@ -293,7 +293,7 @@ def invariants(idata):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit from :func:`smooth` (posterior ``x``).
 
     Returns
@@ -341,7 +341,7 @@ def fit_data(data: dict, sample_kwargs: dict, **options):
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         As returned by :func:`smooth`.
 
     Examples

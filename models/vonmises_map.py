@@ -337,7 +337,7 @@ def reconstruct(
         As in ``pm.sample``, with its defaults.
     posterior_predictive : bool, default True
         Add the ``posterior_predictive`` group (observed ``z`` redrawn per draw) for
-        ``az.plot_ppc``; :func:`predict` gives predictive observations at missing nodes.
+        ``az.plot_ppc_dist``; :func:`predict` gives predictive observations at missing nodes.
     store : {"auto", "all"} or path ending in ".zarr", default "auto"
         ``"auto"``: maps whose ``o`` and ``theta`` draws would pass 256 MiB keep every k-th
         draw (float32; the smallest k that fits; the posterior's ``attrs["thin"]``), with the
@@ -352,7 +352,7 @@ def reconstruct(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         With posterior ``o`` and ``theta``, ``log_likelihood`` of ``z`` and sampler stats.
 
     Examples
@@ -437,7 +437,7 @@ def invariants(idata):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit from :func:`reconstruct` (posterior ``o`` and ``theta``).
 
     Returns
@@ -502,7 +502,7 @@ def fit_data(data: dict, sample_kwargs: dict, **options):
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         As returned by :func:`reconstruct`.
 
     Examples

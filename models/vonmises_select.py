@@ -6,7 +6,7 @@ default), turns the held-out densities into weights over the grid
 (:func:`grid_weights`: stacking, pseudo-BMA+, or one grid point by a pick rule), samples
 the map at every grid point of non-negligible weight (augmented sampler, ``kappa_obs``
 learned by its exact slice update, start from the smoothed data) and pools the draws by
-weight (:func:`pmctx.vonmises.average.cv_average`). The result is an ``InferenceData`` whose
+weight (:func:`pmctx.vonmises.average.cv_average`). The result is a ``DataTree`` whose
 ``cv`` group holds the CV curve and the weights.
 
 By default (``spacings="auto"``) a second prior is weighed against the grid on the same
@@ -247,7 +247,7 @@ def reconstruct_cv(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``posterior``: ``o``, ``theta`` (1 chain, ``draws``), ``kappa_obs``, and ``kappa`` and
         ``rank`` (and, with ``kappa2_ratios``, ``kappa2_ratio``) of the grid point each
         draw came from; ``log_likelihood``: ``z``, the von Mises log density of every
@@ -391,14 +391,20 @@ def reconstruct_cv(
     strength = None if signal is None else signal[observed]
     loglik = observation_log_density(z[observed], o[:, observed], k_obs, strength)
     idata = az.from_dict(
-        posterior=posterior,
-        log_likelihood={"z": loglik[None]},
-        dims={"o": ["row", "col"], "theta": ["row", "col"], "z": ["obs_pixel"]},
-        constant_data={"obs_mask": observed.astype(np.int64)},
-        constant_data_dims={"obs_mask": ["row", "col"]},
+        {
+            "posterior": posterior,
+            "log_likelihood": {"z": loglik[None]},
+            "constant_data": {"obs_mask": observed.astype(np.int64)},
+        },
+        dims={
+            "o": ["row", "col"],
+            "theta": ["row", "col"],
+            "z": ["obs_pixel"],
+            "obs_mask": ["row", "col"],
+        },
     )
-    idata.posterior["theta"].attrs["period"] = np.pi
-    idata.add_groups(cv=cv_group)
+    idata["posterior"]["theta"].attrs["period"] = np.pi
+    idata["cv"] = cv_group
     return idata
 
 

@@ -135,7 +135,7 @@ def sample_spectral_model(model, *, draws=200, tune=100, chains=1, random_seed=N
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``pm.sample``'s result (``o``, ``theta``, ``kappa_obs``, ``nu``).
 
     Examples
@@ -247,7 +247,7 @@ def reconstruct_spectral(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``posterior``: ``o`` (doubled angles) and ``theta`` (``row``, ``col``; 1 chain),
         ``kappa_obs``, ``spacing`` and ``width`` (of each draw's fit); ``log_likelihood``:
         ``z``, the von Mises log density of every observed pixel per draw (``obs_pixel``);
@@ -317,13 +317,19 @@ def reconstruct_spectral(
         "width": np.asarray(widths, dtype=np.float64)[source][None],
     }
     idata = az.from_dict(
-        posterior=posterior,
-        log_likelihood={"z": loglik[None]},
-        dims={"o": ["row", "col"], "theta": ["row", "col"], "z": ["obs_pixel"]},
-        constant_data={"obs_mask": observed.astype(np.int64)},
-        constant_data_dims={"obs_mask": ["row", "col"]},
+        {
+            "posterior": posterior,
+            "log_likelihood": {"z": loglik[None]},
+            "constant_data": {"obs_mask": observed.astype(np.int64)},
+        },
+        dims={
+            "o": ["row", "col"],
+            "theta": ["row", "col"],
+            "z": ["obs_pixel"],
+            "obs_mask": ["row", "col"],
+        },
     )
-    idata.posterior["theta"].attrs["period"] = np.pi
+    idata["posterior"]["theta"].attrs["period"] = np.pi
     if cv is not None:
         curve = cv.curve.assign(weight=weights)
         attrs = {
@@ -339,5 +345,5 @@ def reconstruct_spectral(
             attrs["search_best"] = float(ranked["spacing"].iloc[int(np.argmax(ranked["cosine"]))])
             data.update({f"search_{n}": ("search", ranked[n].to_numpy()) for n in ranked.columns})
             coords["search"] = np.arange(len(ranked))
-        idata.add_groups(cv=xr.Dataset(data, coords=coords, attrs=attrs))
+        idata["cv"] = xr.Dataset(data, coords=coords, attrs=attrs)
     return idata

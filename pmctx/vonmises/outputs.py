@@ -41,7 +41,7 @@ def posterior_orientation(idata):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit with posterior ``theta`` (chain, draw, M, N), e.g. from
         :func:`pmctx.models.vonmises_map.reconstruct`.
 
@@ -72,7 +72,7 @@ def write_map_outputs(
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit from :func:`pmctx.models.vonmises_map.reconstruct`.
     out_dir : path-like
         Output folder (created if needed).
@@ -123,7 +123,7 @@ def write_chain_outputs(
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit from :func:`pmctx.models.vonmises_chain.smooth`.
     out_dir, prefix
         As in :func:`write_map_outputs` (the prefix defaults to ``"vonmises-chain"``).

@@ -3,7 +3,7 @@
 Given posterior draws of the doubled angles ``o``, a new observation at a node is
 ``z ~ VonMises(o, kappa_obs)`` (``kappa_obs`` per draw when learned): :func:`predict` gives
 orientations at missing nodes (or chosen sites), :func:`add_posterior_predictive` the
-posterior predictive group of the observed nodes (for ``az.plot_ppc``).
+posterior predictive group of the observed nodes (for ``az.plot_ppc_dist``).
 :func:`predict_series` is the same for the angular time series of
 :mod:`pmctx.models.vonmises_chain` (``y ~ VonMises(x, kappa_obs * signal)``, full period).
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from pmctx.trees import set_group
 from pmctx.validation import as_binary_array, as_rng
 from pmctx.vonmises.maps import o_to_theta
 
@@ -27,7 +28,7 @@ def predict(idata, new_data=None, *, random_seed=None) -> xr.Dataset:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         From :func:`pmctx.models.vonmises_map.reconstruct`.
     new_data : array_like of bool (M, N), optional
         Nodes to predict, 1 where wanted (default: the unobserved ones, ``obs_mask == 0``).
@@ -46,7 +47,7 @@ def predict(idata, new_data=None, *, random_seed=None) -> xr.Dataset:
     >>> import xarray as xr
     >>> idata = az.from_dict({"posterior": {"o": np.zeros((1, 5, 2, 2))}})
     >>> mask = xr.DataArray([[1, 0], [1, 1]], dims=("row", "col"))
-    >>> idata.add_groups(constant_data=xr.Dataset({"obs_mask": mask, "kappa_obs": 2.0}))
+    >>> idata["constant_data"] = xr.Dataset({"obs_mask": mask, "kappa_obs": 2.0})
     >>> predict(idata, random_seed=0)["theta_pred"].shape
     (1, 5, 1)
     """
@@ -71,7 +72,7 @@ def predict_series(idata, new_data=None, *, random_seed=None) -> xr.Dataset:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         From :func:`pmctx.models.vonmises_chain.smooth`.
     new_data : array_like of bool (T,), optional
         Times to predict, 1 where wanted (default: the unobserved ones, ``obs_mask == 0``).
@@ -90,7 +91,7 @@ def predict_series(idata, new_data=None, *, random_seed=None) -> xr.Dataset:
     >>> idata = az.from_dict({"posterior": {"x": np.zeros((1, 5, 3))}}, dims={"x": ["time"]})
     >>> data = {"obs_mask": ("time", [1, 0, 1]), "signal": ("time", np.ones(3)),
     ...         "kappa_obs": 2.0}
-    >>> idata.add_groups(constant_data=xr.Dataset(data))
+    >>> idata["constant_data"] = xr.Dataset(data)
     >>> predict_series(idata, random_seed=0)["y_pred"].shape
     (1, 5, 1)
     """
@@ -116,7 +117,7 @@ def add_posterior_predictive(idata, random_seed=None) -> None:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit from :func:`pmctx.models.vonmises_map.reconstruct` (posterior ``o``, constant
         data ``obs_mask`` and ``kappa_obs`` unless learned, observed data ``z``); changed in
         place.
@@ -130,7 +131,7 @@ def add_posterior_predictive(idata, random_seed=None) -> None:
     >>> idata = az.from_dict({"posterior": {"o": np.zeros((1, 5, 2, 2))},
     ...                      "observed_data": {"z": np.zeros(3)}}, dims={"z": ["obs"]})
     >>> mask = xr.DataArray([[1, 0], [1, 1]], dims=("row", "col"))
-    >>> idata.add_groups(constant_data=xr.Dataset({"obs_mask": mask, "kappa_obs": 2.0}))
+    >>> idata["constant_data"] = xr.Dataset({"obs_mask": mask, "kappa_obs": 2.0})
     >>> add_posterior_predictive(idata, random_seed=0)
     >>> idata.posterior_predictive["z"].shape
     (1, 5, 3)
@@ -147,8 +148,10 @@ def add_posterior_predictive(idata, random_seed=None) -> None:
         z[chain] = rng.vonmises(o, kappa[chain])
     coords = {"chain": post["chain"].values, "draw": post["draw"].values}
     coords["obs"] = idata.observed_data["obs"].values
-    idata.add_groups(
-        posterior_predictive=xr.Dataset({"z": (("chain", "draw", "obs"), z)}, coords=coords)
+    set_group(
+        idata,
+        "posterior_predictive",
+        xr.Dataset({"z": (("chain", "draw", "obs"), z)}, coords=coords),
     )
 
 

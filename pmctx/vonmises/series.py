@@ -90,7 +90,7 @@ def posterior_marginals(idata, y, *, rank: int, mask=None, signal=None, n_angles
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit from :func:`pmctx.models.vonmises_chain.smooth` with learned ``kappa`` and
         ``kappa_obs`` (``"prior"``).
     y : array_like, shape (T,)
@@ -275,7 +275,7 @@ def sbc_quantities(idata) -> dict:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit with posterior ``x``.
 
     Returns

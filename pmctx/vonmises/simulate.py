@@ -203,7 +203,7 @@ def invariants(idata) -> dict:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit from :func:`pmctx.models.vonmises_map.reconstruct`.
 
     Returns

@@ -38,6 +38,7 @@ from pmctx.memory import (
 )
 from pmctx.sampling import variable_shape
 from pmctx.streaming import DiskTrace, stream_log_likelihood
+from pmctx.trees import set_group
 
 __all__ = ["STORE_CHOICES", "finish_on_disk", "finish_thinned", "map_thin", "map_trace"]
 
@@ -111,7 +112,7 @@ def finish_thinned(idata, model, trace: StoreTrace, *, log_likelihood: bool = Tr
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         What ``pm.sample`` returned; changed in place.
     model : pm.Model
         The model sampled.
@@ -122,7 +123,7 @@ def finish_thinned(idata, model, trace: StoreTrace, *, log_likelihood: bool = Tr
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``idata``.
     """
     import pymc as pm
@@ -131,28 +132,28 @@ def finish_thinned(idata, model, trace: StoreTrace, *, log_likelihood: bool = Tr
     if "posterior_thinned" in idata.children:
         thinned = idata["posterior_thinned"]
         del idata["posterior_thinned"]
+        thinned = thinned.to_dataset()
         if "posterior" in idata.children:
-            rest = idata.posterior.isel(draw=thinned["draw"].values)
+            rest = idata["posterior"].to_dataset().isel(draw=thinned["draw"].values)
             post = rest.assign({name: thinned[name] for name in thinned.data_vars})
-            post.attrs = dict(idata.posterior.attrs)
-            idata.posterior = post
+            post.attrs = dict(idata["posterior"].attrs)
+            idata["posterior"] = post
         else:
-            idata.add_groups(posterior=thinned)
+            idata["posterior"] = thinned
     idata.posterior.attrs["thin"] = trace.thin
     if log_likelihood and "z" in model.named_vars:
-        import arviz as az
         import xarray as xr
 
-        post, parts = idata.posterior, []
+        post, parts = idata["posterior"].to_dataset(), []
         for chain in range(post.sizes["chain"]):  # float64 copies one chain big
             one = post.isel(chain=[chain])
             one = one.assign(o=one["o"].astype("float64"))
             ll = pm.compute_log_likelihood(
-                az.InferenceData(posterior=one), model=model, var_names=["z"],
+                xr.DataTree.from_dict({"posterior": one}), model=model, var_names=["z"],
                 extend_inferencedata=False, progressbar=False,
             )  # fmt: skip
             parts.append(ll.astype("float32"))
-        idata.add_groups(log_likelihood=xr.concat(parts, dim="chain"))
+        set_group(idata, "log_likelihood", xr.concat(parts, dim="chain"))
     return idata
 
 
@@ -164,7 +165,7 @@ def finish_on_disk(idata, model, trace: DiskTrace, log_likelihood=True,
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         What ``pm.sample`` returned; changed in place.
     model : pm.Model
         The model sampled.
@@ -177,10 +178,10 @@ def finish_on_disk(idata, model, trace: DiskTrace, log_likelihood=True,
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``idata`` (its groups not yet written to disk: :func:`pmctx.streaming.save_groups`).
     """
-    import arviz as az
+    import xarray as xr
 
     from pmctx.vonmises.predictive import add_posterior_predictive
 
@@ -191,15 +192,16 @@ def finish_on_disk(idata, model, trace: DiskTrace, log_likelihood=True,
     if log_likelihood:
         stream_log_likelihood(idata, model, trace.path, var_names=["z"])
     if posterior_predictive:
-        post = idata.posterior
+        post = idata["posterior"].to_dataset()
         n_obs = math.prod(variable_shape(model, "z"))
         keep = subset_draws(post.sizes["chain"], post.sizes["draw"], n_obs,
                             budget=PREDICTIVE_BYTES)  # fmt: skip
         index = even_draws(post.sizes["draw"], keep)
         names = [name for name in post.data_vars if name != "theta"]  # o and kappa_obs
-        view = az.InferenceData(posterior=post[names].isel(draw=index).load())
+        groups = {"posterior": post[names].isel(draw=index).load()}
         for group in ("constant_data", "observed_data"):
-            view.add_groups({group: idata[group]})
+            groups[group] = idata[group].to_dataset()
+        view = xr.DataTree.from_dict(groups)
         add_posterior_predictive(view, random_seed)
-        idata.add_groups(posterior_predictive=view.posterior_predictive)
+        set_group(idata, "posterior_predictive", view["posterior_predictive"].to_dataset())
     return idata
