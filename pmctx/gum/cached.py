@@ -44,6 +44,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.variable import TensorConstant
 
+from pmctx import _upstream_nutpie, _upstream_pytensor
 from pmctx.points import initial_point
 
 __all__ = [
@@ -96,20 +97,10 @@ def numba_nogil_mode():
     Returns
     -------
     pytensor.compile.mode.Mode
-        NUMBA rewrites with a linker that adds ``nogil=True`` and no disk cache.
+        NUMBA rewrites with a linker that adds ``nogil=True`` and no disk cache (built on
+        PyTensor internals: :func:`pmctx._upstream_pytensor.numba_nogil_mode`).
     """
-    from pytensor.compile.mode import Mode, get_mode
-    from pytensor.link.numba.dispatch.basic import numba_njit
-    from pytensor.link.numba.linker import NumbaLinker
-
-    class NogilNumbaLinker(NumbaLinker):
-        def jit_compile(self, fn_and_cache):
-            fn, _key = fn_and_cache
-            # not cached on its own: PyTensor's key of a whole graph leaves out the inputs'
-            # static shapes; the cfunc that calls it is cached under a key that has them
-            return numba_njit(fn.py_func, final_function=True, cache=False, nogil=True)
-
-    return Mode(linker=NogilNumbaLinker(), optimizer=get_mode("NUMBA").optimizer)
+    return _upstream_pytensor.numba_nogil_mode()
 
 
 def _jitted(value, outputs: list, *, name: str):
@@ -132,15 +123,18 @@ def _jitted(value, outputs: list, *, name: str):
     fgraph = FunctionGraph([value], outputs, clone=True)
     # rewrite with constants in place (folded data such as sum(gammaln(y + 1)) is computed
     # once) but unfused, fold transposes of constant matrices (so dots read contiguous
-    # arrays), then lift every array and float scalar constant
-    skip = ("inplace", "fusion")
+    # arrays), then lift every array and float scalar constant; PyTensor 3's Numba-only
+    # FusedElemwise pass is fusion too (and writes its buffers in place)
+    skip = ("inplace", "fusion", "fuse_indexed_into_elemwise")
     get_mode("NUMBA").excluding(*skip).optimizer.rewrite(fgraph)
     for node in list(fgraph.toposort()):
         (source, *rest) = node.inputs or (None,)
         if isinstance(node.op, DimShuffle) and isinstance(source, TensorConstant) and not rest:
             storage = [[None]]
             node.op.perform(node, [source.data], storage)
-            folded = np.ascontiguousarray(storage[0][0])
+            # np.array, not np.ascontiguousarray: that one makes a 0-d result 1-d, which
+            # PyTensor 3 no longer converts back to the scalar type it replaces
+            folded = np.array(storage[0][0], order="C", copy=True)
             fgraph.replace(node.outputs[0], pt.constant(folded), import_missing=True)
     outs, consts, values = lift_constants(list(fgraph.outputs))
     fn = pytensor.function(
@@ -151,7 +145,11 @@ def _jitted(value, outputs: list, *, name: str):
         on_unused_input="ignore",
         name=name,
     )
-    return fn.vm.jit_fn, tuple(values), [o.type.shape for o in fn.maker.fgraph.outputs]
+    return (
+        _upstream_pytensor.jitted(fn),
+        tuple(values),
+        [o.type.shape for o in fn.maker.fgraph.outputs],
+    )
 
 
 def _header(values: list) -> tuple[np.ndarray, list]:
@@ -207,13 +205,11 @@ def gum_cached_expand_cfunc(dim, expanded, x_, out_, user_data_):
 def _cfunc_source(template: str, inner, values: list, positions, n_header, writes=""):
     """Source, function name and disk-cache key of a ``numba.cfunc`` calling ``inner`` on
     arrays read from user data."""
-    from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS
-
     args = ", ".join(f"a{i}" for i in range(len(values)))
     reads = _reads(values, positions)
     src = template.format(n_header=n_header, reads=reads, args=args, writes=writes)
     name = src.split("def ", 1)[1].split("(", 1)[0]
-    inner_key = CACHED_SRC_FUNCTIONS[inner.py_func]
+    inner_key = _upstream_pytensor.cache_key_of(inner)
     # PyTensor's graph key leaves out the inputs' types (static shapes): they go in here
     layout = ",".join(f"{v.dtype.name}{v.shape}" for v in values)
     return src, name, f"gum_cached_v6_{inner_key}_{_hash_text(src + layout)}"
@@ -236,12 +232,10 @@ def _make_cfunc(src: str, name: str, key: str, inner, signature):
     machine code and never types ``inner``); a miss then fails to type and raises.
     """
     import numba
-    from nutpie.compile_pymc import address_as_void_pointer
-    from pytensor.link.numba.cache import compile_numba_function_src
 
     env = {"__name__": __name__, "numba": numba, "np": np, "inner": inner}
-    env["address_as_void_pointer"] = address_as_void_pointer
-    func = compile_numba_function_src(src, name, global_env=env, cache_key=key)
+    env["address_as_void_pointer"] = _upstream_nutpie.address_as_void_pointer()
+    func = _upstream_pytensor.compile_numba_function_src(src, name, global_env=env, cache_key=key)
     return numba.cfunc(signature, cache=True)(func)
 
 
@@ -250,10 +244,8 @@ def _gradient(logp, value):
 
 
 def _cached_model_class():
-    from nutpie.compile_pymc import CompiledPyMCModel
-
     @dataclass(frozen=True)
-    class CachedModel(CompiledPyMCModel):
+    class CachedModel(_upstream_nutpie.compiled_model_class()):
         keep: tuple = ()  # arrays the user data points to
         cache_keys: tuple = ()  # disk-cache keys of the log density and expand cfuncs
         recipe: object = None  # the Recipe it was made from (pmctx.gum.recipes stores it)
@@ -356,11 +348,9 @@ def build_recipe(model) -> Recipe:
         f"    out[{offsets[k]}:{offsets[k + 1]}] = np.asarray(values[{k}]).ravel()"
         for k in range(len(names))
     )
-    from nutpie.compile_pymc import _prepare_dims_and_coords
-
     header, positions = _header([*logp_args, *expand_args])
     n_logp = len(logp_args)
-    dims, coords = _prepare_dims_and_coords(model, (names, names, shapes))
+    dims, coords = _upstream_nutpie.dims_and_coords(model, (names, names, shapes))
     sources = {
         "logp": _cfunc_source(_LOGP_SRC, logp_fn, list(logp_args), positions[:n_logp], len(header)),
         "expand": _cfunc_source(
@@ -418,7 +408,7 @@ def from_recipe(recipe: Recipe):
     offsets = _offsets(shapes)
     slices = [slice(offsets[k], offsets[k + 1]) for k in range(len(names))]
     coords = {k: pd.Index(v) for k, v in recipe.coords.items()}
-    return _cached_model_class()(
+    fields = _upstream_nutpie.compiled_model_fields(
         _n_dim=len(start),
         dims=dict(recipe.dims),
         _coords=coords,
@@ -432,6 +422,9 @@ def from_recipe(recipe: Recipe):
         shape_info=(names, slices, shapes),
         logp_func=None,
         expand_func=None,
+    )
+    return _cached_model_class()(
+        **fields,
         keep=recipe.values,  # the arrays whose addresses ``header`` holds
         cache_keys=tuple(recipe.sources[kind][2] for kind in ("logp", "expand")),
         recipe=recipe,
