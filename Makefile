@@ -17,7 +17,7 @@ PYTEST_WORKERS ?= 2
 GUM_WARM ?= 1
 WARM_STAMP := $(VENV)/.pmctx-warm
 
-.PHONY: demo demo-quick test test-slow durations lint format bench bench-quick docs docs-noexec notebooks clean lock
+.PHONY: demo demo-quick test test-slow check-install durations lint format bench bench-quick docs docs-noexec notebooks clean lock
 
 # uv (pinned in constraints.txt) installs the pinned set into .venv: 26 s on a fresh machine
 # with an empty download cache, against 80 s for pip, which stays the fallback where uv cannot
@@ -60,12 +60,8 @@ demo-quick: $(WARM_STAMP)
 	$(BIN)/pmctx demo --quick --out pmctx-demo
 
 # pytest-xdist already runs one test per CPU, so each test's chains run in one process
-# (PMCTX_CORES=1); tests that check parallel chains pass cores= explicitly. PyTensor compiles
-# the tests' C modules without -O3 (cmodule__remove_gxx_opt): on a fresh machine's empty
-# compile cache gcc's optimiser took about half of a cold test's time (GUM ADVI test: 212 s
-# against 107 s), more than unoptimised code costs test-sized models. Results agree to rounding.
-TEST_ENV := PMCTX_CORES=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
-	PYTENSOR_FLAGS="cmodule__remove_gxx_opt=True$${PYTENSOR_FLAGS:+,$$PYTENSOR_FLAGS}"
+# (PMCTX_CORES=1); tests that check parallel chains pass cores= explicitly.
+TEST_ENV := PMCTX_CORES=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 # --no-loadscope-reorder: xdist keeps the file order tests/conftest.py sets (longest first).
 PYTEST := $(TEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile \
 	--no-loadscope-reorder
@@ -75,6 +71,10 @@ test: $(STAMP)
 	$(BIN)/ruff format --check pmctx models tests benchmarks notebooks setup.py
 	$(BIN)/lint-imports
 	$(PYTEST) -m "not slow" --durations=30 --timeout=900
+
+# pip install . over the newest supported stack changes none of its versions (CI runs this).
+check-install:
+	bash tools/check_install.sh $(PYTHON)
 
 test-slow: $(STAMP)
 	$(PYTEST) -m slow --durations=30 --timeout=900

@@ -4,23 +4,10 @@ The library lives in ``pmctx`` (step methods, kernels, validation, I/O, testing 
 model declarations live in ``pmctx.models``, one module per model.
 """
 
-import warnings
 from importlib.metadata import PackageNotFoundError, version
 
-from pmctx import _arviz_kernels, _fast_exit, _numba_threads, _pytensor_hooks
+from pmctx import _fast_exit, _numba_threads
 
-# ArviZ 0.23 announces its coming refactor with a FutureWarning once a day on import; a pmctx
-# user cannot act on it (pmctx pins arviz < 0.30), so it is silenced here, narrowly by message.
-warnings.filterwarnings(
-    "ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning
-)
-
-# Before anything imports PyMC: ArviZ's import-time Numba kernel is compiled once per machine
-# instead of once per process (see pmctx._arviz_kernels).
-_arviz_kernels.install()
-# PyTensor's C backend links the OpenBLAS inside SciPy's wheel when it finds no other BLAS and
-# compiles its modules with a precompiled Python.h (see pmctx._pytensor_hooks).
-_pytensor_hooks.install()
 # The interpreter's shutdown skips its garbage-collection passes over the imported stack
 # (0.6 s of a 5 s GUM script; see pmctx._fast_exit, PMCTX_FAST_EXIT=0 to keep them).
 _fast_exit.install()
