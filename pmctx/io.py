@@ -1,8 +1,9 @@
-"""InferenceData construction, log-likelihood groups and files on disk.
+"""Results trees: construction, log-likelihood groups and files on disk.
 
 One conversion path for every pmctx inference routine that does not go through
 ``pm.sample`` (particle filters, Laplace approximations, custom samplers): arrays with leading
-``(chain, draw)`` axes in, ``arviz.InferenceData`` with named dims out.
+``(chain, draw)`` axes in, an :class:`xarray.DataTree` with ArviZ's group names and named dims
+out (the results object of ArviZ 1 and PyMC 6).
 
 Examples
 --------
@@ -26,6 +27,9 @@ from pathlib import Path
 import arviz as az
 import numpy as np
 import pymc as pm
+import xarray as xr
+
+from pmctx.trees import as_datatree
 
 __all__ = [
     "LOG_LIKELIHOOD_GROUPS",
@@ -44,7 +48,7 @@ __all__ = [
 
 
 #: Where pmctx keeps pointwise log-likelihoods. ``log_likelihood`` holds the one variable
-#: LOO/WAIC should use, so ``az.loo(idata)`` and ``az.compare`` need no argument;
+#: LOO should use, so ``az.loo(idata)`` and ``az.compare`` need no argument;
 #: ``log_likelihood_parts`` holds per-unit densities of one part of the data given another
 #: (the IBP's forces given cues), for conditional questions; ``conditional_log_likelihood``
 #: holds densities given sampled per-unit latents (diagnostics only: PSIS fails on them).
@@ -56,17 +60,17 @@ def set_log_likelihood_groups(idata, main, *, parts=None, conditional=None):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         The fit; its groups of these names are replaced.
     main : xarray.Dataset
-        One variable: what LOO/WAIC should use.
+        One variable: what LOO should use.
     parts, conditional : xarray.Dataset, optional
         ``log_likelihood_parts`` and ``conditional_log_likelihood`` (left out when None or
         empty).
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``idata``.
 
     Examples
@@ -78,6 +82,7 @@ def set_log_likelihood_groups(idata, main, *, parts=None, conditional=None):
     >>> sorted(idata.children), list(idata.log_likelihood.data_vars)
     (['log_likelihood', 'log_likelihood_parts', 'posterior'], ['joint'])
     """
+    idata = as_datatree(idata)
     if len(main.data_vars) != 1:
         raise ValueError(
             f"The log_likelihood group must hold one variable (what LOO uses), got "
@@ -87,24 +92,24 @@ def set_log_likelihood_groups(idata, main, *, parts=None, conditional=None):
         if name in idata.children:
             del idata[name]
         if group is not None and len(group.data_vars):
-            idata.add_groups({name: group})
+            idata[name] = group
     return idata
 
 
 def log_likelihood_view(idata, var_name: str):
     """``idata`` with ``var_name``, from whichever log-likelihood group holds it, as its only
-    ``log_likelihood`` variable (for ``az.loo``/``az.waic`` on a conditional question).
+    ``log_likelihood`` variable (for ``az.loo`` on a conditional question).
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree or arviz.InferenceData
         A fit.
     var_name : str
         A variable of one of :data:`LOG_LIKELIHOOD_GROUPS`.
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         Posterior and that one log-likelihood variable (shared, not copied).
 
     Raises
@@ -119,13 +124,17 @@ def log_likelihood_view(idata, var_name: str):
     >>> list(log_likelihood_view(idata, "joint").log_likelihood.data_vars)
     ['joint']
     """
+    idata = as_datatree(idata)
     found = {}
     for group in LOG_LIKELIHOOD_GROUPS:
         if group in idata.children:
             found[group] = list(idata[group].data_vars)
-            if var_name in idata[group]:
-                return az.InferenceData(
-                    posterior=idata.posterior, log_likelihood=idata[group][[var_name]]
+            if var_name in idata[group].data_vars:
+                return xr.DataTree.from_dict(
+                    {
+                        "posterior": idata["posterior"].to_dataset(),
+                        "log_likelihood": idata[group].to_dataset()[[var_name]],
+                    }
                 )
     raise ValueError(f"No log-likelihood variable {var_name!r}; the fit has {found}.")
 
@@ -149,8 +158,8 @@ def to_inference_data(
     coords: Mapping[str, np.ndarray] | None = None,
     dims: Mapping[str, list[str]] | None = None,
     attrs: Mapping[str, object] | None = None,
-) -> az.InferenceData:
-    """Build ``InferenceData`` from dictionaries of arrays.
+) -> xr.DataTree:
+    """Build a results tree from dictionaries of arrays.
 
     Parameters
     ----------
@@ -158,7 +167,7 @@ def to_inference_data(
         Draws with leading ``(chain, draw)`` axes.
     sample_stats, log_likelihood : dict of str to ndarray, optional
         Same leading axes as ``posterior``. ``log_likelihood`` holds pointwise log
-        likelihoods named after the observed variable, which ``az.loo``/``az.waic`` need.
+        likelihoods named after the observed variable, which ``az.loo`` needs.
     observed_data, constant_data : dict of str to ndarray, optional
         Arrays without sample axes.
     coords : dict, optional
@@ -170,7 +179,8 @@ def to_inference_data(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
+        One child per group given, named as ArviZ names them.
     """
     for group, arrays in (
         ("posterior", posterior),
@@ -186,17 +196,17 @@ def to_inference_data(
         "constant_data": dict(constant_data) if constant_data else None,
     }
     idata = az.from_dict(
-        **{k: v for k, v in groups.items() if v is not None},
+        {k: v for k, v in groups.items() if v is not None},
         coords=dict(coords) if coords else None,
         dims=dict(dims) if dims else None,
     )
-    # az.from_dict drops ``attrs`` in ArviZ 0.2x; set them on every group ourselves.
+    # Every group carries ``attrs`` (az.from_dict would put them on the root only).
     for group in idata.children:
-        getattr(idata, group).attrs.update(dict(attrs or {}))
+        idata[group].attrs.update(dict(attrs or {}))
     return idata
 
 
-def add_log_likelihood(idata: az.InferenceData, model=None, var_names=None) -> az.InferenceData:
+def add_log_likelihood(idata: xr.DataTree, model=None, var_names=None) -> xr.DataTree:
     """Add the pointwise ``log_likelihood`` group of ``model`` to ``idata`` (in place).
 
     A thin wrapper around :func:`pymc.compute_log_likelihood` that does nothing when the
@@ -204,8 +214,9 @@ def add_log_likelihood(idata: az.InferenceData, model=None, var_names=None) -> a
 
     Parameters
     ----------
-    idata : arviz.InferenceData
-        A fit of ``model``; extended in place.
+    idata : xarray.DataTree or arviz.InferenceData
+        A fit of ``model``; extended in place (an ArviZ 0.x InferenceData is converted
+        first, so use the returned tree).
     model : pm.Model, optional
         The model; default: the one of the enclosing ``with`` block.
     var_names : list of str, optional
@@ -213,7 +224,7 @@ def add_log_likelihood(idata: az.InferenceData, model=None, var_names=None) -> a
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``idata`` with a ``log_likelihood`` group holding ``var_names``.
 
     Examples
@@ -226,6 +237,7 @@ def add_log_likelihood(idata: az.InferenceData, model=None, var_names=None) -> a
     >>> "y" in add_log_likelihood(idata, model).log_likelihood
     True
     """
+    idata = as_datatree(idata)
     model = pm.modelcontext(model)
     wanted = var_names or [rv.name for rv in model.observed_RVs]
     if "log_likelihood" in idata.children and all(v in idata.log_likelihood for v in wanted):
@@ -235,12 +247,14 @@ def add_log_likelihood(idata: az.InferenceData, model=None, var_names=None) -> a
     )
 
 
-def save_idata(idata: az.InferenceData, path) -> Path:
+def save_idata(idata: xr.DataTree, path) -> Path:
     """Write ``idata`` to a NetCDF file and return its path (parent folders are created).
+
+    One netCDF4 group per ArviZ group, the layout ArviZ 0.x wrote too.
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree or arviz.InferenceData
         The fit to write.
     path : str or path-like
         The ``.nc`` file.
@@ -259,14 +273,16 @@ def save_idata(idata: az.InferenceData, path) -> Path:
     ...     load_idata(path).posterior["mu"].shape
     (1, 3)
     """
+    idata = as_datatree(idata)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    idata.to_netcdf(str(path))
+    idata.to_netcdf(str(path), engine="netcdf4")
     return path
 
 
-def load_idata(path) -> az.InferenceData:
-    """Read an ``InferenceData`` NetCDF file written by :func:`save_idata`.
+def load_idata(path) -> xr.DataTree:
+    """Read a fit's NetCDF file written by :func:`save_idata`, or by pmctx versions before
+    the ArviZ 1 port (an ArviZ 0.x ``InferenceData`` file: the same one group per ArviZ group).
 
     The groups are loaded into memory, so the file can be moved or deleted afterwards.
 
@@ -277,7 +293,7 @@ def load_idata(path) -> az.InferenceData:
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         The fit.
 
     Raises
@@ -292,17 +308,17 @@ def load_idata(path) -> az.InferenceData:
     # h5netcdf, ArviZ's default (the same datasets): a batch reads every unit's fit.
     idata = az.from_netcdf(str(path), engine="netcdf4")
     # from_netcdf is lazy: load so that the file can be moved or deleted afterwards.
-    for group in idata.children:
-        getattr(idata, group).load()
+    idata.load()
+    idata.close()
     return idata
 
 
-def write_summary(idata: az.InferenceData, path, *, var_names=None, **kwargs) -> Path:
+def write_summary(idata: xr.DataTree, path, *, var_names=None, **kwargs) -> Path:
     """Write ``az.summary`` of ``idata`` as CSV and return the path.
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree or arviz.InferenceData
         The fit.
     path : str or path-like
         The ``.csv`` file (parent folders are created).
@@ -318,17 +334,18 @@ def write_summary(idata: az.InferenceData, path, *, var_names=None, **kwargs) ->
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    az.summary(idata, var_names=var_names, **kwargs).to_csv(path)
+    az.summary(as_datatree(idata), var_names=var_names, **kwargs).to_csv(path)
     return path
 
 
 def save_figure(fig, path, *, dpi: int = 110) -> Path:
-    """Save a matplotlib figure (or an array of axes, as ArviZ returns) as PNG and close it.
+    """Save a matplotlib figure (or what ArviZ's plots return) as PNG and close it.
 
     Parameters
     ----------
-    fig : matplotlib.figure.Figure, matplotlib.axes.Axes or numpy.ndarray of Axes
-        What to save; for axes, their figure.
+    fig : matplotlib.figure.Figure, matplotlib.axes.Axes, numpy.ndarray of Axes or arviz.PlotCollection
+        What to save; for axes, their figure; for an ArviZ 1 ``PlotCollection`` (what
+        ``az.plot_*`` return), its Matplotlib figure.
     path : str or path-like
         The ``.png`` file (parent folders are created).
     dpi : int, default 110
@@ -341,6 +358,9 @@ def save_figure(fig, path, *, dpi: int = 110) -> Path:
     """
     import matplotlib.pyplot as plt
 
+    viz = getattr(fig, "viz", None)  # an ArviZ 1 PlotCollection keeps its figure there
+    if viz is not None and "figure" in viz:
+        fig = viz["figure"].item()
     if isinstance(fig, np.ndarray):
         fig = fig.ravel()[0].figure
     elif hasattr(fig, "figure") and not hasattr(fig, "savefig"):
@@ -360,7 +380,7 @@ def plot_traces(idata, var_names, *, dataset=None):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree or arviz.InferenceData
         The fit (its ``posterior`` is plotted unless ``dataset`` is given).
     var_names : list of str
         Quantities to plot; names missing from the source are skipped. For a quantity with
@@ -379,7 +399,7 @@ def plot_traces(idata, var_names, *, dataset=None):
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    source = idata.posterior if dataset is None else dataset
+    source = as_datatree(idata)["posterior"].to_dataset() if dataset is None else dataset
     names = [v for v in var_names if v in source]
     fig, axes = plt.subplots(len(names), 2, figsize=(8, 2.2 * len(names)), squeeze=False)
     for row, name in zip(axes, names):
@@ -429,7 +449,7 @@ def output_names(model: str) -> dict[str, str]:
     }
 
 
-def write_standard_outputs(idata: az.InferenceData, out_dir, model: str, *, report=None):
+def write_standard_outputs(idata: xr.DataTree, out_dir, model: str, *, report=None):
     """Write ``<model>_posterior.nc``, ``<model>_summary.csv`` and ``<model>_diagnostics.csv``.
 
     The summary is :func:`pmctx.summary` (label-invariant quantities, circular statistics for
@@ -438,7 +458,7 @@ def write_standard_outputs(idata: az.InferenceData, out_dir, model: str, *, repo
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree or arviz.InferenceData
         The fit.
     out_dir : str or path-like
         Output folder (created if missing).
@@ -455,6 +475,7 @@ def write_standard_outputs(idata: az.InferenceData, out_dir, model: str, *, repo
     from pmctx.convergence import convergence_report
     from pmctx.summarize import summary
 
+    idata = as_datatree(idata)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     names = output_names(model)

@@ -509,21 +509,26 @@ class StoreTrace(ChainTrace):
 
         Parameters
         ----------
-        idata : arviz.InferenceData
+        idata : xarray.DataTree
             What ``pm.sample`` returned with this trace.
 
         Returns
         -------
-        arviz.InferenceData
+        xarray.DataTree
             ``idata``.
         """
         import xarray as xr
 
+        from pmctx.trees import as_datatree, set_group
+
+        idata = as_datatree(idata)
         if not self._big:
             return idata
         chains = [self._chains[c] for c in sorted(self._chains)]
         n_seen = min(trace._seen for trace in chains)
-        post = idata.posterior if "posterior" in idata.children else None
+        # PyMC 6 returns an empty posterior group when this trace records every variable
+        empty = "posterior" in idata.children and not idata["posterior"].data_vars
+        post = None if "posterior" not in idata.children or empty else idata["posterior"].to_dataset()
         coords = {"chain": np.array(sorted(self._chains)) if post is None else post["chain"].values}
         dims_of = self.model.named_vars_to_dims
 
@@ -546,11 +551,12 @@ class StoreTrace(ChainTrace):
                     trace._store[name] = None
                 data[name] = (("chain", "draw", *dims), stacked)
             if self.thin == 1 and post is None:
-                idata.add_groups(
-                    posterior=xr.Dataset(data, coords={**coords, "draw": np.arange(n_kept)})
-                )
+                attrs = dict(idata["posterior"].attrs) if empty else {}
+                set_group(idata, "posterior", xr.Dataset(
+                    data, coords={**coords, "draw": np.arange(n_kept)}, attrs=attrs
+                ))  # fmt: skip
             elif self.thin == 1 and n_kept == post.sizes["draw"]:
-                idata.posterior = post.assign(
+                idata["posterior"] = post.assign(
                     {name: xr.DataArray(v, dims=d, coords=self._coords(coords, d, post))
                      for name, (d, v) in data.items()}
                 )  # fmt: skip
@@ -558,7 +564,7 @@ class StoreTrace(ChainTrace):
                 draw = np.arange(n_kept) * self.thin
                 ds = xr.Dataset(data, coords={**coords, "draw": draw})
                 ds.attrs["thin"] = self.thin
-                idata.add_groups({self.thinned_group: ds})
+                set_group(idata, self.thinned_group, ds)
         if self.moments:
             data = {}
             for name in self.moments:
@@ -569,9 +575,7 @@ class StoreTrace(ChainTrace):
                 data[name] = (("chain", "moment", *dims), np.stack([mean, sd], axis=1))
             ds = xr.Dataset(data, coords={**coords, "moment": ["mean", "sd"]})
             ds.attrs["draws"] = n_seen
-            if MOMENTS_GROUP in idata.children:
-                del idata[MOMENTS_GROUP]
-            idata.add_groups({MOMENTS_GROUP: ds})
+            set_group(idata, MOMENTS_GROUP, ds)
         return idata
 
     @staticmethod

@@ -420,6 +420,14 @@ def _needs_gradient_sampler(model: pm.Model, step) -> bool:
     return any(v.name not in covered and v.dtype.startswith("float") for v in model.value_vars)
 
 
+def _nutpie_may_run(model: pm.Model, step, pm_kwargs) -> bool:
+    """Whether ``pm.sample`` may choose nutpie itself (PyMC 6 does for a model NUTS samples
+    whole when ``nuts_sampler`` is not given): a trace given to it would force PyMC's NUTS."""
+    if pm_kwargs.get("nuts_sampler") is not None or step is not None:
+        return False
+    return all(v.dtype.startswith("float") for v in model.value_vars)
+
+
 def run_sampler(
     model: pm.Model,
     *,
@@ -449,7 +457,7 @@ def run_sampler(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``pm.sample``'s result (``posterior``, ``sample_stats``, ``observed_data``, and the
         groups ``idata_kwargs`` asks for, such as ``log_likelihood``).
 
@@ -477,6 +485,7 @@ def run_sampler(
         kwargs["chains"] > 1
         and not {"trace", "var_names"} & pm_kwargs.keys()
         and pm_kwargs.get("nuts_sampler") in (None, "pymc")
+        and not _nutpie_may_run(model, step, pm_kwargs)
     ):
         # One trace for pm.sample to copy per chain: by default it compiles the same
         # recording function once per chain (about 0.15 s each on a 2-core machine).

@@ -5,7 +5,7 @@ A fit given ``store="fit.zarr"`` (a path ending in ``.zarr``) samples into a
 ``draws_per_chunk`` draws of a chain, into a Zarr store on disk (one chunk per chain and block
 of draws) instead of memory. After sampling, :func:`save_groups` writes the other groups
 (small posterior variables, sample stats, log-likelihood, posterior predictive, data) into
-the same store and reopens every group lazily: the returned ``InferenceData`` holds
+the same store and reopens every group lazily: the returned :class:`xarray.DataTree` holds
 Dask-backed arrays that read their chunks when used, and :func:`open_trace` reopens the
 store later (``xr.open_zarr(path, group="posterior")`` reads one group).
 
@@ -42,6 +42,7 @@ from pymc.backends.ndarray import NDArray
 
 from pmctx.memory import ChainTrace, StoreTrace
 from pmctx.points import initial_point
+from pmctx.trees import as_datatree, set_group
 
 __all__ = [
     "CHUNK_BYTES",
@@ -106,7 +107,7 @@ class DiskTrace(StoreTrace):
     The variables are recorded after tuning, every ``thin``-th draw, in their dtype, and
     written per chain in blocks of ``draws_per_chunk`` draws (memory: one block per chain);
     other variables stay in memory as PyMC keeps them. :meth:`attach` puts the written ones,
-    opened lazily, into the ``InferenceData``; :func:`save_groups` writes the rest.
+    opened lazily, into the results tree; :func:`save_groups` writes the rest.
 
     Parameters
     ----------
@@ -283,12 +284,12 @@ class DiskTrace(StoreTrace):
 
         Parameters
         ----------
-        idata : arviz.InferenceData
+        idata : xarray.DataTree
             What ``pm.sample`` returned with this trace.
 
         Returns
         -------
-        arviz.InferenceData
+        xarray.DataTree
             ``idata``.
         """
         import xarray as xr
@@ -298,17 +299,26 @@ class DiskTrace(StoreTrace):
         n_kept = min(trace._written for trace in self._chains.values())
         disk = xr.open_zarr(self.path, group=self.group, consolidated=False)
         disk = disk.isel(draw=slice(0, n_kept))
-        post = idata.posterior if "posterior" in idata.children else None
+        idata = as_datatree(idata)
+        post = _posterior_or_none(idata)
         if self.thin == 1 and post is not None and post.sizes["draw"] == n_kept:
             disk = disk.assign_coords(draw=post["draw"].values, chain=post["chain"].values)
             merged = post.assign({name: disk[name] for name in disk.data_vars})
             merged.attrs = dict(post.attrs)
-            idata.posterior = merged
-        elif self.thin == 1 and post is None:
-            idata.add_groups(posterior=disk)
+            idata["posterior"] = merged
         else:
-            idata.add_groups({self.group: disk})
+            if self.thin == 1 and "posterior" in idata.children:  # PyMC 6: an empty posterior
+                disk.attrs = {**idata["posterior"].attrs, **disk.attrs}
+            set_group(idata, "posterior" if self.thin == 1 else self.group, disk)
         return idata
+
+
+def _posterior_or_none(idata):
+    """The posterior as a Dataset; None when there is none or it is empty (PyMC 6 returns an
+    empty posterior group when a trace records every variable itself)."""
+    if "posterior" not in idata.children or not idata["posterior"].data_vars:
+        return None
+    return idata["posterior"].to_dataset()
 
 
 def save_groups(idata, path):
@@ -317,22 +327,23 @@ def save_groups(idata, path):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit whose streamed variables live in ``path``.
     path : str or os.PathLike
         The store.
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``idata``, every group now read from ``path`` (Dask-backed).
     """
     import xarray as xr
 
+    idata = as_datatree(idata)
     path = Path(path)
     on_disk = _groups_on_disk(path)
-    for name in idata.children:
-        ds = idata[name]
+    for name in list(idata.children):
+        ds = idata[name].to_dataset()
         written = {v for v in ds.data_vars if _is_lazy(ds[v])}
         rest = ds.drop_vars(written)
         if name in on_disk and written:
@@ -342,7 +353,7 @@ def save_groups(idata, path):
             ds.to_zarr(path, group=name, mode="w", consolidated=False)
         opened = xr.open_zarr(path, group=name, consolidated=False)
         opened.attrs = dict(ds.attrs)
-        setattr(idata, name, opened)
+        set_group(idata, name, opened)
     return idata
 
 
@@ -366,9 +377,8 @@ def open_trace(path):
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
     """
-    import arviz as az
     import xarray as xr
 
     path = Path(path)
@@ -381,7 +391,7 @@ def open_trace(path):
         name: xr.open_zarr(path, group=name, consolidated=False)
         for name in sorted(_groups_on_disk(path))
     }
-    return az.InferenceData(**groups)
+    return xr.DataTree.from_dict(groups)
 
 
 def stream_log_likelihood(idata, model, path, *, var_names=None, dtype="float32",
@@ -391,7 +401,7 @@ def stream_log_likelihood(idata, model, path, *, var_names=None, dtype="float32"
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         The fit (its posterior may be lazy); its ``log_likelihood`` group is set, lazily.
     model : pm.Model
         The model sampled.
@@ -404,12 +414,11 @@ def stream_log_likelihood(idata, model, path, *, var_names=None, dtype="float32"
     block_bytes : int, default 256 MiB
         Posterior values loaded per block.
     """
-    import arviz as az
     import pymc as pm
     import xarray as xr
     import zarr
 
-    post = idata.posterior
+    post = idata["posterior"].to_dataset()
     per_draw = sum(int(np.prod(post[v].shape[2:])) * post[v].dtype.itemsize for v in post.data_vars)
     step = int(max(1, min(post.sizes["draw"], block_bytes // max(per_draw, 1))))
     arrays, first = {}, True
@@ -423,7 +432,7 @@ def stream_log_likelihood(idata, model, path, *, var_names=None, dtype="float32"
                     if block[v].dtype.kind == "f"
                 }
             )  # PyMC's log-likelihood function takes the model's float64 values
-            ll = pm.compute_log_likelihood(az.InferenceData(posterior=block), model=model,
+            ll = pm.compute_log_likelihood(xr.DataTree.from_dict({"posterior": block}), model=model,
                                            var_names=var_names, extend_inferencedata=False,
                                            progressbar=False)  # fmt: skip
             if first:
@@ -446,7 +455,8 @@ def stream_log_likelihood(idata, model, path, *, var_names=None, dtype="float32"
                 first = False
             for name, array in arrays.items():
                 array[chain, start : start + step] = ll[name].values[0].astype(dtype)
-    idata.add_groups(log_likelihood=xr.open_zarr(path, group="log_likelihood", consolidated=False))
+    set_group(idata, "log_likelihood",
+              xr.open_zarr(path, group="log_likelihood", consolidated=False))  # fmt: skip
 
 
 def memory_view(idata, *, budget: int | None = None):
@@ -456,20 +466,22 @@ def memory_view(idata, *, budget: int | None = None):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit, possibly lazy.
     budget : int, optional
         Bytes; default :data:`pmctx.memory.PER_DRAW_BYTES`.
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
     """
-    import arviz as az
+
+    import xarray as xr
 
     from pmctx.memory import PER_DRAW_BYTES, even_draws, subset_draws
 
-    post = idata.posterior
+    idata = as_datatree(idata)
+    post = idata["posterior"].to_dataset()
     per_draw = sum(int(np.prod(post[v].shape[2:])) * post[v].dtype.itemsize for v in post.data_vars)
     n_draw = post.sizes["draw"]
     keep = subset_draws(post.sizes["chain"], n_draw, per_draw, itemsize=1,
@@ -477,10 +489,10 @@ def memory_view(idata, *, budget: int | None = None):
     index = even_draws(n_draw, keep)
     groups = {"posterior": post.isel(draw=index).load()}
     if "sample_stats" in idata.children:
-        stats = idata.sample_stats
+        stats = idata["sample_stats"].to_dataset()
         groups["sample_stats"] = stats.isel(draw=index).load() if len(index) < n_draw else stats
-    view = az.InferenceData(**groups)
-    view.posterior.attrs["draws_of_posterior"] = "every draw" if keep == n_draw else "a subset"
+    view = xr.DataTree.from_dict(groups)
+    view["posterior"].attrs["draws_of_posterior"] = "every draw" if keep == n_draw else "a subset"
     return view
 
 
@@ -496,18 +508,19 @@ def loo(idata, *, block_bytes: int | None = None, **kwargs):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit streamed to disk (or any fit).
     block_bytes : int, optional
         Bytes of float64 log-likelihood per block; default
         :data:`pmctx.memory.PREDICTIVE_BYTES` (64 MiB).
     **kwargs
-        Passed to :func:`arviz.loo` (``pointwise``, ``var_name``, ``reff``, ``scale``).
+        Passed to :func:`arviz.loo` (``pointwise``, ``var_name``, ``reff``).
 
     Returns
     -------
-    arviz.ELPDData
-        As :func:`arviz.loo` returns.
+    arviz.ELPDDataLOO
+        As :func:`arviz.loo` returns (without ``log_weights`` when computed by blocks: they
+        are as big as the log-likelihood).
 
     Examples
     --------
@@ -515,37 +528,40 @@ def loo(idata, *, block_bytes: int | None = None, **kwargs):
     >>> rng = np.random.default_rng(0)
     >>> fit = az.from_dict({"posterior": {"mu": rng.normal(size=(2, 100))},
     ...                    "log_likelihood": {"y": rng.normal(-1, 0.1, (2, 100, 30))}})
-    >>> bool(np.isclose(loo(fit, block_bytes=8 * 200 * 7).elpd_loo, az.loo(fit).elpd_loo))
+    >>> bool(np.isclose(loo(fit, block_bytes=8 * 200 * 7).elpd, az.loo(fit).elpd))
     True
     """
     import warnings
 
     import arviz as az
     import xarray as xr
-    from arviz.stats.stats_utils import ELPDData
 
     from pmctx.memory import PREDICTIVE_BYTES
 
+    idata = as_datatree(idata)
     if "reff" not in kwargs:
         view = memory_view(idata)
-        post = view.posterior
-        ess = az.ess(post, method="mean")
+        post = view["posterior"].to_dataset()
         n_samples = post.sizes["chain"] * post.sizes["draw"]
-        kwargs["reff"] = float(
-            np.hstack([ess[v].values.ravel() for v in ess.data_vars]).mean() / n_samples
-        )
-    group = idata.log_likelihood
+        if post.sizes["chain"] == 1:  # as az.loo: no between-chain ESS from one chain
+            kwargs["reff"] = 1.0
+        else:
+            ess = az.ess(post, method="mean")
+            kwargs["reff"] = float(
+                np.hstack([ess[v].values.ravel() for v in ess.data_vars]).mean() / n_samples
+            )
+    group = idata["log_likelihood"].to_dataset()
     name = kwargs.pop("var_name", None)
     if name is None and len(group.data_vars) == 1:
         name = next(iter(group.data_vars))
     if name is None:  # az.loo says which variables there are
-        return az.loo(az.InferenceData(log_likelihood=group.load()), **kwargs)
+        return az.loo(xr.DataTree.from_dict({"log_likelihood": group.load()}), **kwargs)
     ll = group[name]
     obs_dims = [d for d in ll.dims if d not in ("chain", "draw")]
     samples = ll.sizes["chain"] * ll.sizes["draw"]
     budget = PREDICTIVE_BYTES if block_bytes is None else int(block_bytes)
     if not obs_dims or samples * 8 * int(np.prod(ll.shape[2:])) <= budget:
-        data = az.InferenceData(log_likelihood=xr.Dataset({name: ll.load()}))
+        data = xr.DataTree.from_dict({"log_likelihood": xr.Dataset({name: ll.load()})})
         return az.loo(data, var_name=name, **kwargs)
     dim = obs_dims[0]
     per_row = samples * 8 * int(np.prod(ll.shape[2:])) // ll.sizes[dim]
@@ -558,22 +574,23 @@ def loo(idata, *, block_bytes: int | None = None, **kwargs):
         warnings.simplefilter("always")
         for start in range(0, ll.sizes[dim], step):
             block = ll.isel({dim: slice(start, start + step)}).load()
-            data = az.InferenceData(log_likelihood=xr.Dataset({name: block}))
+            data = xr.DataTree.from_dict({"log_likelihood": xr.Dataset({name: block})})
             parts.append(az.loo(data, var_name=name, pointwise=True, **kwargs))
     for message in {str(w.message): w for w in caught}.values():
         warnings.warn(message.message, message.category, stacklevel=2)
-    loo_i = xr.concat([part.loo_i for part in parts], dim=dim)
-    n_data = int(loo_i.size)
-    values = {
-        "elpd_loo": float(loo_i.values.sum()),
-        "se": float((n_data * np.var(loo_i.values)) ** 0.5),
-        "p_loo": float(sum(part.p_loo for part in parts)),
-        "n_samples": parts[0].n_samples,
-        "n_data_points": n_data,
-        "warning": any(bool(part.warning) for part in parts),
-    }
-    if pointwise:
-        values["loo_i"] = loo_i
-        values["pareto_k"] = xr.concat([part.pareto_k for part in parts], dim=dim)
-    values.update(scale=parts[0].scale, good_k=parts[0].good_k)
-    return ELPDData(data=list(values.values()), index=list(values))
+    elpd_i = xr.concat([part.elpd_i for part in parts], dim=dim)
+    n_data = int(elpd_i.size)
+    values = elpd_i.values.ravel()
+    return az.ELPDDataLOO(
+        elpd=float(values.sum()),
+        # as az.loo: sqrt(n var(elpd_i)), with ddof=1
+        se=float(np.sqrt(n_data * np.var(values, ddof=1))) if n_data > 1 else 0.0,
+        p=float(sum(part.p for part in parts)),
+        n_samples=parts[0].n_samples,
+        n_data_points=n_data,
+        scale=parts[0].scale,
+        warning=any(bool(part.warning) for part in parts),
+        good_k=parts[0].good_k,
+        elpd_i=elpd_i if pointwise else None,
+        pareto_k=xr.concat([part.pareto_k for part in parts], dim=dim) if pointwise else None,
+    )

@@ -36,8 +36,11 @@ def test_custom_inference_data_works_with_arviz(custom_idata):
     summary = az.summary(custom_idata, var_names=["mu"])
     assert "mu" in summary.index
     loo = az.loo(custom_idata)
-    assert np.isfinite(loo.elpd_loo)
-    assert np.isfinite(az.waic(custom_idata).elpd_waic)
+    assert np.isfinite(loo.elpd)
+    # WAIC (ArviZ 1 has no az.waic): lppd - p_waic from the same log_likelihood group
+    ll = custom_idata.log_likelihood["y"].stack(sample=("chain", "draw")).values
+    lppd = np.log(np.mean(np.exp(ll), axis=-1))
+    assert np.isfinite(np.sum(lppd - np.var(ll, axis=-1, ddof=1)))
 
 
 def test_sample_axes_are_required():
@@ -68,7 +71,39 @@ def test_add_log_likelihood_for_pymc_model(tmp_path):
     assert add_log_likelihood(idata, model) is idata
     import matplotlib.pyplot as plt
 
-    axes = az.plot_trace(idata)
-    number = axes.ravel()[0].figure.number
-    png = save_figure(axes, tmp_path / "trace.png")
+    plots = az.plot_trace(idata)  # ArviZ 1: a PlotCollection
+    number = plots.viz["figure"].item().number
+    png = save_figure(plots, tmp_path / "trace.png")
     assert png.stat().st_size > 1000 and number not in plt.get_fignums()
+
+
+def test_load_idata_reads_netcdf_files_of_arviz_0x(tmp_path):
+    """Fits saved by pmctx before the ArviZ 1 port are ArviZ 0.x InferenceData netCDF files:
+    one netCDF4 group per ArviZ group, written one after the other (the first with mode="w")."""
+    import xarray as xr
+
+    rng = np.random.default_rng(1)
+    chain_draw = {"chain": [0, 1], "draw": np.arange(40)}
+    groups = {
+        "posterior": xr.Dataset(
+            {"mu": (("chain", "draw"), rng.normal(size=(2, 40)))},
+            coords=chain_draw,
+            attrs={"inference_library": "pymc", "arviz_version": "0.23.0"},
+        ),
+        "log_likelihood": xr.Dataset(
+            {"y": (("chain", "draw", "trial"), rng.normal(-1.0, 0.1, (2, 40, 4)))},
+            coords={**chain_draw, "trial": np.arange(4)},
+        ),
+        "observed_data": xr.Dataset({"y": ("trial", np.zeros(4))}, coords={"trial": np.arange(4)}),
+    }
+    path = tmp_path / "old.nc"
+    for i, (name, ds) in enumerate(groups.items()):
+        ds.to_netcdf(path, group=name, mode="w" if i == 0 else "a", engine="netcdf4")
+    loaded = load_idata(path)
+    path.unlink()  # loaded eagerly
+    assert isinstance(loaded, xr.DataTree)
+    assert sorted(loaded.children) == sorted(groups)
+    np.testing.assert_array_equal(loaded.posterior["mu"], groups["posterior"]["mu"])
+    assert loaded.posterior.attrs["arviz_version"] == "0.23.0"
+    assert loaded.log_likelihood["y"].dims == ("chain", "draw", "trial")
+    assert np.isfinite(az.loo(loaded).elpd)

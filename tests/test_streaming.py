@@ -84,7 +84,8 @@ def test_map_streamed_to_disk_equals_the_fit_kept_in_memory(tmp_path):
 
     theta = np.random.default_rng(0).uniform(0, np.pi, (6, 6))
     theta[0, 0] = np.nan
-    kw = dict(kappa=2.0, kappa_obs=3.0, rank=3, draws=12, tune=4, chains=2, cores=1,
+    # 2 x 13 draws: ArviZ 1's PSIS needs 25 draws or more (5 in the tail), az.loo below too
+    kw = dict(kappa=2.0, kappa_obs=3.0, rank=3, draws=13, tune=4, chains=2, cores=1,
               random_seed=3, progressbar=False, check_convergence=False)  # fmt: skip
     memory = vm.reconstruct(theta, store="all", **kw)
     disk = vm.reconstruct(theta, store=str(tmp_path / "map.zarr"), **kw)
@@ -95,8 +96,8 @@ def test_map_streamed_to_disk_equals_the_fit_kept_in_memory(tmp_path):
     np.testing.assert_allclose(disk.log_likelihood["z"], memory.log_likelihood["z"], atol=1e-5)
     assert disk.posterior_predictive["z"].shape == memory.posterior_predictive["z"].shape
     # az.loo refuses Dask arrays; pmctx.streaming.loo loads the log-likelihood (float32).
-    elpd = pmctx.streaming.loo(disk).elpd_loo
-    assert abs(elpd - az.loo(memory).elpd_loo) < 1e-3
+    elpd = pmctx.streaming.loo(disk).elpd
+    assert abs(elpd - az.loo(memory).elpd) < 1e-3
     assert len(pmctx.summary(disk)) == len(pmctx.summary(memory))
 
 
@@ -131,9 +132,9 @@ def test_loo_by_blocks_of_observations_equals_az_loo():
     fit = az.from_dict({"posterior": {"mu": rng.normal(size=(2, 150))}, "log_likelihood": {"y": ll}})
     whole = az.loo(fit, pointwise=True, reff=0.9)
     blocks = pmctx.streaming.loo(fit, pointwise=True, reff=0.9, block_bytes=8 * 300 * 3 * 7)
-    for key in ("elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "good_k"):
-        np.testing.assert_allclose(blocks[key], whole[key], rtol=1e-12)
-    np.testing.assert_allclose(blocks.loo_i.values, whole.loo_i.values, rtol=1e-12)
+    for key in ("elpd", "se", "p", "n_samples", "n_data_points", "warning", "good_k"):
+        np.testing.assert_allclose(getattr(blocks, key), getattr(whole, key), rtol=1e-12)
+    np.testing.assert_allclose(blocks.elpd_i.values, whole.elpd_i.values, rtol=1e-12)
     np.testing.assert_allclose(blocks.pareto_k.values, whole.pareto_k.values, rtol=1e-12)
-    assert "loo_i" not in pmctx.streaming.loo(fit, pointwise=False, block_bytes=8 * 300 * 3 * 7)
+    assert pmctx.streaming.loo(fit, pointwise=False, block_bytes=8 * 300 * 3 * 7).elpd_i is None
     assert len(az.compare({"a": blocks, "b": whole})) == 2  # az.compare reads it
