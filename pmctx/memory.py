@@ -528,7 +528,8 @@ class StoreTrace(ChainTrace):
         n_seen = min(trace._seen for trace in chains)
         # PyMC 6 returns an empty posterior group when this trace records every variable
         empty = "posterior" in idata.children and not idata["posterior"].data_vars
-        post = None if "posterior" not in idata.children or empty else idata["posterior"].to_dataset()
+        post = idata["posterior"].to_dataset() if "posterior" in idata.children else None
+        post = None if empty else post
         coords = {"chain": np.array(sorted(self._chains)) if post is None else post["chain"].values}
         dims_of = self.model.named_vars_to_dims
 

@@ -129,7 +129,9 @@ def test_loo_by_blocks_of_observations_equals_az_loo():
 
     rng = np.random.default_rng(3)
     ll = rng.normal(-1.0, 0.3, (2, 150, 20, 3)) * rng.gamma(2.0, 1.0, (1, 1, 20, 3))
-    fit = az.from_dict({"posterior": {"mu": rng.normal(size=(2, 150))}, "log_likelihood": {"y": ll}})
+    fit = az.from_dict(
+        {"posterior": {"mu": rng.normal(size=(2, 150))}, "log_likelihood": {"y": ll}}
+    )
     whole = az.loo(fit, pointwise=True, reff=0.9)
     blocks = pmctx.streaming.loo(fit, pointwise=True, reff=0.9, block_bytes=8 * 300 * 3 * 7)
     for key in ("elpd", "se", "p", "n_samples", "n_data_points", "warning", "good_k"):
