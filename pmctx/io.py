@@ -345,8 +345,7 @@ def save_figure(fig, path, *, dpi: int = 110) -> Path:
     ----------
     fig : matplotlib.figure.Figure, matplotlib.axes.Axes, numpy.ndarray or arviz.PlotCollection
         What to save; for axes (or an array of them), their figure; for an ArviZ 1
-        ``PlotCollection`` (what
-        ``az.plot_*`` return), its Matplotlib figure.
+        ``PlotCollection`` (what ``az.plot_*`` return), its Matplotlib figure.
     path : str or path-like
         The ``.png`` file (parent folders are created).
     dpi : int, default 110
