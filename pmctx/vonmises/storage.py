@@ -132,14 +132,15 @@ def finish_thinned(idata, model, trace: StoreTrace, *, log_likelihood: bool = Tr
     if "posterior_thinned" in idata.children:
         thinned = idata["posterior_thinned"]
         del idata["posterior_thinned"]
-        thinned = thinned.to_dataset()
+        post = thinned.to_dataset()
         if "posterior" in idata.children:
-            rest = idata["posterior"].to_dataset().isel(draw=thinned["draw"].values)
-            post = rest.assign({name: thinned[name] for name in thinned.data_vars})
-            post.attrs = dict(idata["posterior"].attrs)
-            idata["posterior"] = post
-        else:
-            idata["posterior"] = thinned
+            # PyMC 6 keeps an empty posterior (no draw dimension) when every posterior
+            # variable went to the thinned group: then the thinned draws are all of it.
+            rest = idata["posterior"].to_dataset()
+            if "draw" in rest.dims:
+                post = rest.isel(draw=post["draw"].values).assign(post.data_vars)
+            post.attrs = dict(rest.attrs)
+        idata["posterior"] = post
     idata.posterior.attrs["thin"] = trace.thin
     if log_likelihood and "z" in model.named_vars:
         import xarray as xr
