@@ -56,7 +56,7 @@ def predict(
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of ``gum_model``.
     new_data : dict or pandas.DataFrame
         The new inputs, with the columns the formula names.
@@ -111,7 +111,7 @@ def fit_data(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         The fit, as ``GumModel.sample`` returns it.
 
     Examples
@@ -153,7 +153,7 @@ def fit_unit(data: dict, *, random_seed=None, method: str = "laplace", draws: in
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         The unit's fit.
 
     Examples
@@ -199,7 +199,7 @@ def refit_functions(idata, *, var_name=None, method=None, fit_options=None):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of a ``GumModel`` (``g.sample()``, ``g.laplace()``, ``g.advi()``).
     var_name : str, optional
         The log-likelihood variable compared (a GUM has one).

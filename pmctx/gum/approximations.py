@@ -1,8 +1,8 @@
-"""Laplace and ADVI for a GUM: the Gaussian approximations and their InferenceData.
+"""Laplace and ADVI for a GUM: the Gaussian approximations and their DataTree.
 
 :func:`fit_laplace` runs the Newton MAP and Hessian of :mod:`pmctx.gum.laplace` at the model's
 current hyperparameters and keeps it on the model; :func:`laplace` draws from it (reusing the
-kept fit) and assembles InferenceData named like the PyMC model's (:mod:`pmctx.gum.assemble`);
+kept fit) and assembles DataTree named like the PyMC model's (:mod:`pmctx.gum.assemble`);
 :func:`advi` runs ``pm.fit`` on the model, started at the Laplace MAP. The three functions
 are :class:`pmctx.gum.GumModel`'s methods of the same names (the class binds them; ``self`` is
 the model).
@@ -74,7 +74,7 @@ def fit_laplace(self, **kwargs):
 def laplace(
     self, *, draws=1000, random_seed=0, log_likelihood=True, posterior_predictive=True, result=None
 ):
-    """Laplace posterior as InferenceData (Gaussian draws; one chain).
+    """Laplace posterior as DataTree (Gaussian draws; one chain).
 
     ``attrs["log_evidence"]`` holds the Laplace log marginal likelihood. The Newton fit is
     reused when the model already has one at its current hyperparameters (e.g. after
@@ -95,7 +95,7 @@ def laplace(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         One chain of ``draws`` draws, with the same variables as :meth:`sample`.
 
     Examples
@@ -154,7 +154,7 @@ def advi(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         One chain of ``draws`` draws, with a ``log_likelihood`` group when requested.
 
     Examples

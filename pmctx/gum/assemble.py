@@ -1,4 +1,4 @@
-"""InferenceData of a GUM: free-vector draws named like the ``pm.Model``, pointwise
+"""DataTree of a GUM: free-vector draws named like the ``pm.Model``, pointwise
 log-likelihood, posterior predictive and function summaries.
 
 The Laplace route draws free vectors ``u`` of the design and :func:`to_idata` names them as
@@ -25,7 +25,6 @@ Examples
 
 from __future__ import annotations
 
-import arviz as az
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -37,6 +36,7 @@ from pmctx.gum.predict import as_dataarray, predict_draws, response_draws
 from pmctx.gum.streams import stream
 from pmctx.io import to_inference_data
 from pmctx.memory import PER_DRAW_BYTES, PREDICTIVE_BYTES, even_draws, nbytes, subset_draws
+from pmctx.trees import set_group
 
 __all__ = [
     "add_posterior_predictive",
@@ -84,7 +84,7 @@ _CHUNK_VALUES = 2**22  # 32 MiB of float64 per temporary
 
 
 def to_idata(design, u: np.ndarray, *, result=None, log_likelihood=True):
-    """InferenceData of free-vector draws ``u`` (draws x D), named like the PyMC model.
+    """DataTree of free-vector draws ``u`` (draws x D), named like the PyMC model.
 
     Parameters
     ----------
@@ -99,7 +99,7 @@ def to_idata(design, u: np.ndarray, *, result=None, log_likelihood=True):
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         One chain with the free variables, the functions on their grids, the intercept and
         offsets.
     """
@@ -186,14 +186,14 @@ def add_posterior_predictive(self, idata, *, random_seed=0):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         Posterior draws of this model (NUTS, ADVI or Laplace); modified in place.
     random_seed : int or numpy.random.Generator, default 0
         Seed of the response draws.
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``idata`` with a (replaced) ``posterior_predictive`` group; unchanged when the
         dispersion is neither fixed nor sampled.
 
@@ -210,11 +210,12 @@ def add_posterior_predictive(self, idata, *, random_seed=0):
     """
     d = self.design
     columns = self._training_columns
-    post = idata.posterior
+    post = idata.posterior.to_dataset()
     keep = subset_draws(post.sizes["chain"], post.sizes["draw"], d.n_obs, budget=PREDICTIVE_BYTES)
     source = idata  # every draw, or evenly spaced ones whose draws fit PREDICTIVE_BYTES
     if keep < post.sizes["draw"]:
-        source = az.InferenceData(posterior=post.isel(draw=even_draws(post.sizes["draw"], keep)))
+        thinned = post.isel(draw=even_draws(post.sizes["draw"], keep))
+        source = xr.DataTree.from_dict({"posterior": thinned})
     rho, noise = predict_draws(self, columns, d.n_obs, source, random_seed=random_seed)
     if d.family in DISPERSION and noise is None:
         return idata  # dispersion neither fixed nor sampled: nothing to draw from
@@ -224,10 +225,7 @@ def add_posterior_predictive(self, idata, *, random_seed=0):
         values = values.astype(np.int32)
     group = xr.Dataset({d.response: as_dataarray(values, d.response)})
     group = group.assign_coords(draw=source.posterior["draw"].values)  # the draws it used
-    if "posterior_predictive" in idata.children:
-        del idata["posterior_predictive"]
-    idata.add_groups(posterior_predictive=group)
-    return idata
+    return set_group(idata, "posterior_predictive", group)
 
 
 def function_summary(design, labels: dict, idata, name: str, *, hdi_prob=0.94):
@@ -239,7 +237,7 @@ def function_summary(design, labels: dict, idata, name: str, *, hdi_prob=0.94):
         The numeric design.
     labels : dict
         Category labels by function name (shown as ``x`` of categorical terms).
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         Posterior draws with the function ``name``.
     name : str
         The function.

@@ -40,6 +40,7 @@ import pymc as pm
 
 from pmctx.exceptions import PmctxWarning
 from pmctx.progress import progress_enabled
+from pmctx.trees import set_group
 from pmctx.validation import check_choice
 
 __all__ = [
@@ -236,7 +237,7 @@ def sample_nutpie(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         Posterior, sample stats, ``log_likelihood`` unless ``log_likelihood_thin`` is 0 (and
         ``observed_data``).
     """
@@ -266,13 +267,15 @@ def sample_nutpie(
         if group in idata.children:
             del idata[group]
     if drop:
-        idata.posterior = idata.posterior.drop_vars([d for d in drop if d in idata.posterior])
+        posterior = idata.posterior.to_dataset()
+        posterior = posterior.drop_vars([d for d in drop if d in posterior.variables])
+        set_group(idata, "posterior", posterior)
     if observed:
         # A Dataset with an ``obs`` dim (as in the log_likelihood group), not a dict: ArviZ
         # would give a dict chain/draw dims and warn that it did.
         arrays = {name: np.asarray(value) for name, value in observed.items()}
         dims = {n: ("obs", *(f"{n}_dim_{i}" for i in range(1, a.ndim))) for n, a in arrays.items()}
-        idata.add_groups(observed_data=xr.Dataset({n: (dims[n], a) for n, a in arrays.items()}))
+        idata["observed_data"] = xr.Dataset({n: (dims[n], a) for n, a in arrays.items()})
     if before_log_likelihood is not None:
         before_log_likelihood(idata)
     if not log_likelihood_thin:
@@ -287,7 +290,7 @@ def add_log_likelihood_group(idata, model: pm.Model, log_likelihood=None, *, thi
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         Posterior draws of ``model``.
     model : pymc.Model
         The model whose observed variables give the group when ``log_likelihood`` is None or
@@ -302,18 +305,19 @@ def add_log_likelihood_group(idata, model: pm.Model, log_likelihood=None, *, thi
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``idata``.
     """
-    import arviz as az
     import xarray as xr
 
-    posterior = idata.posterior if thin == 1 else idata.posterior.isel(draw=slice(None, None, thin))
+    posterior = idata.posterior.to_dataset()
+    if thin != 1:
+        posterior = posterior.isel(draw=slice(None, None, thin))
     values = None if log_likelihood is None else log_likelihood(posterior)
     if values is None:
         dataset = pm.compute_log_likelihood(
-            az.InferenceData(posterior=posterior), model=model, extend_inferencedata=False,
-            progressbar=False,
+            xr.DataTree.from_dict({"posterior": posterior}), model=model,
+            extend_inferencedata=False, progressbar=False,
         )  # fmt: skip
     else:
         coords = {name: posterior[name].values for name in ("chain", "draw")}
@@ -321,8 +325,7 @@ def add_log_likelihood_group(idata, model: pm.Model, log_likelihood=None, *, thi
             {name: (("chain", "draw", "obs"), array) for name, array in values.items()},
             coords={**coords, "obs": np.arange(next(iter(values.values())).shape[-1])},
         )
+    if isinstance(dataset, xr.DataTree):
+        dataset = dataset.to_dataset()
     dataset.attrs["thin"] = int(thin)
-    if "log_likelihood" in idata.children:
-        del idata["log_likelihood"]
-    idata.add_groups(log_likelihood=dataset)
-    return idata
+    return set_group(idata, "log_likelihood", dataset)

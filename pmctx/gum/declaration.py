@@ -6,7 +6,7 @@ columns in a :class:`Declaration`; :func:`redeclare` builds the same GUM, with t
 model's current hyperparameters (those :func:`pmctx.gum.hyper.fit_evidence` chose, say), on
 new rows. A fit remembers the model that made it (:func:`remember`, weakly: the model stays
 as long as the user holds it), so the model's registry entry can refit it from the
-``InferenceData`` alone (:func:`fitted_model`).
+``DataTree`` alone (:func:`fitted_model`).
 
 Examples
 --------
@@ -148,13 +148,13 @@ def remember(gum_model, idata):
     ----------
     gum_model : GumModel
         The model that made the fit.
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         The fit; its posterior attributes get ``pmctx_gum_fit`` (a token) and, unless set,
         ``pmctx_model = "gum"``.
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``idata``.
 
     Examples
@@ -179,7 +179,7 @@ def fitted_model(idata):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit.
 
     Returns

@@ -36,7 +36,7 @@ def write_outputs(idata, out_dir: Path, prefix: str = "gum", *, gum_model=None, 
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A GUM fit.
     out_dir : path-like
         Output folder.

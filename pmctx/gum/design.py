@@ -106,7 +106,7 @@ class FunctionDesign:
 
     @property
     def value_shape(self) -> tuple:
-        """Shape of ``theta`` as stored in InferenceData: (levels, support) when grouped."""
+        """Shape of ``theta`` as stored in DataTree: (levels, support) when grouped."""
         m = len(self.support)
         return (m,) if self.levels is None else (len(self.levels), m)
 

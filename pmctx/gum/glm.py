@@ -114,26 +114,33 @@ def psychophysics_gum(
 
 
 def compare(idatas: dict, *, ic: str = "loo", **kwargs):
-    """``az.compare`` of InferenceData objects that carry a ``log_likelihood`` group.
+    """``az.compare`` of DataTree objects that carry a ``log_likelihood`` group.
 
     Parameters
     ----------
     idatas : dict
-        ``{name: InferenceData}`` with ``log_likelihood`` groups.
-    ic : {"loo", "waic"}, default "loo"
-        Information criterion.
+        ``{name: DataTree}`` with ``log_likelihood`` groups.
+    ic : {"loo"}, default "loo"
+        Information criterion: PSIS-LOO, the only one of ArviZ 1 (it has no WAIC).
     **kwargs
         Passed to :func:`arviz.compare`.
 
     Returns
     -------
     pandas.DataFrame
-        The :func:`arviz.compare` table.
+        The :func:`arviz.compare` table (``elpd``, ``elpd_diff``, ``dse``, ``weight``, ...).
+
+    Raises
+    ------
+    ValueError
+        When a fit has no ``log_likelihood`` group, or ``ic`` is not ``"loo"``.
     """
+    if ic != "loo":
+        raise ValueError(f"ic must be 'loo' (ArviZ 1 compares by PSIS-LOO only), got {ic!r}.")
     missing = [name for name, idata in idatas.items() if "log_likelihood" not in idata.children]
     if missing:
         raise ValueError(
-            f"InferenceData of {missing} has no log_likelihood group; sample with "
+            f"DataTree of {missing} has no log_likelihood group; sample with "
             "GumModel.sample/laplace/advi, which add it."
         )
-    return az.compare(idatas, ic=ic, **kwargs)
+    return az.compare(idatas, **kwargs)

@@ -59,7 +59,7 @@ def held_out_log_density(gum_model, data, idata=None, *, draws=1000, random_seed
         The fitted GUM (its training data define the posterior).
     data : DataFrame or dict
         Held-out rows: the formula's regressor columns and the response.
-    idata : InferenceData, optional
+    idata : DataTree, optional
         Posterior draws of ``gum_model``; default ``draws`` Laplace draws.
     draws : int, default 1000
         Laplace draws when ``idata`` is None.
@@ -94,7 +94,7 @@ def held_out_lpd(gum_model, data, idata=None, *, draws=1000, random_seed=0) -> n
         The fitted model.
     data : pandas.DataFrame or dict
         Held-out rows (regressors and response).
-    idata : arviz.InferenceData, optional
+    idata : xarray.DataTree, optional
         Posterior draws (default: ``draws`` Laplace draws).
     draws : int, default 1000
         Laplace draws when ``idata`` is None.
@@ -164,7 +164,7 @@ def refit_functions(build, *, method: str = "laplace", fit_options=None, random_
     Returns
     -------
     tuple of callable
-        ``fit(train) -> InferenceData`` and ``log_predictive(idata, test) -> (chain, draw,
+        ``fit(train) -> DataTree`` and ``log_predictive(idata, test) -> (chain, draw,
         row)`` array (:func:`held_out_log_density`), for :func:`pmctx.kfold.kfold`,
         :func:`pmctx.kfold.reloo` and :class:`pmctx.refit.Refitter`.
 

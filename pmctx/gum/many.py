@@ -92,7 +92,7 @@ class GumCollection(Mapping):
         return len(self.models)
 
     def laplace(self, **kwargs) -> dict:
-        """``{level: InferenceData}`` of every level's Laplace posterior.
+        """``{level: DataTree}`` of every level's Laplace posterior.
 
         Parameters
         ----------
@@ -102,12 +102,12 @@ class GumCollection(Mapping):
         Returns
         -------
         dict
-            ``{level: InferenceData}``.
+            ``{level: DataTree}``.
         """
         return {level: g.laplace(**kwargs) for level, g in self.models.items()}
 
     def sample(self, **kwargs) -> dict:
-        """``{level: InferenceData}`` of NUTS fits, one per level.
+        """``{level: DataTree}`` of NUTS fits, one per level.
 
         Parameters
         ----------
@@ -117,7 +117,7 @@ class GumCollection(Mapping):
         Returns
         -------
         dict
-            ``{level: InferenceData}``.
+            ``{level: DataTree}``.
         """
         return {level: g.sample(**kwargs) for level, g in self.models.items()}
 
@@ -162,7 +162,7 @@ class GumCollection(Mapping):
         x : array_like
             Inputs.
         idatas : dict, optional
-            ``{level: InferenceData}`` (default: Laplace draws per level).
+            ``{level: DataTree}`` (default: Laplace draws per level).
         draws : int, default 1000
             Laplace draws when ``idatas`` is None.
 
@@ -192,7 +192,7 @@ class GumCollection(Mapping):
         x : array_like
             Inputs.
         idatas : dict, optional
-            ``{level: InferenceData}`` (default: Laplace draws per level).
+            ``{level: DataTree}`` (default: Laplace draws per level).
         draws : int, default 1000
             Laplace draws when ``idatas`` is None.
 

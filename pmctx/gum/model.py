@@ -8,16 +8,16 @@ fit, compiled nutpie models); its methods hand over to the module of their conce
 * NUTS (PyMC or nutpie): :mod:`pmctx.gum.nuts`; Laplace and ADVI:
   :mod:`pmctx.gum.approximations`;
 * prediction at new inputs: :mod:`pmctx.gum.predict` (data columns: :mod:`pmctx.gum.columns`);
-* InferenceData assembly and function summaries: :mod:`pmctx.gum.assemble`.
+* DataTree assembly and function summaries: :mod:`pmctx.gum.assemble`.
 """
 
 from __future__ import annotations
 
 import functools
 
-import arviz as az
 import numpy as np
 import pymc as pm
+import xarray as xr
 
 from pmctx.gum import approximations, assemble, coordinates, declaration, nuts
 from pmctx.gum import predict as prediction
@@ -31,7 +31,7 @@ __all__ = ["GumModel"]
 
 
 def _remembered(fit):
-    """``fit`` (a method) whose InferenceData remembers the model (:mod:`.declaration`)."""
+    """``fit`` (a method) whose DataTree remembers the model (:mod:`.declaration`)."""
 
     @functools.wraps(fit)
     def method(self, *args, **kwargs):
@@ -44,7 +44,7 @@ class GumModel:
     """A declared GUM: its structure, numeric design and ``pm.Model``.
 
     Build it with :func:`pmctx.gum.gum`. ``model`` is the ``pm.Model`` (any PyMC sampler runs
-    on it); :meth:`sample` (NUTS), :meth:`laplace` and :meth:`advi` return ``InferenceData``
+    on it); :meth:`sample` (NUTS), :meth:`laplace` and :meth:`advi` return ``DataTree``
     with a ``log_likelihood`` group; :meth:`function_summary` gives a function's posterior on
     its grid with a credible band.
 
@@ -332,9 +332,9 @@ class GumModel:
     function_values = prediction.function_values
     add_posterior_predictive = assemble.add_posterior_predictive
 
-    # ------------------------------------------------------------ InferenceData
-    def to_idata(self, u: np.ndarray, *, result=None, log_likelihood=True) -> az.InferenceData:
-        """InferenceData of free-vector draws ``u`` (draws x D), named like the PyMC model.
+    # ------------------------------------------------------------ DataTree
+    def to_idata(self, u: np.ndarray, *, result=None, log_likelihood=True) -> xr.DataTree:
+        """DataTree of free-vector draws ``u`` (draws x D), named like the PyMC model.
 
         Parameters
         ----------
@@ -347,7 +347,7 @@ class GumModel:
 
         Returns
         -------
-        arviz.InferenceData
+        xarray.DataTree
             One chain with the free variables, the functions on their grids, the intercept and
             offsets, named as in the PyMC model.
 
@@ -418,12 +418,12 @@ class GumModel:
         """
         return assemble.pointwise_loglik(self.design, u)
 
-    def function_summary(self, idata: az.InferenceData, name: str, *, hdi_prob=0.94):
+    def function_summary(self, idata: xr.DataTree, name: str, *, hdi_prob=0.94):
         """Posterior mean, sd and equal-tailed band of function ``name`` on its grid.
 
         Parameters
         ----------
-        idata : arviz.InferenceData
+        idata : xarray.DataTree
             Posterior draws with the function ``name``.
         name : str
             The function (one of :attr:`function_names`).

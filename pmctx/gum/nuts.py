@@ -191,7 +191,7 @@ def sample(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``posterior`` (function values on their grids, offsets, intercept, hyper-
         parameters), ``sample_stats``, ``log_likelihood``, ``posterior_predictive``.
 

@@ -62,7 +62,7 @@ def function_bands(gum_model, idata, *, x: dict | None = None, hdi_prob=0.94) ->
     gum_model : GumModel
         A model declared by :func:`pmctx.gum.gum`.
 
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         Posterior draws of the model.
     x : dict, optional
         ``{function: inputs}`` to evaluate at instead of the support.
@@ -137,7 +137,7 @@ def binned_fit(gum_model, idata, column: str, *, bins=10, hdi_prob=0.94) -> pd.D
     gum_model : GumModel
         A model declared by :func:`pmctx.gum.gum`.
 
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         Posterior draws of the model.
     column : str
         A 1-D regressor column.
@@ -180,44 +180,48 @@ def binned_fit(gum_model, idata, column: str, *, bins=10, hdi_prob=0.94) -> pd.D
 
 
 def explained_variance(gum_model, idata) -> pd.Series:
-    """Bayesian R^2 (``az.r2_score`` of the mean response draws) and the fraction of the
-    response variance explained by the posterior mean prediction.
+    """Bayesian R^2 of the mean response draws (per draw, ``var(mean) / (var(mean) +
+    var(y - mean))`` over the observations, as ArviZ 0.x's ``r2_score`` and ArviZ 1's
+    ``residual_r2`` compute it) and the fraction of the response variance explained by the
+    posterior mean prediction.
 
     Parameters
     ----------
     gum_model : GumModel
         A model declared by :func:`pmctx.gum.gum`.
 
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         Posterior draws of the model.
 
     Returns
     -------
     pandas.Series
-        ``r2``, ``r2_sd`` and ``variance_explained``.
+        ``r2`` (mean over draws), ``r2_sd`` (its standard deviation over draws) and
+        ``variance_explained``.
     """
     mean = gum_model.predict(gum_model._training_columns, idata, kind="mean").values
     mean = mean.reshape(-1, gum_model.design.n_obs)
     y = gum_model.design.y
-    r2 = az.r2_score(y, mean)
+    var_mean = mean.var(axis=1)
+    r2 = var_mean / (var_mean + (y - mean).var(axis=1))
     resid = y - mean.mean(axis=0)
     return pd.Series(
         {
-            "r2": float(r2["r2"]),
-            "r2_sd": float(r2["r2_std"]),
+            "r2": float(r2.mean()),
+            "r2_sd": float(r2.std()),
             "variance_explained": float(1.0 - resid.var() / y.var()),
         }
     )
 
 
 def comparison_table(fits: dict, **kwargs) -> pd.DataFrame:
-    """``az.compare`` of ``{name: (GumModel, InferenceData)}`` plus each model's Laplace log
+    """``az.compare`` of ``{name: (GumModel, DataTree)}`` plus each model's Laplace log
     evidence (NaN for models without a Laplace fit) and its difference to the best.
 
     Parameters
     ----------
     fits : dict
-        ``{name: (GumModel, InferenceData)}``.
+        ``{name: (GumModel, DataTree)}``.
     **kwargs
         Passed to :func:`arviz.compare`.
 
@@ -244,7 +248,7 @@ def invariants(idata):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A GUM fit (NUTS or Laplace).
 
     Returns
@@ -264,8 +268,9 @@ def invariants(idata):
     >>> sorted(invariants(idata).data_vars)
     ['f_x', 'intercept']
     """
-    names = [v for v in idata.posterior.data_vars if not str(v).endswith("_z")]
-    return idata.posterior[names]
+    posterior = idata.posterior.to_dataset()
+    names = [v for v in posterior.data_vars if not str(v).endswith("_z")]
+    return posterior[names]
 
 
 #: What to do when a GUM fit has not converged (ends the ConvergenceWarning).

@@ -37,7 +37,7 @@ def inference_label(idata) -> str:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A GUM fit.
 
     Returns
@@ -67,7 +67,7 @@ def plot_functions(gum_model: GumModel, idata, *, truth: dict | None = None, tit
     ----------
     gum_model : pmctx.gum.GumModel
         The model (its function grids and names).
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of it (NUTS or Laplace).
     truth : dict, optional
         Function name -> true values on the grid, drawn dashed.

@@ -176,7 +176,7 @@ def function_draws(gum_model, name: str, x, idata=None, *, draws=1000, random_se
         A function name.
     x : array_like
         Inputs.
-    idata : arviz.InferenceData, optional
+    idata : xarray.DataTree, optional
         Posterior draws (default: ``draws`` Laplace draws).
     draws : int, default 1000
         Laplace draws when ``idata`` is None.
@@ -212,7 +212,7 @@ def predict_draws(gum_model, columns: dict, n: int, idata=None, *, draws=1000, r
         Validated 2-D regressor columns of the new data.
     n : int
         Number of new rows.
-    idata : arviz.InferenceData, optional
+    idata : xarray.DataTree, optional
         Posterior draws (default: ``draws`` Laplace draws).
     draws : int, default 1000
         Laplace draws when ``idata`` is None.
@@ -287,7 +287,7 @@ def function_values(self, name, x, idata=None, *, draws=1000, random_seed=0) -> 
         The function (one of :attr:`function_names`).
     x : array_like
         Inputs at which to evaluate it.
-    idata : arviz.InferenceData, optional
+    idata : xarray.DataTree, optional
         Posterior draws; default ``draws`` Laplace draws.
     draws : int, default 1000
         Laplace draws when ``idata`` is None.
@@ -324,7 +324,7 @@ def predict(self, data, idata=None, *, kind="rho", draws=1000, random_seed=0, na
     ----------
     data : DataFrame or dict
         The regressor columns of the formula (the response is not needed).
-    idata : InferenceData, optional
+    idata : DataTree, optional
         Posterior draws (NUTS, ADVI or Laplace). Default: ``draws`` Laplace draws.
     kind : {"rho", "mean", "response"}
         The predictor ``rho``, the mean response ``g^-1(rho)``, or response draws.

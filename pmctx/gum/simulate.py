@@ -110,7 +110,7 @@ def invariants(idata) -> dict:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A GUM fit.
 
     Returns

@@ -9,7 +9,7 @@ free (standard-normal ``*_z``) variables ``x``. :func:`whitened_model` builds a 
 i.e. the same posterior in coordinates where it is close to standard normal, so a diagonal
 mass matrix suffices and NUTS takes few leapfrog steps per draw. The user's variables (every
 ``*_z``, the functions on their grids, offsets, the intercept) are ``Deterministic`` s of
-``z`` under their usual names and dims, so the ``InferenceData`` looks like one of the plain
+``z`` under their usual names and dims, so the ``DataTree`` looks like one of the plain
 model; ``gum_white_z`` itself is dropped from it by :func:`pmctx.gum.backends.sample_nutpie`.
 
 ``benchmarks/bench_gum_samplers.py`` times ``g.sample()`` on the whitened model against the

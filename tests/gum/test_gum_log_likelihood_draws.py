@@ -42,7 +42,7 @@ def test_numpy_log_likelihood_equals_pymc(family, options):
 def test_missing_free_variable_falls_back_to_none():
     g = gum("y ~ f(x, lengthscale=0.5)", _data("poisson"), family="poisson")
     idata = g.laplace(draws=3, random_seed=1, log_likelihood=False, posterior_predictive=False)
-    assert g.log_likelihood_draws(idata.posterior.drop_vars("f_x_z")) is None
+    assert g.log_likelihood_draws(idata.posterior.to_dataset().drop_vars("f_x_z")) is None
 
 
 def test_nutpie_sample_log_likelihood_group_equals_pymc():

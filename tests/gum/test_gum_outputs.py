@@ -59,6 +59,6 @@ def test_comparison_table_has_loo_and_evidence():
         g = builder(data)
         fits[name] = (g, g.laplace(draws=400))
     table = comparison_table(fits)
-    assert {"elpd_loo", "log_evidence", "log_evidence_diff"} <= set(table.columns)
+    assert {"elpd", "log_evidence", "log_evidence_diff"} <= set(table.columns)
     assert table.loc[table["log_evidence"].idxmax(), "log_evidence_diff"] == 0
     assert np.isfinite(table["log_evidence"]).all()

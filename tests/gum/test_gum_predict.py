@@ -101,7 +101,7 @@ def test_posterior_predictive_group_matches_pm_sample_posterior_predictive(nuts_
     theirs = theirs.posterior_predictive["y"].values.reshape(-1, g.design.n_obs)
     se = np.sqrt(theirs.var(axis=0) / len(theirs) * 2) + 1e-9
     assert np.mean(np.abs(ours.mean(axis=0) - theirs.mean(axis=0)) < 4 * se) > 0.98
-    pit = az.loo_pit(idata, y="y")
+    pit = az.loo_pit(idata, var_names=["y"])["y"]
     assert pit.shape == (g.design.n_obs,) and np.all((pit >= 0) & (pit <= 1))
 
 
