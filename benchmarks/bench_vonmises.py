@@ -162,7 +162,7 @@ def _convergence_rows(quick: bool) -> list[dict]:
                     o_draws[chain, t - tune] = o
         dims = ("chain", "draw", "row", "col")
         post = xr.Dataset({"o": (dims, o_draws), "theta": (dims, o_to_theta(o_draws))})
-        report = convergence_report(invariants(az.InferenceData(posterior=post)))
+        report = convergence_report(invariants(xr.DataTree.from_dict({"posterior": post})))
         theta, pins = report.loc["theta"], report.loc["pinwheels"]
         ess = {"theta": theta["ess_bulk"], "pinwheels": pins["ess_bulk"]}
         per_s = {k: v / seconds for k, v in ess.items()}
