@@ -145,7 +145,7 @@ def sample_posterior(
     posterior_predictive: bool = True,
     check_convergence: bool = True,
 ):
-    """Sample the batch posterior with the collapsed Gibbs step; returns ``InferenceData``.
+    """Sample the batch posterior with the collapsed Gibbs step; returns ``DataTree``.
 
     The result has ``posterior`` (z, weights, theta), ``sample_stats.n_occupied`` (the number
     of occupied causes) and a ``log_likelihood`` group: ``features`` per observed entry
@@ -176,7 +176,7 @@ def sample_posterior(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``posterior`` (``z``, ``weights``, ``theta``), ``sample_stats`` (with
         ``n_occupied``), ``log_likelihood`` (``features``, ``trial_features``),
         ``posterior_predictive`` and ``observed_data``.
@@ -237,7 +237,7 @@ def predict(idata, new_data, *, random_seed=None, alpha=None, n_particles=1000, 
 
     Parameters
     ----------
-    idata : arviz.InferenceData or None
+    idata : xarray.DataTree or None
         A fit whose ``posterior.attrs["alpha"]`` gives the concentration (None with
         ``alpha=``).
     new_data : Design or array_like
@@ -295,7 +295,7 @@ def invariants(idata):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of :func:`sample_posterior`.
 
     Returns
@@ -354,7 +354,7 @@ def coassignment(idata) -> np.ndarray:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of :func:`sample_posterior`.
 
     Returns
@@ -402,7 +402,7 @@ def fit_data(data: dict, sample_kwargs: dict, **options):
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         The fit, as :func:`sample_posterior` returns it.
 
     Examples
@@ -452,7 +452,7 @@ def fit_unit(data: dict, *, random_seed=None, **options):
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         The unit's fit.
 
     Examples

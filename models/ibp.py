@@ -270,7 +270,7 @@ def sample(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``posterior`` with ``Z, pi, A, Y`` and label-invariant ``n_active, loglik, F_hat,
         X_prob``; ``sample_stats`` with ``n_active, n_singletons, n_new_features,
         truncation_hit``.
@@ -322,7 +322,8 @@ def sample(
         cores=cores,
         random_seed=random_seed,
         progressbar=progressbar,
-        idata_kwargs={**(idata_kwargs or {}), "log_likelihood": False},  # finish() adds them
+        # finish() adds the log likelihoods (pm.sample computes none without the key)
+        idata_kwargs={k: v for k, v in (idata_kwargs or {}).items() if k != "log_likelihood"},
         initvals=initvals,
         trace=trace,
     )
@@ -344,7 +345,7 @@ def predict(idata, new_data, *, random_seed=None, max_draws: int = 500) -> xr.Da
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of :func:`sample`.
     new_data : mapping or xarray.Dataset
         ``{"X": cues (trial, pixel)}`` to predict the trials' forces, ``{"F": forces (trial,
@@ -389,7 +390,7 @@ def invariants(idata):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of :func:`sample`.
 
     Returns
@@ -434,7 +435,7 @@ def fit_data(data: dict, sample_kwargs: dict, **options):
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         The fit, as :func:`sample` returns it.
 
     Examples
@@ -500,7 +501,7 @@ def refit_functions(idata, *, var_name: str = "joint", draws: int = 250, tune: i
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of :func:`sample` (with ``observed_data``).
     var_name : {"joint", "F", "X"}, default "joint"
         What a held-out trial is scored on.

@@ -1,7 +1,7 @@
 """Model name -> the callables a batch or an SBC run needs, read from the model's spec.
 
 ``resolve_fit(name)`` is the spec's ``fit_unit`` (a unit's raw arrays or table columns ->
-``InferenceData``, following the engine's contract ``fit_unit(data: dict, *, random_seed,
+``DataTree``, following the engine's contract ``fit_unit(data: dict, *, random_seed,
 **options)``), or its registered ``fit`` when the model has no unit adapter. A callable
 passed to :func:`resolve_fit` is your own ``fit_unit`` and is returned as is.
 ``resolve_simulate`` and ``resolve_invariants`` give the spec's ``simulate`` and
@@ -34,7 +34,7 @@ def resolve_fit(model):
     Returns
     -------
     callable
-        ``fit_unit(data: dict, *, random_seed, **options) -> InferenceData``.
+        ``fit_unit(data: dict, *, random_seed, **options) -> DataTree``.
 
     Raises
     ------

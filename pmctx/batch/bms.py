@@ -239,7 +239,7 @@ def evidence_table(fits: dict, *, criterion: str = "auto") -> pd.DataFrame:
         values = {}
         for unit, idata in units.items():
             if criterion == "loo":
-                values[unit] = float(az.loo(idata).elpd_loo)
+                values[unit] = float(az.loo(idata).elpd)
             elif "log_evidence" in idata.posterior.attrs:
                 values[unit] = float(idata.posterior.attrs["log_evidence"])
             else:

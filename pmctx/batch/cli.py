@@ -74,7 +74,7 @@ def add_parser(subparsers) -> None:
                        help="fit option, repeatable (e.g. --set draws=500)")  # fmt: skip
     batch.add_argument("--rerun-errors", action="store_true", help="retry failed units")
     batch.add_argument("--all-groups", action="store_true",
-                       help="write every InferenceData group per unit (default: all but the "
+                       help="write every results group per unit (default: all but the "
                        "posterior predictive draws)")  # fmt: skip
     batch.add_argument("--chunk-size", type=int, default=None, metavar="N",
                        help="units per Dask task (default: about a second of fits per task, "

@@ -1,7 +1,7 @@
 """Many independent fits on ``dask.distributed``: results on disk as they finish, resumable.
 
 Every unit is one call ``fit_unit(data, random_seed=..., **options)`` that returns an
-``arviz.InferenceData`` (on a cluster, several units share a task: see
+``xarray.DataTree`` (on a cluster, several units share a task: see
 :mod:`pmctx.batch.scheduling`). The worker loads the unit's data (a file is read there,
 not shipped), writes ``<out>/units/<unit>.nc`` and then a record ``<out>/units/<unit>.json``
 (status, seconds, CPU seconds, seed, worker, error), each to a temporary file renamed into
@@ -164,7 +164,7 @@ def run_batch(
     Parameters
     ----------
     fit_unit : callable
-        ``fit_unit(data: dict, *, random_seed: int, **options) -> InferenceData``; a model's
+        ``fit_unit(data: dict, *, random_seed: int, **options) -> DataTree``; a model's
         fit (see :func:`pmctx.batch.resolve_fit`) or your own. It must be importable or
         picklable by value, since it runs on the workers.
     units : folder, table file, DataFrame with a ``unit`` column, or dict of data dicts
@@ -185,7 +185,7 @@ def run_batch(
     rerun_errors : bool
         Also rerun units whose record is an error (default: keep them as finished).
     groups : sequence of str or None
-        InferenceData groups written per unit (default :data:`UNIT_GROUPS`: all but the
+        groups written per unit (default :data:`UNIT_GROUPS`: all but the
         predictive draws); ``None`` writes every group.
     workers : int, optional
         Worker processes of a new local cluster (see :func:`connect`).

@@ -50,7 +50,7 @@ def _unit_posterior(path, var_names, groups=("posterior", "sample_stats")) -> xr
     for group in groups:
         if group not in idata.children:
             continue
-        ds = idata[group]
+        ds = idata[group].to_dataset()
         keep = [
             name
             for name, var in ds.data_vars.items()

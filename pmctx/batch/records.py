@@ -31,7 +31,7 @@ from pmctx.batch.units import UnitSource
 
 __all__ = ["UNIT_GROUPS", "run_unit", "write_atomic", "write_idata"]
 
-#: InferenceData groups a unit's NetCDF keeps by default: everything the population view,
+#: groups a unit's NetCDF keeps by default: everything the population view,
 #: model selection (log evidence in the posterior attributes, or LOO from ``log_likelihood``)
 #: and SBC read, and the data. Predictive draws are left out: they are often the largest
 #: group, writing them costs as much as a small fit, and they can be drawn again from the
@@ -140,7 +140,7 @@ def write_idata(idata, path, *, groups=UNIT_GROUPS) -> Path:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         The fit to write.
     path : path-like
         Target ``.nc`` file.
@@ -225,16 +225,16 @@ def run_unit(
 ) -> dict:
     """Fit one unit and write its NetCDF and record (the task each worker runs).
 
-    Returns the record (a small dict; the InferenceData stays on the worker's disk).
+    Returns the record (a small dict; the results tree stays on the worker's disk).
     ``summarize(idata) -> dict`` adds scalar columns (e.g. an ELPD) to it; ``groups`` are the
-    InferenceData groups written (see :data:`UNIT_GROUPS`). A record already on disk with
+    groups written (see :data:`UNIT_GROUPS`). A record already on disk with
     status ``ok``, or one this run (``run_id``) wrote, is returned without refitting, which
     makes a rescheduled task (its first worker died after writing) idempotent.
 
     Parameters
     ----------
     fit_unit : callable
-        ``fit_unit(data, *, random_seed, **options) -> InferenceData``.
+        ``fit_unit(data, *, random_seed, **options) -> DataTree``.
     source : pmctx.batch.units.UnitSource
         The unit (its name and data).
     out_dir : path-like
@@ -248,7 +248,7 @@ def run_unit(
     run_id : str, default ""
         Identifier of the batch run, stored in the record.
     groups : sequence of str or None, default UNIT_GROUPS
-        InferenceData groups written.
+        groups written.
 
     Returns
     -------

@@ -2,7 +2,7 @@
 
 Each replication is one unit of :func:`pmctx.batch.run_batch`: draw parameters from the prior
 and data from the model (``simulate(random_seed) -> (data, truth)``), fit the data
-(``fit(data, random_seed=...) -> InferenceData``), thin the posterior draws of every
+(``fit(data, random_seed=...) -> DataTree``), thin the posterior draws of every
 label-invariant quantity in ``truth`` to ``n_ranks`` draws and record the rank of the true
 value among them (ties, e.g. of counts, broken uniformly at random). If the fit samples the
 exact posterior, every rank is uniform on ``0..n_ranks``; :func:`uniformity_tests` tests it
@@ -74,7 +74,7 @@ def _posterior_draws(idata, name: str) -> np.ndarray:
         if group in idata.children and name in idata[group]:
             values = idata[group][name].values
             return values.reshape(values.shape[0] * values.shape[1], -1)
-    raise KeyError(f"The fit's InferenceData has no posterior quantity {name!r}.")
+    raise KeyError(f"The fit has no posterior quantity {name!r}.")
 
 
 def _thin(draws: np.ndarray, n: int) -> np.ndarray:
@@ -97,7 +97,7 @@ class SBCTask:
     simulate : callable
         ``simulate(random_seed, **simulate_options) -> (data, truth)``.
     fit : callable
-        ``fit(data, *, random_seed, **options) -> InferenceData``.
+        ``fit(data, *, random_seed, **options) -> DataTree``.
     n_ranks : int, default 99
         Posterior draws kept (thinned) per rank.
     simulate_options : mapping, optional
@@ -131,8 +131,6 @@ class SBCTask:
         return out
 
     def __call__(self, data: dict, *, random_seed=None, **options):
-        import arviz as az
-
         rng = np.random.default_rng(random_seed)
         sim_rng, fit_seed, tie_rng = rng.spawn(3)
         sim_data, truth = self.simulate(sim_rng, **dict(self.simulate_options))
@@ -150,15 +148,15 @@ class SBCTask:
             | {f"truth:{k}": float(v) for k, v in truth.items()}
             | {"n_ranks": self.n_ranks},
         )
-        return az.InferenceData(posterior=posterior)
+        return xr.DataTree.from_dict({"posterior": posterior})
 
 
 def rank_columns(idata) -> dict:
-    """The ranks an :class:`SBCTask` stored on its InferenceData, as summary-table columns.
+    """The ranks an :class:`SBCTask` stored on its results tree, as summary-table columns.
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         Returned by an :class:`SBCTask` call.
 
     Returns
@@ -364,7 +362,7 @@ def run_sbc(
     simulate : callable
         ``simulate(random_seed, **simulate_options) -> (data, truth)``.
     fit : callable
-        ``fit(data, *, random_seed, **fit_options) -> InferenceData``.
+        ``fit(data, *, random_seed, **fit_options) -> DataTree``.
     reps : int
         Replications.
     out_dir : path-like

@@ -70,7 +70,7 @@ def normal_mean_fit(
     fail_on: str | None = None,
     crash_on: str | None = None,
 ):
-    """Exact posterior draws of ``mu`` as InferenceData (with a ``log_likelihood`` group).
+    """Exact posterior draws of ``mu`` as a DataTree (with a ``log_likelihood`` group).
 
     ``bias`` shifts the draws (a deliberately wrong sampler, for SBC tests); ``delay`` sleeps
     that many seconds (to imitate a slow fit); ``fail_on``/``crash_on`` raise or kill the
@@ -99,7 +99,7 @@ def normal_mean_fit(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         Posterior ``mu`` (one chain), ``log_likelihood`` and ``observed_data``.
 
     Examples
@@ -131,8 +131,6 @@ def normal_mean_fit(
     import arviz as az  # not pmctx.io: workers running only this model skip importing PyMC
 
     return az.from_dict(
-        {"posterior": {"mu": mu},
-        "log_likelihood": {"y": loglik},
-        "observed_data": {"y": y}},
+        {"posterior": {"mu": mu}, "log_likelihood": {"y": loglik}, "observed_data": {"y": y}},
         dims={"y": ["obs"]},
     )

@@ -9,7 +9,7 @@ engine promises is unchanged:
 
 * a unit's record is yielded only after its NetCDF and record are on disk (atomically, record
   last), so a progress bar or a summary row never runs ahead of the files;
-* at most one unit is being written while the next fits (one InferenceData held in memory);
+* at most one unit is being written while the next fits (one results tree held in memory);
 * stopping early (an exception, a closed generator) waits for the write in progress, and a
   process killed mid-write leaves only a temporary file, which the next run removes and whose
   unit it fits again.
@@ -89,7 +89,7 @@ def run_units(
     run_id : str
         This run's id (a unit this run already recorded is not fitted again).
     groups : sequence of str or None
-        InferenceData groups written per unit.
+        groups written per unit.
     background_writes : bool, default False
         Write each unit while the next one fits; ``False`` writes in this thread, as
         :func:`~pmctx.batch.engine.run_unit` does.

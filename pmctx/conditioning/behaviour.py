@@ -190,7 +190,7 @@ class AlphaFit:
     V : ndarray (alpha, trial)
         The particle filter's V_t for every alpha.
     idata : dict
-        ``"<model>, alpha=<a>"`` -> InferenceData with posterior (bias, slope) and a
+        ``"<model>, alpha=<a>"`` -> DataTree with posterior (bias, slope) and a
         ``log_likelihood`` group, ready for ``arviz.compare``.
     """
 

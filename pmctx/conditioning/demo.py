@@ -93,7 +93,7 @@ def run_demo(
     Parameters
     ----------
     sample_posterior : callable
-        ``sample_posterior(features, **options)`` returning InferenceData, as
+        ``sample_posterior(features, **options)`` returning a DataTree, as
         :func:`pmctx.models.crp_conditioning.sample_posterior`.
     out_dir : path-like
         Output folder.

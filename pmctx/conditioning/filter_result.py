@@ -105,11 +105,11 @@ class CRPFilterResult:
         )
 
     def to_inference_data(self):
-        """``InferenceData``: particles as draws of one chain, filter summaries as a group.
+        """Results tree: particles as draws of one chain, filter summaries as a group.
 
         Returns
         -------
-        arviz.InferenceData
+        xarray.DataTree
             Posterior ``n_causes`` and ``assignment`` (chain 0, one draw per particle) and a
             ``filtering`` group with ``V``, ``cause_posterior`` and ``log_predictive``.
         """
@@ -121,5 +121,5 @@ class CRPFilterResult:
             attrs={"inference": "crp_particle_filter"},
         )
         filt = self.to_dataset()[["V", "cause_posterior", "log_predictive"]]
-        idata.add_groups({"filtering": filt})
+        idata["filtering"] = filt
         return idata

@@ -83,14 +83,14 @@ def add_integrated_log_likelihood(idata, features=None):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of :func:`pmctx.models.crp_conditioning.build_model`; modified in place.
     features : array_like (trial, feature), optional
         The features (default: read from ``idata``).
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``idata`` with ``log_likelihood["trial_features"]``.
     """
     from pmctx.io import LOG_LIKELIHOOD_GROUPS, set_log_likelihood_groups

@@ -29,7 +29,7 @@ def write_outputs(
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of :func:`pmctx.models.crp_conditioning.sample_posterior`.
     out_dir : path-like
         Output folder.

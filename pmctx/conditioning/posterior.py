@@ -45,11 +45,9 @@ Examples
 
 from __future__ import annotations
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pymc.distributions.distribution import _support_point
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.tensor.random.basic import NormalRV
@@ -60,6 +58,7 @@ from pmctx.conditioning.pmmh import ParticleMarginalMH
 from pmctx.conditioning.response import BinaryChoice, LinearGaussian, OrdinalRating
 from pmctx.convergence import check_divergences
 from pmctx.points import initial_point
+from pmctx.trees import set_group
 from pmctx.validation import as_rng, check_choice, check_int
 
 __all__ = ["FilterV", "build_subject_model", "sample_subject"]
@@ -300,10 +299,8 @@ def build_subject_model(
             # start, all zeros, is not ordered). The start is the support point, not a stored
             # initval, which would stop PyMC converting the model to a graph
             # (compute_log_likelihood, pm.do raised NotImplementedError).
-            cuts = pm.modelcontext(None).register_rv(
-                _ORDERED_START_NORMAL(0.0, 5.0, size=(L - 1,)),
-                "cutpoints",
-                transform=pm.distributions.transforms.ordered,
+            cuts = _OrderedStartNormal(
+                "cutpoints", 0.0, 5.0, size=(L - 1,), transform=pm.distributions.transforms.ordered
             )
             slope = pm.Normal("slope", 0.0, 10.0)
             pm.OrderedLogistic(
@@ -430,15 +427,21 @@ class _GaussianBlock:
 
 
 class _OrderedStartNormalRV(NormalRV):
-    """``NormalRV`` whose support point is evenly spaced in ``[-1, 1]`` (same log density)."""
+    """``NormalRV`` of its own type, so its support point can differ from ``normal``'s."""
 
 
-@_support_point.register(_OrderedStartNormalRV)
-def _ordered_start(op, rv, *inputs):
-    return pt.broadcast_to(pt.linspace(-1.0, 1.0, rv.shape[-1]), rv.shape).astype(rv.dtype)
+class _OrderedStartNormal(pm.Normal):
+    """``pm.Normal`` whose support point is evenly spaced in ``[-1, 1]`` (same log density).
 
+    A ``pm.Distribution`` subclass with its own ``rv_op`` and ``support_point``: PyMC
+    registers the support point for that op (its public way to give a distribution a start).
+    """
 
-_ORDERED_START_NORMAL = _OrderedStartNormalRV()
+    rv_op = _OrderedStartNormalRV()
+
+    @staticmethod
+    def support_point(rv, size, mu, sigma):
+        return pt.broadcast_to(pt.linspace(-1.0, 1.0, rv.shape[-1]), rv.shape).astype(rv.dtype)
 
 
 def _prior(name, priors, default):
@@ -511,7 +514,7 @@ def _add_log_likelihood(idata, lik):
         ll = np.log(np.clip(p, 1e-300, None))
     coords = {"chain": post["chain"].values, "draw": post["draw"].values, "response": seen}
     data = xr.Dataset({"cr": (("chain", "draw", "response"), ll)}, coords=coords)
-    idata.add_groups(log_likelihood=data)
+    set_group(idata, "log_likelihood", data)
 
 
 def _forked_chain(c):
@@ -519,6 +522,24 @@ def _forked_chain(c):
 
 
 _FORK_JOB = {}
+
+
+def _concat_chains(parts):
+    """One tree of the single-chain trees ``parts``: groups with a ``chain`` dimension are
+    concatenated along it (chains renumbered 0, 1, ...), the others taken from the first."""
+    import xarray as xr
+
+    groups = {}
+    for name, node in parts[0].children.items():
+        first = node.to_dataset()
+        if "chain" not in first.dims:
+            groups[name] = first
+            continue
+        ds = xr.concat([p[name].to_dataset() for p in parts], dim="chain")
+        groups[name] = ds.assign_coords(chain=np.arange(ds.sizes["chain"]))
+    tree = xr.DataTree.from_dict(groups)
+    tree.attrs = dict(parts[0].attrs)
+    return tree
 
 
 def _map_chains(run_chain, chains, cores):
@@ -590,7 +611,7 @@ def sample_subject(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``posterior`` (parameters and ``V``), ``log_likelihood`` (``cr``), ``sample_stats``,
         ``observed_data``; ``posterior.attrs["particle_loglik_sd"]``.
 
@@ -639,16 +660,13 @@ def sample_subject(
                 random_seed=seed,
                 progressbar=progressbar,
                 compute_convergence_checks=False,
-                # The pointwise log likelihood is computed below from each draw's recorded
-                # V, for every sampler: PMMH's V depends on the draw's stored random
-                # numbers, and PyMC's compute_log_likelihood cannot convert the ordinal
-                # model (its cutpoints carry an initial value) -- it raised
-                # NotImplementedError for response="ordinal" with the demz samplers.
-                idata_kwargs={"log_likelihood": False},
+                # No log_likelihood here (pm.sample computes none unless asked): the
+                # pointwise log likelihood is computed below from each draw's recorded V,
+                # for every sampler, as PMMH's V depends on the draw's stored random numbers.
             )
 
     parts = _map_chains(run_chain, chains, cores)
-    idata = az.concat(parts, dim="chain") if chains > 1 else parts[0]
+    idata = _concat_chains(parts) if chains > 1 else parts[0]
     if check_convergence:  # pm.sample's own divergence message is off (see above)
         check_divergences(idata, stacklevel=3)
     _add_log_likelihood(idata, op.likelihood)

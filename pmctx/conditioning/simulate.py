@@ -1,5 +1,5 @@
 """Prior draws of the CRP latent-cause model and the data they generate (for SBC), and the
-per-subject fit of alpha from conditioned responses as InferenceData.
+per-subject fit of alpha from conditioned responses as a DataTree.
 
 Two targets:
 
@@ -125,7 +125,7 @@ def fit_alpha_posterior(
     draws: int = 1000,
     **options,
 ):
-    """Posterior of a subject's alpha on a grid as InferenceData.
+    """Posterior of a subject's alpha on a grid as a DataTree.
 
     Wraps :func:`pmctx.conditioning.behaviour.fit_alpha` (particle-filter ``V_t`` per alpha,
     response parameters integrated out by importance sampling). Returns ``draws`` draws of
@@ -153,7 +153,7 @@ def fit_alpha_posterior(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         Posterior ``alpha``, ``log_likelihood`` and ``constant_data`` with the grid.
     """
     from pmctx.conditioning.behaviour import fit_alpha
@@ -198,7 +198,7 @@ def invariants(idata) -> dict:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of simulated data.
 
     Returns

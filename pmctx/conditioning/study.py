@@ -4,7 +4,7 @@ What ``LCM_fit`` + ``mfit_bms`` do for a study, as one batch unit per subject:
 :func:`fit_variants` fits each variant of :data:`~pmctx.conditioning.fitting.LCM_VARIANTS` to
 one subject's conditioned responses by maximum likelihood (the same common random numbers
 for every variant, so their differences are not filter noise) and returns an
-``InferenceData`` whose ``posterior`` holds each parameter's estimate per variant and whose
+``DataTree`` whose ``posterior`` holds each parameter's estimate per variant and whose
 attributes hold each variant's log evidence (``log_evidence_<variant>``, the BIC
 approximation), log likelihood and parameters (``<variant>.<parameter>``).
 ``pmctx batch crp`` runs it for every subject of a table with a ``CR`` column, then
@@ -59,7 +59,7 @@ def _unit_arrays(data: dict):
 
 
 def fit_variants(data: dict, *, random_seed=None, variants=None, **options):
-    """Fit every LCM variant to one subject; their estimates and log evidences as InferenceData.
+    """Fit every LCM variant to one subject; their estimates and log evidences as a DataTree.
 
     Parameters
     ----------
@@ -77,7 +77,7 @@ def fit_variants(data: dict, *, random_seed=None, variants=None, **options):
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``posterior`` (one chain, one draw: the ML estimates): each parameter under the
         subject's best variant (``alpha``, ``a``, ..., ``sd``) and under every variant
         (``<variant>.<parameter>``); ``posterior.attrs``: ``log_evidence_<variant>`` (BIC

@@ -25,7 +25,7 @@ def run_demo(sample, out_dir, *, quick: bool = False, random_seed: int = 0, core
     Parameters
     ----------
     sample : callable
-        ``sample(F, X, **options)`` returning InferenceData, as :func:`pmctx.models.ibp.sample`.
+        ``sample(F, X, **options)`` returning a DataTree, as :func:`pmctx.models.ibp.sample`.
     out_dir : path-like
         Output folder.
     quick : bool, default False

@@ -73,7 +73,7 @@ def align_features(idata, *, reference=None) -> dict:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         From :func:`pmctx.models.ibp.sample`.
     reference : ndarray (N, K_ref), optional
         Reference ownership matrix (e.g. the truth); default: the last draw of chain 0,
@@ -113,7 +113,7 @@ def recovery_report(idata, Z_true, F_true_mean=None, X_true_prob=None) -> dict:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         An IBP fit.
     Z_true : array_like (N, K)
         True ownership.

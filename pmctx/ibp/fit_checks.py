@@ -23,7 +23,7 @@ def warn_if_truncated(idata, *, K_max: int) -> None:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit with ``sample_stats.truncation_hit``.
     K_max : int
         The truncation level, for the message.

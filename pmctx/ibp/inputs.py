@@ -237,7 +237,7 @@ def load_ibp(path, options=None) -> dict:
     ----------
     path : str or path-like
         An ``.npz`` with ``F``/``X`` (and optional scalars), a ``.csv`` with columns
-        ``F0, F1, ...`` and ``X0, X1, ...``, or an ``.nc`` InferenceData whose ``observed_data``
+        ``F0, F1, ...`` and ``X0, X1, ...``, or an ``.nc`` results file whose ``observed_data``
         holds them.
     options : dict, optional
         Not read (the IBP's options all come from the caller or the file's scalars); every

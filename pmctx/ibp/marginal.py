@@ -431,7 +431,7 @@ def add_integrated_log_likelihood(idata, model=None, **options):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         From :func:`pmctx.models.ibp.sample` (``posterior`` with ``Z, pi`` and ``A``/``Y``,
         ``observed_data`` with ``F``/``X``).
     model : pm.Model, optional
@@ -442,7 +442,7 @@ def add_integrated_log_likelihood(idata, model=None, **options):
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         The same object, for chaining.
 
     Examples
@@ -478,9 +478,12 @@ def add_integrated_log_likelihood(idata, model=None, **options):
         hyper[name] = value
     integrated = integrated_log_likelihood(idata.posterior, F, X, hyper=hyper, **options)
     integrated.attrs["pmctx_log_likelihood"] = "integrated over each trial's latent row z_i"
-    conditional = idata[CONDITIONAL_GROUP] if CONDITIONAL_GROUP in idata.children else None
+    conditional = (
+        idata[CONDITIONAL_GROUP].to_dataset() if CONDITIONAL_GROUP in idata.children else None
+    )
     if "log_likelihood" in idata.children and "joint" not in idata.log_likelihood:
-        conditional = idata.log_likelihood  # pm.sample's, given z_i (a rerun keeps the first)
+        # pm.sample's, given z_i (a rerun keeps the first)
+        conditional = idata.log_likelihood.to_dataset()
         conditional.attrs["pmctx_note"] = "given each trial's sampled z_i: not for LOO/WAIC"
     parts = integrated[[name for name in ("F", "X") if name in integrated]]
     parts.attrs["pmctx_log_likelihood"] = "one part of each trial given the other, z_i integrated"

@@ -145,7 +145,7 @@ def write_outputs(idata, out_dir, prefix="ibp", *, reference=None, side=None, da
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of :func:`pmctx.models.ibp.sample`.
     out_dir : path-like
         Output folder.

@@ -65,7 +65,7 @@ def predict(idata, *, X=None, F=None, max_draws: int = 500) -> xr.Dataset:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of :func:`pmctx.models.ibp.sample` with both forces and cues.
     X : array_like (n_new, T), optional
         Binary cues of new trials: predicts their forces ``F`` (posterior mean per draw).

@@ -107,7 +107,7 @@ def warm_refit(sample, idata, *, var_name="joint", draws=250, tune=100, chains=2
     ----------
     sample : callable
         :func:`pmctx.models.ibp.sample`.
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of ``sample`` (with ``observed_data``).
     var_name : {"joint", "F", "X"}, default "joint"
         What a held-out trial is scored on.

@@ -114,7 +114,7 @@ def invariants(idata) -> dict:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         An IBP fit.
 
     Returns

@@ -305,7 +305,7 @@ def add_predictive(idata, model, plan: StoragePlan, *, random_seed=None):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         The fit; changed in place.
     model : pm.Model
         The model sampled.
@@ -316,7 +316,7 @@ def add_predictive(idata, model, plan: StoragePlan, *, random_seed=None):
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``idata``.
     """
     import pymc as pm
@@ -328,17 +328,17 @@ def add_predictive(idata, model, plan: StoragePlan, *, random_seed=None):
     n_draw = idata.posterior.sizes["draw"]
     index = even_draws(n_draw, k)
     needed = [name for name in idata.posterior.data_vars if name not in plan.moments]
-    subset = idata.posterior[needed].isel(draw=index)
+    subset = idata.posterior.to_dataset()[needed].isel(draw=index)
     for name in _BINARY:  # PyMC's predictive function takes the variables' own dtype
         if name in subset:
             subset[name] = subset[name].astype(model[name].dtype)
     pred = pm.sample_posterior_predictive(
         subset, model=model, var_names=names, random_seed=random_seed, progressbar=False
-    ).posterior_predictive
+    ).posterior_predictive.to_dataset()
     if "X" in pred:
         pred["X"] = pred["X"].astype("int8")
     pred.attrs["draws_of_posterior"] = "every draw" if len(index) == n_draw else "a subset"
-    idata.add_groups(posterior_predictive=pred)
+    idata["posterior_predictive"] = pred
     return idata
 
 
@@ -348,7 +348,7 @@ def finish(idata, model, plan: StoragePlan, trace: StoreTrace, *, random_seed=No
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         What ``pm.sample`` returned; changed in place.
     model : pm.Model
         The model sampled.
@@ -361,27 +361,26 @@ def finish(idata, model, plan: StoragePlan, trace: StoreTrace, *, random_seed=No
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``idata``.
     """
     from pmctx.ibp.marginal import add_integrated_log_likelihood
 
     trace.attach(idata)
     if plan.conditional:  # given each trial's sampled z_i: diagnostics only, not for LOO
-        import arviz as az
         import pymc as pm
+        import xarray as xr
 
-        post = idata.posterior[[v.name for v in model.free_RVs if v.name in idata.posterior]]
+        posterior = idata.posterior.to_dataset()
+        post = posterior[[v.name for v in model.free_RVs if v.name in posterior]]
         for name in _BINARY:
             if name in post:
                 post[name] = post[name].astype(model[name].dtype)
-        idata.add_groups(
-            log_likelihood=pm.compute_log_likelihood(
-                az.InferenceData(posterior=post),
-                model=model,
-                extend_inferencedata=False,
-                progressbar=False,
-            )
+        idata["log_likelihood"] = pm.compute_log_likelihood(
+            xr.DataTree.from_dict({"posterior": post}),
+            model=model,
+            extend_inferencedata=False,
+            progressbar=False,
         )
     if plan.log_likelihood:  # per-trial likelihood with z_i summed out: the one LOO needs
         post = idata.posterior

@@ -2,7 +2,7 @@
 
 Subclasses only set ``name`` and ``stats_dtypes_shapes`` and implement ``step``; this base
 resolves the model and value variables and keeps one ``numpy`` Generator in ``self.rng``,
-which ``pm.sample`` replaces per chain through :meth:`set_rng`.
+which ``pm.sample`` replaces per chain through ``setup_chain(rng, tune, draws)``.
 
 A subclass that sets ``owns_block`` is registered with PyMC's automatic step assignment when
 it is defined and claims the variables its models tag with that block (see
@@ -15,6 +15,7 @@ import functools
 from typing import ClassVar
 
 import pymc as pm
+from pymc.step_methods import STEP_METHODS
 from pymc.step_methods.compound import BlockedStep, Competence
 
 from pmctx.steps.registration import block_tag, block_variables, register_step
@@ -172,6 +173,14 @@ def _complete_block(model, block, vars) -> bool:
     return needed <= values
 
 
+def _competence(method, rv, has_grad):
+    """``method.competence(rv, has_grad)``; PyMC's older steps take ``competence(rv)`` only."""
+    try:
+        return method.competence(rv, has_grad)
+    except TypeError:
+        return method.competence(rv)
+
+
 def _pymc_steps(model, vars, kwargs):
     """PyMC's own automatic choice of steps for ``vars`` (pmctx steps excluded)."""
     from pymc.sampling.mcmc import instantiate_steppers
@@ -179,7 +188,7 @@ def _pymc_steps(model, vars, kwargs):
     from pymc.vartypes import discrete_types
     from pytensor.gradient import NullTypeGradError, grad
 
-    methods = [m for m in pm.STEP_METHODS if not issubclass(m, PmctxStep)]
+    methods = [m for m in STEP_METHODS if not issubclass(m, PmctxStep)]
     logp = model.logp()
     selected = {}
     for var in (model.rvs_to_values.get(v, v) for v in vars):
@@ -190,7 +199,7 @@ def _pymc_steps(model, vars, kwargs):
             except (NotImplementedError, NullTypeGradError):  # as PyMC decides
                 has_grad = False
         rv = model.values_to_rvs[var]
-        best = max(methods, key=lambda m: m._competence(rv, has_grad))
+        best = max(methods, key=lambda m: _competence(m, rv, has_grad))
         selected.setdefault(best, []).append(var)
     steps = instantiate_steppers(
         model,

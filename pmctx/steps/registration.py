@@ -3,9 +3,9 @@
 How it works
 ------------
 ``pm.sample`` (through :func:`pymc.sampling.mcmc.assign_step_methods`) asks every class in
-``pm.STEP_METHODS`` for its ``competence`` on each free variable, gives each variable to the
-most competent class, and builds *one* instance of every selected class with all the
-variables it won. pmctx uses that mechanism as it is:
+``pymc.step_methods.STEP_METHODS`` for its ``competence`` on each free variable, gives each
+variable to the most competent class, and builds *one* instance of every selected class with
+all the variables it won. pmctx uses that mechanism as it is:
 
 1. A model's ``build_model`` **tags** the variables that one pmctx step updates together
    (a *block*) with :func:`tag_block`, e.g. ``Z, pi, A, Y`` of the IBP with the block
@@ -13,8 +13,9 @@ variables it won. pmctx uses that mechanism as it is:
    with the variable and survives nesting the model inside a user's model; no names are
    matched.
 2. A step class declares the block it owns in ``owns_block``. :class:`PmctxStep` registers
-   such classes in ``pm.STEP_METHODS`` (in front of PyMC's own, so they win ties) when the
-   class is defined, i.e. as soon as a pmctx model module (which imports its steps) is
+   such classes in ``pymc.step_methods.STEP_METHODS`` (the list PyMC documents for adding
+   custom steps), in front of PyMC's own so they win ties, when the class is defined,
+   i.e. as soon as a pmctx model module (which imports its steps) is
    imported, and its ``competence`` is ``IDEAL`` for variables tagged with that block and
    ``INCOMPATIBLE`` for everything else.
 3. Because one class receives all its variables together, a blocked step that must own
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pymc as pm
+from pymc.step_methods import STEP_METHODS
 
 __all__ = [
     "BlockTag",
@@ -126,7 +127,7 @@ def block_variables(model, block: str) -> dict:
 
 
 def register_step(step_class) -> None:
-    """Put ``step_class`` in front of ``pm.STEP_METHODS`` (once), so ``pm.sample`` uses it.
+    """Put ``step_class`` in front of ``STEP_METHODS`` (once), so ``pm.sample`` uses it.
 
     Parameters
     ----------
@@ -134,7 +135,7 @@ def register_step(step_class) -> None:
         A :class:`~pmctx.steps.base.PmctxStep` subclass with ``owns_block`` set (subclasses
         call this themselves when they are defined).
     """
-    methods = pm.STEP_METHODS
+    methods = STEP_METHODS
     for i, method in enumerate(methods):  # a re-imported module defines a new class object
         if method.__module__ == step_class.__module__ and method.__name__ == step_class.__name__:
             methods[i] = step_class
@@ -160,7 +161,7 @@ def assigned_steps(model, step=None) -> dict[str, list[str]]:
     from pymc.sampling.mcmc import assign_step_methods
     from pymc.step_methods.compound import CompoundStep
 
-    provided, selected = assign_step_methods(model, step, methods=pm.STEP_METHODS)
+    provided, selected = assign_step_methods(model, step, methods=STEP_METHODS)
     rv_name = {value: rv.name for value, rv in model.values_to_rvs.items()}
     out = {}
     flat = []

@@ -24,8 +24,8 @@ def test_default_pmmh_mixes_on_a_100_trial_subject():
     idata = sample_subject(
         data["responses"], design, variant="lcm", draws=300, tune=300, chains=2, random_seed=2
     )
-    rhat = float(az.rhat(idata, var_names=NAMES).to_array().max())
-    ess = float(az.ess(idata, var_names=NAMES).to_array().min())
+    rhat = float(az.rhat(idata, var_names=NAMES).to_dataset().to_dataarray().max())
+    ess = float(az.ess(idata, var_names=NAMES).to_dataset().to_dataarray().min())
     assert rhat <= 1.06, rhat
     assert ess >= 60, ess
     # (level, gain) are redrawn by PMMH, NUTS updates sd alone.

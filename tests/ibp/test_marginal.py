@@ -6,6 +6,7 @@ import warnings
 import arviz as az
 import numpy as np
 import pytest
+import xarray as xr
 from scipy.special import logsumexp
 
 from pmctx import TruncationWarning
@@ -134,10 +135,12 @@ def fake_idata(seed=0, chains=2, draws=3, sampled_sigma=True):
         constant["sigma_n"] = np.array(HYPER["sigma_n"])
     dims = {"Z": ["trial", "feature"], "F": ["trial", "force_dim"], "X": ["trial", "pixel"]}
     idata = az.from_dict(
-        {"posterior": posterior,
-        "observed_data": {"F": F, "X": X},
-        "constant_data": constant,
-        "log_likelihood": {"F": np.zeros(shape + F.shape)}},
+        {
+            "posterior": posterior,
+            "observed_data": {"F": F, "X": X},
+            "constant_data": constant,
+            "log_likelihood": {"F": np.zeros(shape + F.shape)},
+        },
         dims=dims,
     )
     return idata, (F, X, Z, A, Y, pi), posterior
@@ -228,7 +231,9 @@ def test_integrated_loo_pareto_k_is_fine_where_conditional_fails(simulated):
     assert float((psis(idata, "F").pareto_k > 0.7).mean()) <= 0.05
     # The conditional likelihood (given each trial's own z_i) fails.
     cond = idata[CONDITIONAL_GROUP]["X"].sum("pixel")
-    conditional = az.InferenceData(posterior=idata.posterior, log_likelihood=cond.to_dataset())
+    conditional = xr.DataTree.from_dict(
+        {"posterior": idata.posterior.to_dataset(), "log_likelihood": cond.to_dataset()}
+    )
     bad = psis(conditional, "X")
     assert float((bad.pareto_k > 0.7).mean()) > 0.5
 

@@ -1,4 +1,4 @@
-"""Posterior predictive groups (az.plot_ppc works) and predictions for new inputs."""
+"""Posterior predictive groups (az.plot_ppc_dist works) and predictions for new inputs."""
 
 import arviz as az
 import matplotlib.pyplot as plt
@@ -15,7 +15,7 @@ from pmctx.vonmises.maps import orientation_error
 
 def _ppc_plots(idata, var_names=None):
     assert "posterior_predictive" in idata.children
-    axes = az.plot_ppc(idata, var_names=var_names, num_pp_samples=20)
+    axes = az.plot_ppc_dist(idata, var_names=var_names, num_samples=20)
     plt.close("all")
     return axes
 
@@ -110,4 +110,4 @@ def test_gum_ppc():
                        family="poisson")  # fmt: skip
     idata = g.sample(draws=100, tune=100, chains=1, random_seed=0, check_convergence=False)
     _ppc_plots(idata)
-    az.loo_pit(idata, y="y")
+    az.loo_pit(idata, var_names="y")

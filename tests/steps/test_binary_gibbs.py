@@ -109,7 +109,7 @@ def _state_indices(idata):
 
 
 def _min_ess(idata):
-    return float(az.ess(idata, var_names=["Z", "Y"]).to_array().min())
+    return float(az.ess(idata, var_names=["Z", "Y"]).to_dataset().to_dataarray().min())
 
 
 def _assert_entry_marginals(idata, probs, *, z_score=4.5):

@@ -10,6 +10,7 @@ import pymc as pm
 import pytest
 from pmctx.models.ibp import build_model, sample
 from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
+from pymc.step_methods import STEP_METHODS
 from scipy import stats
 from scipy.special import betaln, logsumexp
 
@@ -42,7 +43,7 @@ def exact_tiny():
 
 
 def zy_draws(idata):
-    post = idata.posterior.stack(sample=("chain", "draw"))
+    post = idata.posterior.to_dataset().stack(sample=("chain", "draw"))
     Z = post["Z"].transpose("sample", ...).values.reshape(-1, 6)
     Y = post["Y"].transpose("sample", ...).values.reshape(-1, 4)
     return np.concatenate([Z, Y], axis=1)
@@ -299,7 +300,7 @@ def test_auto_policy_follows_the_trial_count(n_trials, birth_death, sweeps):
     step's "auto" choices from the trial count (PyMC's own step assignment, as pm.sample)."""
     model = build_model(np.zeros((n_trials, 1)), K_max=2, reconstructions=False, **HYPER)
     with model:
-        provided, selected = assign_step_methods(model, methods=pm.STEP_METHODS)
+        provided, selected = assign_step_methods(model, methods=STEP_METHODS)
         steps = instantiate_steppers(model, provided, selected, initial_point=model.initial_point())
     (step,) = [s for s in np.atleast_1d(steps) if isinstance(s, IBPGibbs)]
     assert (step.birth_death, step.sweeps) == (birth_death, sweeps)

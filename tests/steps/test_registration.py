@@ -6,6 +6,7 @@ import pymc as pm
 import pytest
 from pmctx.models import crp_conditioning, ibp, vonmises_map
 from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
+from pymc.step_methods import STEP_METHODS
 from pymc.step_methods.compound import Competence, CompoundStep
 
 from pmctx.steps.base import PmctxStep
@@ -133,14 +134,14 @@ def test_tags_mark_blocks_not_names():
 def test_plain_sample_runs_and_pickles(build):
     model = build()
     with model:
-        provided, selected = assign_step_methods(model, methods=pm.STEP_METHODS)
+        provided, selected = assign_step_methods(model, methods=STEP_METHODS)
         step = instantiate_steppers(model, provided, selected, initial_point=model.initial_point())
         if isinstance(step, list):  # several step classes: pm.sample composes them the same way
             step = CompoundStep(step)
         clone = cloudpickle.loads(cloudpickle.dumps(step))
         point = model.initial_point()
-        step.set_rng(1)
-        clone.set_rng(1)
+        step.setup_chain(1, tune=0, draws=1)  # what pm.sample calls before each chain
+        clone.setup_chain(1, tune=0, draws=1)
         new, _ = step.step(point)
         new_clone, _ = clone.step(point)
         for key in new:
@@ -194,9 +195,9 @@ def test_new_step_classes_register_by_declaring_a_block():
             def step(self, point):
                 return point, [{}]
 
-        assert pm.STEP_METHODS[0] is Flip
+        assert STEP_METHODS[0] is Flip
         register_step(Flip)  # idempotent
-        assert sum(m is Flip for m in pm.STEP_METHODS) == 1
+        assert sum(m is Flip for m in STEP_METHODS) == 1
         from pmctx.steps.registration import tag_block
 
         with pm.Model() as model:
@@ -208,7 +209,7 @@ def test_new_step_classes_register_by_declaring_a_block():
             step = Flip(vars=[model.rvs_to_values[b]], initial_point={}, compile_kwargs=None)
         assert step.value_names == ["b"]
     finally:
-        pm.STEP_METHODS[:] = [m for m in pm.STEP_METHODS if m.__name__ != "Flip"]
+        STEP_METHODS[:] = [m for m in STEP_METHODS if m.__name__ != "Flip"]
 
 
 @pytest.mark.slow
@@ -244,7 +245,7 @@ def test_partial_block_left_by_an_explicit_step_goes_to_pymc():
     model = _ibp(**FIXED_HYPER)
     with model:
         mine = pm.Slice([model["pi"]])
-        provided, selected = assign_step_methods(model, [mine], methods=pm.STEP_METHODS)
+        provided, selected = assign_step_methods(model, [mine], methods=STEP_METHODS)
         assert [cls.__name__ for cls in selected] == ["IBPGibbs"]
         steps = instantiate_steppers(model, provided, selected, initial_point=model.initial_point())
     inner = steps[1]
@@ -266,7 +267,7 @@ def test_hyper_block_left_partial_by_an_explicit_step_stays_with_its_step():
     model = _ibp(alpha=1.0)
     with model:
         mine = pm.Slice([model["sigma_n2"]])
-        provided, selected = assign_step_methods(model, [mine], methods=pm.STEP_METHODS)
+        provided, selected = assign_step_methods(model, [mine], methods=STEP_METHODS)
         steps = instantiate_steppers(model, provided, selected, initial_point=model.initial_point())
     names = {type(s).__name__: sorted(v.name for v in s.vars) for s in steps}
     assert names == {
