@@ -51,9 +51,14 @@ MAX_BAD_SHARE = 0.02
 def _load(value):
     import arviz as az
 
+    from pmctx.io import load_idata
+    from pmctx.trees import as_datatree
+
     if isinstance(value, str | Path):
-        return az.from_netcdf(value)
-    return value
+        return load_idata(value)  # also the ArviZ 0.x files of earlier pmctx versions
+    if isinstance(value, az.ELPDData):
+        return value
+    return as_datatree(value, name="each model")
 
 
 def _declared_comparisons(idata) -> dict:
@@ -65,7 +70,7 @@ def _declared_comparisons(idata) -> dict:
 
 
 def _default_var_name(idata) -> str | None:
-    names = list(idata.log_likelihood.data_vars)
+    names = list(idata["log_likelihood"].data_vars)
     if len(names) == 1:  # pmctx fits keep one variable here: what LOO should use
         return names[0]
     declared = _declared_comparisons(idata)
@@ -86,7 +91,7 @@ def pareto_k_share(loo, threshold: float = K_THRESHOLD) -> float:
 
     Parameters
     ----------
-    loo : arviz.ELPDData
+    loo : arviz.ELPDDataLOO
         A pointwise ``az.loo`` result (it has a ``pareto_k`` array).
     threshold : float, default 0.7
         Pareto k above which PSIS is unreliable for an observation.
@@ -103,7 +108,8 @@ def pareto_k_share(loo, threshold: float = K_THRESHOLD) -> float:
     >>> y = rng.normal(size=20)
     >>> mu = rng.normal(y.mean(), 0.2, size=(2, 300))
     >>> ll = -0.5 * np.log(2 * np.pi) - 0.5 * (y - mu[..., None]) ** 2
-    >>> loo = az.loo(az.from_dict({"posterior": {"mu": mu}, "log_likelihood": {"y": ll}}), pointwise=True)
+    >>> fit = az.from_dict({"posterior": {"mu": mu}, "log_likelihood": {"y": ll}})
+    >>> loo = az.loo(fit, pointwise=True)
     >>> pareto_k_share(loo)
     0.0
     """
@@ -129,7 +135,8 @@ def compare(
 
     Parameters
     ----------
-    models : mapping name -> InferenceData, NetCDF path or precomputed ``az.loo`` result
+    models : mapping name -> DataTree, NetCDF path or precomputed ``az.loo`` result
+        (an ArviZ 0.x ``InferenceData`` is accepted too)
         Each with a ``log_likelihood`` group over the same observations.
     var_name : str or mapping name -> str, optional
         Log-likelihood variable; default: the only one, else the first of the model's
@@ -140,8 +147,9 @@ def compare(
         Pareto k threshold.
     max_bad_share : float, default 0.02
         Above this share of k > threshold a :class:`LooReliabilityWarning` is emitted.
-    scale : str, default "log"
-        As in ``az.compare``.
+    scale : {"log", "negative_log", "deviance"}, default "log"
+        Scale of the table's ``elpd``, ``se``, ``elpd_diff``, ``dse`` and ``elpd_psis``
+        (``az.compare`` of ArviZ 1 ranks on the log scale; the ranking is the same on all).
     refit : "auto", mapping name -> Refitter, or None, default "auto"
         Exact refits of the observations with Pareto k above ``threshold``
         (:mod:`pmctx.refit`): a :class:`pmctx.refit.Refitter` per model (e.g.
@@ -162,7 +170,9 @@ def compare(
     Returns
     -------
     pandas.DataFrame
-        ``az.compare``'s table (on the refitted values) plus ``var_name``, ``elpd_psis``
+        ``az.compare``'s table (ArviZ 1: ``rank, elpd_diff, dse, p_worse, diag_diff,
+        diag_elpd, p, elpd, se, weight``, on the refitted values) plus ``var_name``,
+        ``elpd_psis``
         (PSIS alone), ``k_share`` (share of Pareto k > threshold), ``n_high_k``,
         ``refit`` (how observations were refitted: ``"loo 3 fits (laplace)"``,
         ``"kfold 10 fits (mcmc, warm start)"``, or empty), ``n_refit`` (observations scored
@@ -213,14 +223,13 @@ def compare(
         with warnings.catch_warnings():  # replaced by our own, more specific warning
             warnings.filterwarnings("ignore", message=".*Pareto.*")
             warnings.filterwarnings("ignore", message=".*pareto.*")
-            if var in value.log_likelihood:
-                loos[name] = az.loo(value, var_name=var, pointwise=True)
+            if var in value["log_likelihood"].data_vars:
+                loos[name] = _psis_loo(value, var)
             else:  # a conditional question: log_likelihood_parts (e.g. the IBP's F)
                 from pmctx.io import log_likelihood_view
 
-                view = log_likelihood_view(value, var)
-                loos[name] = az.loo(view, var_name=var, pointwise=True)
-    sizes = {name: int(np.size(loo.loo_i)) for name, loo in loos.items()}
+                loos[name] = _psis_loo(log_likelihood_view(value, var), var)
+    sizes = {name: int(np.size(loo.elpd_i)) for name, loo in loos.items()}
     if len(set(sizes.values())) > 1:
         raise ValueError(f"The models score different numbers of observations: {sizes}.")
     psis = dict(loos)
@@ -236,13 +245,20 @@ def compare(
             psis, refitters, threshold=threshold, k=k, max_loo_refits=max_loo_refits,
             time_budget=time_budget, random_seed=random_seed,
         )  # fmt: skip
-    if scale != "log":
-        loos = {name: _rescale(loo, scale) for name, loo in loos.items()}
+    if scale not in _FACTORS:
+        raise ValueError(f"scale must be one of {sorted(_FACTORS)}, got {scale!r}.")
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Pareto.*")
-        table = az.compare(loos, ic="loo", scale=scale)
+        table = az.compare({n: _rescale(loo, "log") for n, loo in loos.items()}, round_to="none")
+    if scale != "log":
+        factor = _FACTORS[scale]
+        for column in ("elpd", "elpd_diff"):
+            table[column] = factor * table[column]
+        for column in ("se", "dse"):
+            table[column] = abs(factor) * table[column]
+        loos = {name: _rescale(loo, scale) for name, loo in loos.items()}
     table["var_name"] = [used.get(name, "") for name in table.index]
-    table["elpd_psis"] = [_rescale(psis[name], scale).elpd_loo for name in table.index]
+    table["elpd_psis"] = [_rescale(psis[name], scale).elpd for name in table.index]
     table["k_share"] = [pareto_k_share(psis[name], threshold) for name in table.index]
     table["n_high_k"] = [n_high[name] for name in table.index]
     left = {}
@@ -271,17 +287,55 @@ def compare(
     return table
 
 
+def _psis_loo(fit, var: str):
+    """Pointwise ``az.loo`` of ``fit``'s ``log_likelihood[var]``, also where some
+    observations' log-likelihood is the same at every draw (a model without parameters
+    for them, such as a coin-flip baseline): ArviZ 1's PSIS refuses those ("All tail values
+    are the same"), though their leave-one-out density is exact: the constant itself, with
+    no importance weights to smooth (Pareto k 0) and p_loo 0."""
+    import arviz as az
+    import numpy as np
+    import xarray as xr
+
+    from pmctx.kfold import elpd_data
+
+    ll = fit["log_likelihood"][var]
+    obs_dims = [d for d in ll.dims if d not in ("chain", "draw")]
+    values = np.asarray(ll.transpose("chain", "draw", *obs_dims).values)
+    flat = values.reshape(values.shape[0] * values.shape[1], -1)
+    constant = np.all(flat == flat[:1], axis=0)
+    if not constant.any():
+        return az.loo(fit, var_name=var, pointwise=True)
+    elpd_i, pareto_k = flat[0].astype(np.float64), np.zeros(flat.shape[1])
+    p_loo = 0.0
+    if not constant.all():
+        moving = xr.DataArray(flat[:, ~constant].reshape(*values.shape[:2], -1),
+                              dims=("chain", "draw", "observation"))  # fmt: skip
+        tree = xr.DataTree.from_dict(
+            {"posterior": fit["posterior"].to_dataset(),
+             "log_likelihood": xr.Dataset({var: moving})}
+        )  # fmt: skip
+        part = az.loo(tree, var_name=var, pointwise=True)
+        elpd_i[~constant] = np.ravel(part.elpd_i)
+        pareto_k[~constant] = np.ravel(part.pareto_k)
+        p_loo = float(part.p)
+    return elpd_data(elpd_i, n_samples=flat.shape[0], p_loo=p_loo, pareto_k=pareto_k)
+
+
+#: Each scale's multiple of the log-scale elpd.
+_FACTORS = {"log": 1.0, "negative_log": -1.0, "deviance": -2.0}
+
+
 def _rescale(loo, scale: str):
-    """A log-scale pointwise result on ``scale`` (``az.compare`` needs one scale)."""
+    """A pointwise result on ``scale`` (``az.compare`` ranks log-scale results)."""
     if scale == loo.scale:
         return loo
     import numpy as np
 
     from pmctx.kfold import elpd_data
 
-    factor = {"log": 1.0, "negative_log": -1.0, "deviance": -2.0}[loo.scale]
-    return elpd_data(np.ravel(loo.loo_i) / factor, n_samples=int(loo.n_samples),
-                     p_loo=loo.p_loo, pareto_k=loo.pareto_k, scale=scale)  # fmt: skip
+    return elpd_data(np.ravel(loo.elpd_i) / _FACTORS[loo.scale], n_samples=int(loo.n_samples),
+                     p_loo=loo.p, pareto_k=loo.pareto_k, scale=scale)  # fmt: skip
 
 
 def format_table(table) -> str:
@@ -295,25 +349,25 @@ def format_table(table) -> str:
     Returns
     -------
     str
-        The columns ``rank, elpd_loo, se, elpd_diff, dse, p_loo, var_name, elpd_psis,
+        The columns ``rank, elpd, se, elpd_diff, dse, p, var_name, elpd_psis,
         k_share, n_high_k, refit, n_refit, reliable`` (those present), two decimals.
 
     Examples
     --------
     >>> import pandas as pd
-    >>> table = pd.DataFrame({"rank": [0], "elpd_loo": [-41.234], "k_share": [0.0],
+    >>> table = pd.DataFrame({"rank": [0], "elpd": [-41.234], "k_share": [0.0],
     ...                       "reliable": [True]}, index=["m"])
     >>> print(format_table(table))
-       rank  elpd_loo  k_share  reliable
-    m     0    -41.23     0.00      True
+       rank   elpd  k_share  reliable
+    m     0 -41.23     0.00      True
     """
     cols = [
         "rank",
-        "elpd_loo",
+        "elpd",
         "se",
         "elpd_diff",
         "dse",
-        "p_loo",
+        "p",
         "var_name",
         "elpd_psis",
         "k_share",
@@ -353,7 +407,7 @@ def add_parser(subparsers):
     parser = subparsers.add_parser(
         "compare",
         help="rank fitted models by PSIS-LOO with Pareto-k reporting",
-        description="Rank InferenceData files by PSIS-LOO, refitting exactly the observations "
+        description="Rank fits' NetCDF files by PSIS-LOO, refitting exactly the observations "
         "with Pareto k > THRESHOLD where the model can refit from its file (the IBP); prints "
         "how each was scored and a warning when PSIS stays unreliable.",
     )

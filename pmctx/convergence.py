@@ -53,6 +53,7 @@ from scipy.special import ndtri
 
 from pmctx._numba_ranks import ess_direct, geyer_ess, power_over_chains, rank_transforms
 from pmctx.exceptions import ConvergenceWarning, DivergenceWarning
+from pmctx.trees import as_datatree
 
 __all__ = [
     "ESS_PER_CHAIN",
@@ -385,7 +386,7 @@ def convergence_report(
 
     Parameters
     ----------
-    idata_or_quantities : arviz.InferenceData or xarray.Dataset
+    idata_or_quantities : xarray.DataTree, arviz.InferenceData or xarray.Dataset
         A fit (its model's label-invariant quantities are taken from the registry, see
         :func:`pmctx.registry.invariants_of`) or a dataset with ``chain``/``draw`` dims.
     quantities : list of str, optional
@@ -469,7 +470,7 @@ def convergence_report(
 
 
 #: The report of each fit that report_after_fit checked (the model's own invariants at the
-#: default thresholds), by id of the live InferenceData (which is unhashable), so writing its
+#: default thresholds), by id of the live results tree (which is unhashable), so writing its
 #: files and printing it do not recompute it.
 _REPORTS: dict[int, tuple[weakref.ref, pd.DataFrame]] = {}
 
@@ -489,9 +490,11 @@ def _recall(obj) -> pd.DataFrame | None:
 def _as_quantities(obj) -> xr.Dataset:
     if isinstance(obj, xr.Dataset):
         return obj
+    if isinstance(obj, xr.DataTree) and not obj.children and obj.data_vars:
+        return obj.to_dataset()  # one group of a fit, e.g. fit.posterior
     from pmctx.registry import invariants_of
 
-    return invariants_of(obj)
+    return invariants_of(as_datatree(obj, name="idata_or_quantities"))
 
 
 def format_problem(name: str, row, *, advice: str = "") -> str:
@@ -538,7 +541,7 @@ def check_convergence(idata_or_quantities, quantities=None, *, advice: str = "",
 
     Parameters
     ----------
-    idata_or_quantities : arviz.InferenceData or xarray.Dataset
+    idata_or_quantities : xarray.DataTree, arviz.InferenceData or xarray.Dataset
         A fit (its model's label-invariant quantities are checked) or the quantities.
     quantities : list of str, optional
         Names to check; default: all.
@@ -663,8 +666,9 @@ def report_after_fit(idata, model, *, check: bool = True, stacklevel: int = 3):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
-        The fit; every group gets ``attrs["pmctx_model"] = model.name``.
+    idata : xarray.DataTree
+        The fit; every group gets ``attrs["pmctx_model"] = model.name`` (in place, so pass
+        the tree the fit returns; an ArviZ 0.x InferenceData is converted, and tagged, first).
     model : ModelSpec or ModelCheck
         The model's spec (:class:`pmctx.registry.ModelSpec`) or a :class:`ModelCheck`: the
         model passes its own invariants and advice.
@@ -686,8 +690,9 @@ def report_after_fit(idata, model, *, check: bool = True, stacklevel: int = 3):
     >>> bool(report_after_fit(idata, toy)["converged"].all()), idata.posterior.attrs["pmctx_model"]
     (True, 'toy')
     """
+    idata = as_datatree(idata)
     for group in idata.children:
-        getattr(idata, group).attrs["pmctx_model"] = model.name
+        idata[group].attrs["pmctx_model"] = model.name
     if not check:
         return None
     report = convergence_report(model.invariants(idata))
@@ -707,7 +712,7 @@ def count_divergences(idata) -> tuple[int, int]:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree or arviz.InferenceData
         A fit; without a ``sample_stats["diverging"]`` (samplers other than NUTS) nothing is
         counted.
 
@@ -719,7 +724,7 @@ def count_divergences(idata) -> tuple[int, int]:
     Raises
     ------
     TypeError
-        ``idata`` is not an ``arviz.InferenceData``.
+        ``idata`` is not a fit (a results tree or an ArviZ 0.x ``InferenceData``).
 
     Examples
     --------
@@ -729,12 +734,16 @@ def count_divergences(idata) -> tuple[int, int]:
     >>> count_divergences(az.from_dict({"sample_stats": {"diverging": diverging}}))
     (1, 200)
     """
-    if not callable(getattr(idata, "groups", None)):
+    is_group = isinstance(idata, xr.DataTree) and not idata.children and bool(idata.data_vars)
+    if is_group or not (isinstance(idata, xr.DataTree) or callable(getattr(idata, "groups", None))):
+        what = f"the group {idata.name!r} of one" if is_group else type(idata).__name__
         raise TypeError(
-            f"count_divergences expects an arviz.InferenceData, got {type(idata).__name__}; "
-            "pass the fit that pm.sample or a pmctx model's sample returned."
+            f"count_divergences expects a fit (an xarray.DataTree with ArviZ's groups, or an "
+            f"ArviZ 0.x InferenceData), got {what}; pass the fit that pm.sample or a pmctx "
+            "model's sample returned."
         )
-    stats = idata.sample_stats if "sample_stats" in idata.children else None
+    idata = as_datatree(idata)
+    stats = idata["sample_stats"] if "sample_stats" in idata.children else None
     if stats is None or "diverging" not in stats:
         return 0, 0
     diverging = stats["diverging"].values
@@ -749,7 +758,7 @@ def check_divergences(idata, *, stacklevel: int = 2) -> int:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree or arviz.InferenceData
         The fit (see :func:`count_divergences`).
     stacklevel : int, default 2
         Stack level of the warning, so that it points at the user's call.

@@ -9,7 +9,7 @@ without the held-out units, through the model's *own* sampler, and score them ex
 * :func:`reloo`: keep the PSIS value where Pareto k is fine and refit once per high-k unit
   (what ``az.reloo`` does, without the ``SamplingWrapper`` ceremony).
 
-A model enters through two functions: ``fit(train_data) -> InferenceData`` and
+A model enters through two functions: ``fit(train_data) -> DataTree`` and
 ``log_predictive(idata, test_data) -> array (chain, draw, n_test)`` (or ``(draws, n_test)``)
 of pointwise log predictive densities given each draw. :func:`kfold_functions` takes
 them from a registered model's spec (``ModelSpec.kfold``; the IBP's scores held-out trials
@@ -18,7 +18,7 @@ Refits are independent, so they go through ``map_fn`` (default: the built-in ``m
 run them on a dask cluster (the batch engine, ``pmctx.batch``), pass e.g.
 ``map_fn=lambda f, jobs: client.gather(client.map(f, list(jobs)))``.
 
-Both return an ``arviz.ELPDData`` with ``elpd_loo``/``loo_i`` fields (Pareto k set to 0
+Both return an ``arviz.ELPDDataLOO`` with ``elpd``/``elpd_i`` fields (Pareto k set to 0
 for exactly refitted units), so :func:`pmctx.compare` and ``az.compare`` rank them.
 
 Examples
@@ -34,7 +34,7 @@ Examples
 ...     mu = idata.posterior["mu"].values[..., None]
 ...     return -0.5 * np.log(2 * np.pi) - 0.5 * (test["y"] - mu) ** 2
 >>> result = kfold(fit, log_predictive, {"y": y}, k=4)
->>> int(result.n_data_points), bool(np.isfinite(result.elpd_loo))
+>>> int(result.n_data_points), bool(np.isfinite(result.elpd))
 (12, True)
 """
 
@@ -138,7 +138,7 @@ def _pointwise_elpd(log_pred) -> np.ndarray:
 
 
 def elpd_data(loo_i, *, n_samples: int, p_loo=np.nan, pareto_k=None, scale: str = "log"):
-    """An ``arviz.ELPDData`` (LOO kind) from pointwise elpd values, for ``az.compare``.
+    """An ``arviz.ELPDDataLOO`` from pointwise elpd values, for ``az.compare``.
 
     Parameters
     ----------
@@ -151,18 +151,19 @@ def elpd_data(loo_i, *, n_samples: int, p_loo=np.nan, pareto_k=None, scale: str 
     pareto_k : array_like, optional
         Pareto k per unit; default: zeros (exact refits have none).
     scale : {"log", "negative_log", "deviance"}, default "log"
-        Scale of the result, as in ``az.loo``.
+        Scale of the result (ArviZ 1's ``az.loo`` and ``az.compare`` work on the log scale;
+        :func:`pmctx.compare` converts its table to the others).
 
     Returns
     -------
-    arviz.ELPDData
-        With ``elpd_loo``, ``se``, ``loo_i`` and ``pareto_k``, usable by ``az.compare`` and
-        :func:`pmctx.compare`.
+    arviz.ELPDDataLOO
+        With ``elpd``, ``se`` (``sqrt(n var(elpd_i))``, ``ddof=1`` as ``az.loo``), ``p``,
+        ``elpd_i`` and ``pareto_k``, usable by ``az.compare`` and :func:`pmctx.compare`.
 
     Examples
     --------
     >>> result = elpd_data([-1.0, -2.0, -1.5], n_samples=400)
-    >>> float(result["elpd_loo"]), result["n_data_points"]
+    >>> float(result.elpd), int(result.n_data_points)
     (-4.5, 3)
     """
     import arviz as az
@@ -172,24 +173,18 @@ def elpd_data(loo_i, *, n_samples: int, p_loo=np.nan, pareto_k=None, scale: str 
     n = loo_i.size
     pareto_k = np.zeros(n) if pareto_k is None else np.asarray(pareto_k, dtype=np.float64)
     factor = {"log": 1.0, "negative_log": -1.0, "deviance": -2.0}[scale]
-    return az.ELPDData(
-        data=[
-            factor * loo_i.sum(),
-            abs(factor) * np.sqrt(n * np.var(loo_i)),
-            p_loo,
-            n_samples,
-            n,
-            bool(np.any(pareto_k > 0.7)),
-            xr.DataArray(factor * loo_i, dims=["unit"]),
-            xr.DataArray(pareto_k, dims=["unit"]),
-            scale,
-            0.7,
-        ],
-        index=[
-            "elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i",
-            "pareto_k", "scale", "good_k",
-        ],
-    )  # fmt: skip
+    return az.ELPDDataLOO(
+        elpd=float(factor * loo_i.sum()),
+        se=float(abs(factor) * np.sqrt(n * np.var(loo_i, ddof=1))) if n > 1 else 0.0,
+        p=float(p_loo),
+        n_samples=int(n_samples),
+        n_data_points=int(n),
+        scale=scale,
+        warning=bool(np.any(pareto_k > 0.7)),
+        good_k=0.7,
+        elpd_i=xr.DataArray(factor * loo_i, dims=["unit"]),
+        pareto_k=xr.DataArray(pareto_k, dims=["unit"]),
+    )
 
 
 class _Refit:
@@ -232,7 +227,7 @@ def kfold(
 
     Parameters
     ----------
-    fit : callable ``train_data -> InferenceData``
+    fit : callable ``train_data -> DataTree``
     log_predictive : callable ``(idata, test_data) -> array (..., n_test)``
         Pointwise log predictive density of held-out units per posterior draw.
     data : dict of arrays
@@ -254,7 +249,7 @@ def kfold(
 
     Returns
     -------
-    arviz.ELPDData
+    arviz.ELPDDataLOO
     """
     n = _n_units(data) if n is None else check_int(n, "n", minimum=2)
     folds = fold_indices(n, k, random_seed=random_seed) if folds is None else list(folds)
@@ -290,20 +285,20 @@ def reloo(
     ----------
     fit, log_predictive, data, n, split, map_fn
         As in :func:`kfold`.
-    loo : arviz.ELPDData
+    loo : arviz.ELPDDataLOO
         ``az.loo(..., pointwise=True)`` of the full-data fit (log scale).
     threshold : float, default 0.7
         Units with Pareto k above it are refitted.
 
     Returns
     -------
-    arviz.ELPDData
-        With the refitted units' ``loo_i`` replaced and their Pareto k set to 0.
+    arviz.ELPDDataLOO
+        With the refitted units' ``elpd_i`` replaced and their Pareto k set to 0.
     """
     if loo.scale != "log":
         raise ValueError(f"reloo needs an az.loo result on the log scale, got {loo.scale!r}.")
     n = _n_units(data) if n is None else n
-    loo_i = np.asarray(loo.loo_i, dtype=np.float64).copy()
+    loo_i = np.asarray(loo.elpd_i, dtype=np.float64).copy()
     pareto_k = np.asarray(loo.pareto_k, dtype=np.float64).copy()
     if loo_i.size != n:
         raise ValueError(f"loo has {loo_i.size} pointwise values but data has {n} units.")
@@ -312,7 +307,7 @@ def reloo(
     for i, (elpd_i, _) in zip(bad, (map_fn or map)(job, [np.array([i]) for i in bad]), strict=True):
         loo_i[i] = elpd_i[0]
         pareto_k[i] = 0.0
-    lppd = float(loo.elpd_loo + loo.p_loo)
+    lppd = float(loo.elpd + loo.p)
     return elpd_data(
         loo_i, n_samples=int(loo.n_samples), p_loo=lppd - loo_i.sum(), pareto_k=pareto_k
     )

@@ -1,7 +1,7 @@
 """Exact refits for :func:`pmctx.compare`, where PSIS-LOO cannot be trusted.
 
 A :class:`Refitter` is what ArviZ's ``SamplingWrapper`` is to ``az.reloo``, as data: the
-model's own ``fit(train_data) -> InferenceData``, ``log_predictive(idata, test_data)`` (the
+model's own ``fit(train_data) -> DataTree``, ``log_predictive(idata, test_data)`` (the
 pointwise log density of held-out units per posterior draw), the ``data`` (units along the
 first axis of its arrays) and a ``method`` label saying how a refit is made (``"laplace"``,
 ``"mcmc, warm start"``). :func:`refit_loos` takes the PSIS results of several models and
@@ -67,7 +67,7 @@ class Refitter:
 
     Attributes
     ----------
-    fit : callable ``train_data -> InferenceData``
+    fit : callable ``train_data -> DataTree``
         The model's own fit on the training units.
     log_predictive : callable ``(idata, test_data) -> array (..., n_test)``
         Log predictive density of each held-out unit per posterior draw of ``fit``'s result.
@@ -185,7 +185,7 @@ def resolve_refitters(refit, fits: Mapping, var_names: Mapping, names) -> dict:
     refit : "auto" or mapping name -> Refitter, dict, "auto" or None
         What :func:`pmctx.compare` was given; ``"auto"`` (or a name left out) asks the
         model's ``ModelSpec.refit`` hook, ``None`` means no refit for that model.
-    fits : mapping name -> InferenceData
+    fits : mapping name -> DataTree
         The fits (models given as precomputed ``az.loo`` results have none).
     var_names : mapping name -> str
         The log-likelihood variable each fit is compared on.
@@ -349,7 +349,7 @@ def refit_loos(
 
     Parameters
     ----------
-    loos : mapping name -> arviz.ELPDData
+    loos : mapping name -> arviz.ELPDDataLOO
         Pointwise ``az.loo`` results on the log scale.
     refitters : mapping name -> Refitter
         Models that can be refitted (others keep their PSIS values).
@@ -368,7 +368,7 @@ def refit_loos(
     Returns
     -------
     tuple of dict
-        ``(results, records)``: name -> ``arviz.ELPDData`` (refitted units with Pareto k 0)
+        ``(results, records)``: name -> ``arviz.ELPDDataLOO`` (refitted units with Pareto k 0)
         and name -> :class:`RefitRecord`, for every model in ``loos``.
 
     Raises
@@ -382,13 +382,13 @@ def refit_loos(
     if time_budget < 0:
         raise ValueError(f"time_budget must be >= 0 seconds, got {time_budget}.")
     results = dict(loos)
-    records = {name: RefitRecord(how=np.full(np.size(loo.loo_i), "psis", dtype=object))
+    records = {name: RefitRecord(how=np.full(np.size(loo.elpd_i), "psis", dtype=object))
                for name, loo in loos.items()}  # fmt: skip
     for name, refitter in refitters.items():
         n = refitter.n_units()
-        if np.size(loos[name].loo_i) != n:
+        if np.size(loos[name].elpd_i) != n:
             raise ValueError(
-                f"Model {name!r} scores {np.size(loos[name].loo_i)} observations but its "
+                f"Model {name!r} scores {np.size(loos[name].elpd_i)} observations but its "
                 f"refitter's data hold {n} units; pass the data the model was fitted to."
             )
         if loos[name].scale != "log":
@@ -409,7 +409,7 @@ def refit_loos(
             tests = [np.array([i]) for i in np.flatnonzero(flagged)]
         if not tests:
             continue
-        loo_i = np.ravel(loo.loo_i).astype(np.float64)
+        loo_i = np.ravel(loo.elpd_i).astype(np.float64)
         pareto_k = np.ravel(loo.pareto_k).astype(np.float64)
         job = _Refit(refitter.fit, refitter.log_predictive, refitter.data, n, refitter.split)
         record.method, start = refitter.method, time.perf_counter()
@@ -423,7 +423,7 @@ def refit_loos(
             record.n_fits += 1
         record.seconds = time.perf_counter() - start
         record.how[flagged & (record.how == "psis")] = "psis, out of time"
-        lppd = float(loo.elpd_loo + loo.p_loo)
+        lppd = float(loo.elpd + loo.p)
         results[name] = elpd_data(
             loo_i, n_samples=int(loo.n_samples), p_loo=lppd - loo_i.sum(), pareto_k=pareto_k
         )

@@ -57,7 +57,7 @@ class ModelSpec:
         ``"options"`` are model options stored with the data.
     fit : callable
         ``fit(data: dict, *, draws, tune, chains, cores, random_seed, progressbar,
-        idata_kwargs, **options) -> InferenceData`` on loaded data.
+        idata_kwargs, **options) -> DataTree`` on loaded data.
     invariants : callable
         ``invariants(idata) -> xarray.Dataset`` of label-invariant quantities (chain, draw,
         ...); circular ones carry ``attrs["period"]``. Convergence, summaries and the
@@ -71,7 +71,7 @@ class ModelSpec:
     module : str
         The module that declares the model (for messages and docs).
     fit_unit : callable or None
-        ``fit_unit(data: dict, *, random_seed, **options) -> InferenceData``: the fit of one
+        ``fit_unit(data: dict, *, random_seed, **options) -> DataTree``: the fit of one
         batch unit from its raw arrays or table columns; default: ``fit`` on the unit's
         arrays, with the scalars stored beside them that name an entry of ``options`` as
         options (see :meth:`unit_fit`).
@@ -178,7 +178,7 @@ class ModelSpec:
         Returns
         -------
         callable
-            ``fit(data: dict, *, random_seed, **options) -> InferenceData``.
+            ``fit(data: dict, *, random_seed, **options) -> DataTree``.
 
         Examples
         --------
@@ -349,7 +349,7 @@ def model_name(idata) -> str | None:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree or arviz.InferenceData
         A fit; pmctx models store their name in ``idata.posterior.attrs["pmctx_model"]``.
 
     Returns
@@ -367,9 +367,12 @@ def model_name(idata) -> str | None:
     >>> model_name(idata)
     'gum'
     """
+    from pmctx.trees import as_datatree
+
+    idata = as_datatree(idata)
     if "posterior" not in idata.children:
         return None
-    return idata.posterior.attrs.get("pmctx_model")
+    return idata["posterior"].attrs.get("pmctx_model")
 
 
 def invariants_of(idata):
@@ -380,7 +383,7 @@ def invariants_of(idata):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree or arviz.InferenceData
         A fit with a ``posterior`` group.
 
     Returns
@@ -395,7 +398,10 @@ def invariants_of(idata):
     >>> list(invariants_of(idata).data_vars)
     ['mu']
     """
+    from pmctx.trees import as_datatree
+
+    idata = as_datatree(idata)
     name = model_name(idata)
     if name in model_names():
         return get_spec(name).invariants(idata)
-    return idata.posterior
+    return idata["posterior"].to_dataset()

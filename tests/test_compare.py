@@ -117,7 +117,7 @@ def test_default_variable_is_the_first_the_model_declares(y, model, variables, e
         for var in variables:  # the declared default carries the data; the rest are decoys
             shift = 0.0 if var == expected else 5.0 * (name == "a")
             fit.log_likelihood[var] = fit.log_likelihood["y"] - shift
-        fit.log_likelihood = fit.log_likelihood.drop_vars("y")
+        fit["log_likelihood"] = fit.log_likelihood.to_dataset().drop_vars("y")
         fit.posterior.attrs["pmctx_model"] = model
         fits[name] = fit
     table = compare(fits)
