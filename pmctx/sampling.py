@@ -57,7 +57,9 @@ __all__ = [
     "variable_shape",
 ]
 
-#: pm.sample's defaults for the arguments every pmctx ``sample``/``fit`` takes.
+#: pm.sample's defaults for the arguments every pmctx ``sample``/``fit`` takes. PyMC 6's
+#: ``tune=None`` takes the most any step method asks for (``default_tune_steps``), else 1000;
+#: no step method of PyMC's or pmctx's asks, so pmctx says 1000.
 SAMPLE_DEFAULTS: dict[str, Any] = {
     "draws": 1000,
     "tune": 1000,

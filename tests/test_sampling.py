@@ -41,9 +41,16 @@ def _contract(func):
 
 
 def test_every_sample_and_fit_has_pm_sample_keywords_and_defaults():
+    from pymc.sampling.mcmc import get_default_tune_steps
+
     pm_params = inspect.signature(pm.sample).parameters
-    for name in ("draws", "tune", "cores", "random_seed", "idata_kwargs"):
+    for name in ("draws", "cores", "random_seed", "idata_kwargs"):
         assert SAMPLE_DEFAULTS[name] == pm_params[name].default, name
+    # PyMC 6: tune=None asks the step methods (default_tune_steps), none of PyMC's or pmctx's
+    # sets one, so it resolves to get_default_tune_steps' fallback, pmctx's explicit default
+    fallback = inspect.signature(get_default_tune_steps).parameters["default_tune_steps"].default
+    assert pm_params["tune"].default in (None, SAMPLE_DEFAULTS["tune"])
+    assert SAMPLE_DEFAULTS["tune"] == fallback
     expected = {name: (inspect.Parameter.KEYWORD_ONLY, d) for name, d in SAMPLE_DEFAULTS.items()}
     contracts = {label: _contract(func) for label, func in ENTRY_POINTS.items()}
     for label, contract in contracts.items():
