@@ -99,8 +99,9 @@ def summary(idata, var_names=None, *, prob: float = 0.94) -> pd.DataFrame:
 
     Parameters
     ----------
-    idata : arviz.InferenceData or xarray.Dataset
-        A pmctx fit (its model's invariants are summarised) or a dataset with
+    idata : xarray.DataTree, arviz.InferenceData or xarray.Dataset
+        A pmctx fit (its model's invariants are summarised; a fit pmctx did not make: its
+        posterior), one group of a fit (e.g. ``fit.posterior``) or a dataset with
         ``chain``/``draw`` dims.
     var_names : list of str, optional
         Quantities to include (default: all the model's label-invariant quantities).
@@ -126,8 +127,14 @@ def summary(idata, var_names=None, *, prob: float = 0.94) -> pd.DataFrame:
     ('linear', -50)
     """
     from pmctx.registry import invariants_of
+    from pmctx.trees import as_datatree
 
-    dataset = idata if isinstance(idata, xr.Dataset) else invariants_of(idata)
+    if isinstance(idata, xr.Dataset):
+        dataset = idata
+    elif isinstance(idata, xr.DataTree) and not idata.children and idata.data_vars:
+        dataset = idata.to_dataset()  # one group of a fit
+    else:
+        dataset = invariants_of(as_datatree(idata))
     names = list(dataset.data_vars) if var_names is None else list(var_names)
     frames = []
     for name in names:

@@ -9,6 +9,7 @@ MODULES = [
     "pmctx.validation",
     "pmctx.testing",
     "pmctx.io",
+    "pmctx.trees",
     "pmctx.numerics",
     "pmctx.options",
     "pmctx.progress",
