@@ -342,7 +342,7 @@ def _add_fit(sub, model: str | None = None) -> None:
         help="fit a model to your data",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Fit MODEL to a data file (.npz loaded without pickles, .csv, or .nc "
-        "holding an InferenceData's observed_data) and write <model>_posterior.nc, "
+        "holding a fit's observed_data) and write <model>_posterior.nc, "
         "<model>_summary.csv and <model>_diagnostics.csv into --out/MODEL. Each model's "
         "`fit_data` docstring lists the arrays or columns it expects.\n\n" + _fit_help(model),
     )

@@ -8,7 +8,7 @@ Each model declares the arrays (``.npz``) or columns (``.csv``) it reads in a
 returns the validated arrays its ``fit_data`` takes, plus ``"options"`` (model options stored
 in the file). The readers here are what the loaders share: :func:`check_file` (exists, is a
 file, has an accepted suffix, is not empty), :func:`read_npz` (never loads pickles),
-:func:`read_nc_observed` (an InferenceData's ``observed_data``), :func:`read_table` (a CSV with
+:func:`read_nc_observed` (a fit's ``observed_data``), :func:`read_table` (a CSV with
 a header), and the checks of keys, option scalars, dtypes, numeric columns and row counts.
 
 Nothing is guessed: unknown, missing or duplicated names, header rows in matrix CSVs, empty
@@ -21,7 +21,7 @@ model       file layout
 ibp         ``.npz``: ``F`` (trials x D forces) and/or ``X`` (trials x T binary cues),
             scalars ``K_max alpha sigma_n sigma_A phi lam eps``. ``.csv``: header with force
             columns ``F0, F1, ...`` and cue columns ``X0, X1, ...`` (numbered from 0).
-            ``.nc``: an InferenceData whose ``observed_data`` holds ``F`` and/or ``X``.
+            ``.nc``: a fit (DataTree) whose ``observed_data`` holds ``F`` and/or ``X``.
 crp         ``.npz``: ``features`` (trials x features, 0/1, NaN for an unknown US), optional
             ``feature_names`` (must contain ``US``; without names the US is column 0),
             scalars ``alpha max_causes concentration``. ``.csv``: header with a ``US`` column
@@ -219,7 +219,8 @@ def read_npz_arrays(path: Path, schema: DataSchema, allowed) -> tuple[dict, dict
 
 
 def read_nc_observed(path: Path) -> dict:
-    """The ``observed_data`` arrays of an InferenceData NetCDF file.
+    """The ``observed_data`` arrays of a fit's NetCDF file (a DataTree with ArviZ's groups,
+    as pmctx writes, or an ArviZ 0.x InferenceData file).
 
     Parameters
     ----------
@@ -234,7 +235,7 @@ def read_nc_observed(path: Path) -> dict:
     Raises
     ------
     ValueError
-        When the file is not an InferenceData or has no ``observed_data`` group.
+        When the file is not a fit's NetCDF file or has no ``observed_data`` group.
     """
     import arviz as az
 
@@ -247,9 +248,10 @@ def read_nc_observed(path: Path) -> dict:
     if "observed_data" not in idata.children:
         raise ValueError(
             f"{path.name} has no observed_data group (groups: {list(idata.children)}); pass "
-            "an InferenceData with the data in observed_data, or an .npz/.csv file."
+            "a fit's NetCDF file with the data in observed_data, or an .npz/.csv file."
         )
-    return {str(k): np.asarray(v.values) for k, v in idata.observed_data.data_vars.items()}
+    observed = idata["observed_data"].to_dataset()
+    return {str(k): np.asarray(v.values) for k, v in observed.data_vars.items()}
 
 
 def _header(path: Path) -> list[str]:
