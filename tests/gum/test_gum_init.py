@@ -82,7 +82,7 @@ def test_plain_pm_sample_converges_from_its_default_start():
     with g.model:
         idata = pm.sample(tune=400, draws=400, chains=4, random_seed=11, progressbar=False)
     names = [*g.function_names, "intercept"]
-    report = convergence_report(idata.posterior[names])
+    report = convergence_report(idata.posterior.to_dataset()[names])
     assert (report["r_hat"] < 1.01).all(), report
     pm.compute_log_likelihood(idata, model=g.model, progressbar=False)
     assert idata.log_likelihood["y"].shape == (4, 400, 500)
