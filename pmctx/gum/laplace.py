@@ -179,8 +179,24 @@ def laplace_fit(design: GumDesign, **kwargs) -> LaplaceResult:
     with _single_threaded_blas():
         if kwargs.get("u0") is not None or n_starts <= 1:
             return _laplace_fit(design, rng=stream(random_seed), **kwargs)
-        fits = [_laplace_fit(design, rng=stream(random_seed, s), **kwargs) for s in range(n_starts)]
-    return max(fits, key=lambda fit: log_joint(design, fit.u_map))
+        fits = [
+            _laplace_fit(design, rng=stream(random_seed, s), warn=False, **kwargs)
+            for s in range(n_starts)
+        ]
+    best = max(fits, key=lambda fit: log_joint(design, fit.u_map))
+    # A start that stalls away from the mode is what the other starts are for: warn only when
+    # the mode returned was not converged.
+    if not best.converged:
+        _warn_not_converged(best.n_iter, stacklevel=3)
+    return best
+
+
+def _warn_not_converged(max_iter: int, stacklevel: int = 4) -> None:
+    warnings.warn(
+        f"Laplace Newton iterations did not converge in {max_iter} iterations.",
+        ConvergenceWarning,
+        stacklevel=stacklevel,
+    )
 
 
 def _laplace_fit(
@@ -190,6 +206,7 @@ def _laplace_fit(
     max_iter: int = 200,
     tol: float = 1e-8,
     rng: np.random.Generator,
+    warn: bool = True,
 ) -> LaplaceResult:
     D = design.n_free
     u = 0.1 * rng.standard_normal(D) if u0 is None else np.array(u0, dtype=float)
@@ -229,12 +246,8 @@ def _laplace_fit(
     hessian = exact if exact_ok else fisher
     if not exact_ok:
         chol = np.linalg.cholesky(fisher)
-    if not converged:
-        warnings.warn(
-            f"Laplace Newton iterations did not converge in {max_iter} iterations.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
+    if warn and not converged:
+        _warn_not_converged(max_iter)
     log_lik = float(ll.sum())
     log_evidence = log_lik - 0.5 * u @ u - float(np.log(np.diag(chol)).sum())
     return LaplaceResult(u, hessian, chol, log_evidence, log_lik, n_iter, converged, exact_ok)
