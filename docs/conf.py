@@ -43,6 +43,11 @@ autosummary_imported_members = False
 # The optional extra pmctx[jax] (pmctx.vonmises.jax_series, pmctx.steps.vonmises_jax) is
 # documented from stand-ins where JAX is not installed, as in a plain `make test` venv.
 autodoc_mock_imports = [m for m in ("jax", "numpyro") if importlib.util.find_spec(m) is None]
+# ArviZ 1 (arviz_base.io_numpyro) binds jax and numpyro through lazy_loader when it is first
+# imported; imported under autodoc's mock, that would put a lazy stand-in in sys.modules whose
+# first attribute read turns it into a plain empty module (no jax.config for jax_series).
+# Imported here, before any mock, lazy_loader sees that JAX is missing and leaves sys.modules.
+import arviz  # noqa: E402, F401
 # Document what a module defines, not what a package re-exports (that would describe the
 # same object twice).
 autodoc_default_options = {"members": True, "ignore-module-all": True}
