@@ -123,8 +123,12 @@ def _put_whole(out, values: np.ndarray) -> None:
 
 
 def _plain_attrs(attrs) -> bool:
+    # Lists of strings too: ArviZ 1 puts ``sample_dims`` (``["chain", "draw"]``, ``[]`` on
+    # observed data) on every group; netCDF4 writes them as xarray's writer does (a list
+    # reads back as a list, an empty one as an empty array).
     return all(
-        isinstance(v, str | int | float | np.integer | np.floating) and not isinstance(v, bool)
+        (isinstance(v, str | int | float | np.integer | np.floating) and not isinstance(v, bool))
+        or (isinstance(v, list | tuple) and all(isinstance(x, str) for x in v))
         for v in attrs.values()
     )
 
