@@ -460,17 +460,19 @@ def run_sampler(
     Returns
     -------
     xarray.DataTree
-        ``pm.sample``'s result (``posterior``, ``sample_stats``, ``observed_data``, and the
-        groups ``idata_kwargs`` asks for, such as ``log_likelihood``).
+        ``pm.sample``'s result (``posterior``, ``sample_stats``, ``observed_data``); PyMC 6
+        deprecates ``idata_kwargs={"log_likelihood": True}``, so add the pointwise
+        log-likelihood afterwards (:func:`pmctx.io.add_log_likelihood`).
 
     Examples
     --------
     >>> import pymc as pm
+    >>> from pmctx.io import add_log_likelihood
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu")
     ...     y = pm.Normal("y", mu, 1.0, observed=[0.1, -0.3, 0.4])
-    >>> idata = run_sampler(model, draws=20, tune=20, chains=1, random_seed=0,
-    ...                     progressbar=False, idata_kwargs={"log_likelihood": True})
+    >>> idata = run_sampler(model, draws=20, tune=20, chains=1, random_seed=0, progressbar=False)
+    >>> idata = add_log_likelihood(idata, model)
     >>> idata.posterior["mu"].shape, "log_likelihood" in idata.children
     ((1, 20), True)
     """
