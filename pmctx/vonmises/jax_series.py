@@ -76,9 +76,12 @@ def require_jax():
 
 # JAX makes float32 arrays unless jax_enable_x64 is set first. Where the caller has imported
 # JAX already (to build arrays for column_pass, say), set it now, as importing this module
-# always did; otherwise the first call sets it.
-if "jax" in sys.modules:
-    require_jax()
+# always did; otherwise the first call sets it. Only the flag: a stand-in module (a docs
+# build's mock) or JAX without numpyro must not fail the import.
+_jax_module = sys.modules.get("jax")
+if callable(getattr(getattr(_jax_module, "config", None), "update", None)):
+    _jax_module.config.update("jax_enable_x64", True)
+del _jax_module
 
 
 def _jnp():
