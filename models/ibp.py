@@ -407,7 +407,7 @@ def invariants(idata):
     ['n_active']
     """
     names = [v for v in ("n_active", "loglik", "F_hat", "X_prob") if v in idata.posterior]
-    return idata.posterior[names]
+    return idata.posterior.to_dataset()[names]
 
 
 @demo_sections

@@ -223,8 +223,9 @@ class AlphaFit:
 
         Parameters
         ----------
-        ic : {"loo", "waic"}, default "loo"
-            Information criterion of :func:`arviz.compare`.
+        ic : {"loo"}, default "loo"
+            Information criterion: PSIS-LOO, the one :func:`arviz.compare` computes (ArviZ 1
+            has no WAIC).
 
         Returns
         -------
@@ -233,7 +234,8 @@ class AlphaFit:
         """
         import arviz as az
 
-        return az.compare(self.idata, ic=ic)
+        check_choice(ic, "ic", ["loo"])
+        return az.compare(self.idata)
 
 
 def fit_alpha(
