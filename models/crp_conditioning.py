@@ -39,6 +39,7 @@ from pmctx.conditioning.exact import log_marginal_assignments
 from pmctx.conditioning.marginal import add_integrated_log_likelihood
 from pmctx.conditioning.outputs import write_outputs
 from pmctx.convergence import report_after_fit
+from pmctx.io import add_log_likelihood
 from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     add_posterior_predictive,
@@ -215,8 +216,11 @@ def sample_posterior(
         cores=cores,
         random_seed=random_seed,
         progressbar=progressbar,
-        idata_kwargs={"log_likelihood": True, **(idata_kwargs or {})},
+        # PyMC 6 deprecates idata_kwargs["log_likelihood"]: the per-entry group is added below
+        idata_kwargs={k: v for k, v in (idata_kwargs or {}).items() if k != "log_likelihood"},
     )
+    if (idata_kwargs or {}).get("log_likelihood", True):
+        idata = add_log_likelihood(idata, model, var_names=["features"])
     add_integrated_log_likelihood(idata, F)  # per-trial, for LOO over trials
     if posterior_predictive:
         add_posterior_predictive(idata, model, random_seed=random_seed)
