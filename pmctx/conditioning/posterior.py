@@ -45,11 +45,13 @@ Examples
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
+from pytensor.link.numba.dispatch import numba_funcify
 from pytensor.tensor.random.basic import NormalRV
 
 from pmctx.conditioning.fitting import LCM_BOUNDS, SubjectLikelihood, _variant
@@ -171,6 +173,25 @@ class FilterV(Op):
             ``(uniforms, cache)`` from :meth:`get_state`.
         """
         self.likelihood.uniforms, self._cache = state
+
+
+@numba_funcify.register(FilterV)
+def _filter_v_numba(op, node=None, **kwargs):
+    """FilterV in PyTensor's Numba mode (PyTensor 3's default): its ``evaluate`` (a Numba
+    kernel behind a Python cache of the last inputs) runs in object mode. That is what
+    PyTensor's generic fallback does too, but the fallback warns that it is slow; here there
+    is no faster path to offer, so the Op says so once, by registering this."""
+
+    def evaluate(*inputs):
+        return op.evaluate(inputs).copy()
+
+    @numba.njit
+    def filter_v(alpha, a, b, stickiness, decay):
+        with numba.objmode(out="float64[:]"):
+            out = evaluate(alpha, a, b, stickiness, decay)
+        return out
+
+    return filter_v
 
 
 def build_subject_model(
