@@ -277,7 +277,8 @@ def sample(
         cores=cores,
         random_seed=random_seed,
         progressbar=progressbar,
-        idata_kwargs={**(idata_kwargs or {}), "log_likelihood": False},
+        # the group is added below (thinned); PyMC 6 warns on any log_likelihood key here
+        idata_kwargs={k: v for k, v in (idata_kwargs or {}).items() if k != "log_likelihood"},
         **kwargs,
     )
     predictive(idata)
