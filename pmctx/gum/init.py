@@ -42,7 +42,6 @@ from collections.abc import Callable
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pymc.distributions.distribution import _support_point
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.tensor.random.basic import NormalRV
@@ -171,9 +170,16 @@ class StartNormalRV(NormalRV):
         self.start_op = start_op
 
 
-@_support_point.register(StartNormalRV)
-def _start_support_point(op, rv, *inputs):
-    return op.start_op()
+class _StartNormal(pm.Normal):
+    """Gives :class:`StartNormalRV` its support point through PyMC's public ``Distribution``
+    API: a subclass naming an ``rv_type`` and a ``support_point`` is registered for that op
+    type. Each variable's op carries its own start, read from ``rv``; never instantiated."""
+
+    rv_type = StartNormalRV
+
+    @staticmethod
+    def support_point(rv, *params):
+        return rv.owner.op.start_op()
 
 
 def start_normal(name: str, *, dims=None, shape=(), start: Callable | None = None):
