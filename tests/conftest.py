@@ -10,7 +10,7 @@ import pytest
 matplotlib.use("Agg")
 os.environ.setdefault("PMCTX_NO_PROGRESS", "1")
 
-import pmctx  # noqa: F401, I001
+import pmctx  # noqa: F401
 
 _DURATIONS = Path(__file__).with_name("durations.json")
 _UNKNOWN_TEST_SECONDS = 0.5  # a test file the durations file does not know yet
