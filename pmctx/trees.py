@@ -60,6 +60,15 @@ def set_group(tree: xr.DataTree, group: str, data) -> xr.DataTree:
     """Put ``data`` (a Dataset, or a mapping of names to DataArrays) in ``tree`` as ``group``,
     replacing any group of that name, in place.
 
+    Parameters
+    ----------
+    tree : xarray.DataTree
+        A fit.
+    group : str
+        The group's name, e.g. ``"log_likelihood"``.
+    data : xarray.Dataset or mapping of str to xarray.DataArray
+        Its variables.
+
     Returns
     -------
     xarray.DataTree

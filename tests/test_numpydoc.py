@@ -165,6 +165,7 @@ VALIDATED = [
     "pmctx.streaming",
     "pmctx.summarize",
     "pmctx.testing",
+    "pmctx.trees",
     "pmctx.validation",
     "pmctx.vonmises",
     "pmctx.vonmises.augmented",
