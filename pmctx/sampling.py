@@ -33,7 +33,6 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-import warnings
 from typing import Any
 
 import pymc as pm
@@ -51,7 +50,6 @@ __all__ = [
     "demo_sections",
     "dim_length",
     "fit_with_sampler",
-    "pytensor_has_blas",
     "run_sampler",
     "usable_cores",
     "variable_shape",
@@ -354,32 +352,6 @@ def check_sample_kwargs(*, draws, tune, chains, cores=None, progressbar=None) ->
     return cleaned
 
 
-def pytensor_has_blas() -> bool:
-    """Whether PyTensor's C backend links a BLAS library (probed once, quietly).
-
-    A pip-installed PyTensor usually finds none (NumPy's bundled OpenBLAS exports renamed
-    symbols), warns "could not link to a BLAS installation" and runs its dot products through
-    Python calls. pmctx then compiles NUTS's log density with PyTensor's Numba backend, which
-    needs no BLAS library and halves GUM NUTS time; the probe's warning says nothing the user
-    can act on, so it is not shown.
-
-    Returns
-    -------
-    bool
-        ``True`` when ``pytensor.config.blas__ldflags`` names a BLAS library.
-
-    Examples
-    --------
-    >>> isinstance(pytensor_has_blas(), bool)
-    True
-    """
-    import pytensor
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
-        return bool(pytensor.config.blas__ldflags)
-
-
 def _compile_kernels_before_forking(model: pm.Model, step, *, chains: int, cores: int) -> None:
     """Run one throwaway step of each pmctx step (on a copy) in this process before
     ``pm.sample`` forks its chain processes, so that they inherit the compiled Numba kernels.
@@ -415,13 +387,6 @@ def _compile_kernels_before_forking(model: pm.Model, step, *, chains: int, cores
         return
 
 
-def _needs_gradient_sampler(model: pm.Model, step) -> bool:
-    """Whether pm.sample will assign NUTS to some free variable the given steps leave."""
-    steps = [] if step is None else (list(step) if isinstance(step, list | tuple) else [step])
-    covered = {v.name for s in steps for v in getattr(s, "vars", [])}
-    return any(v.name not in covered and v.dtype.startswith("float") for v in model.value_vars)
-
-
 def _nutpie_may_run(model: pm.Model, step, pm_kwargs) -> bool:
     """Whether ``pm.sample`` may choose nutpie itself (PyMC 6 does for a model NUTS samples
     whole when ``nuts_sampler`` is not given): a trace given to it would force PyMC's NUTS."""
@@ -451,7 +416,8 @@ def run_sampler(
     step : step method or list, optional
         pmctx steps for the latents they own; PyMC assigns the rest.
     draws, tune, chains, cores, random_seed, idata_kwargs
-        As in :func:`pymc.sample` (same defaults).
+        As in :func:`pymc.sample` (same defaults); ``idata_kwargs["log_likelihood"]`` (True or
+        a list of observed names) adds that group after sampling.
     progressbar : bool, optional
         ``None``: on in a terminal, off otherwise.
     **pm_kwargs
@@ -460,9 +426,9 @@ def run_sampler(
     Returns
     -------
     xarray.DataTree
-        ``pm.sample``'s result (``posterior``, ``sample_stats``, ``observed_data``); PyMC 6
-        deprecates ``idata_kwargs={"log_likelihood": True}``, so add the pointwise
-        log-likelihood afterwards (:func:`pmctx.io.add_log_likelihood`).
+        ``pm.sample``'s result (``posterior``, ``sample_stats``, ``observed_data``), with a
+        ``log_likelihood`` group when ``idata_kwargs`` asks for one: PyMC 6 deprecates
+        computing it inside ``pm.sample``, so it is computed here afterwards.
 
     Examples
     --------
@@ -480,11 +446,10 @@ def run_sampler(
         draws=draws, tune=tune, chains=chains, cores=cores, progressbar=progressbar
     )
     pm_kwargs.setdefault("compute_convergence_checks", False)
-    # Probe BLAS quietly before anything compiles C code: PyTensor probes on first use and warns.
-    has_blas = pytensor_has_blas()
-    if "compile_kwargs" not in pm_kwargs and _needs_gradient_sampler(model, step):
-        if not has_blas:
-            pm_kwargs["compile_kwargs"] = {"mode": "NUMBA"}
+    # PyMC 6 deprecates computing the log-likelihood through idata_kwargs (a FutureWarning):
+    # the same group is computed after sampling, from the same draws.
+    idata_kwargs = dict(idata_kwargs or {})
+    log_likelihood = idata_kwargs.pop("log_likelihood", False)
     if (
         kwargs["chains"] > 1
         and not {"trace", "var_names"} & pm_kwargs.keys()
@@ -501,13 +466,22 @@ def run_sampler(
             pm_kwargs["trace"] = ChainTrace(model=model, test_point=point)
     with model:
         _compile_kernels_before_forking(model, step, chains=kwargs["chains"], cores=kwargs["cores"])
-        return pm.sample(
+        idata = pm.sample(
             step=step,
             random_seed=random_seed,
-            idata_kwargs=dict(idata_kwargs or {}),
+            idata_kwargs=idata_kwargs,
             **kwargs,
             **pm_kwargs,
         )
+    if log_likelihood:
+        pm.compute_log_likelihood(
+            idata,
+            var_names=None if log_likelihood is True else list(log_likelihood),
+            model=model,
+            extend_inferencedata=True,
+            progressbar=False,
+        )
+    return idata
 
 
 def add_posterior_predictive(idata, model: pm.Model, *, random_seed=None, var_names=None):

@@ -59,19 +59,9 @@ def reference_compile_kwargs() -> dict:
     """``compile_kwargs`` for PyMC's own samplers (NUTS, ``BinaryGibbsMetropolis``,
     ``CategoricalGibbsMetropolis``) when a test runs them as the reference for a pmctx step.
 
-    PyTensor's Numba backend: on a pip install PyTensor's C backend finds no BLAS of its own
-    (pmctx links SciPy's OpenBLAS for it, :mod:`pmctx._pytensor_blas`); Numba needs no BLAS.
-    One GUM log density and gradient (seed 002 section 3.1, N = 500) took 20 us in Numba mode
-    against 109 us in C mode without BLAS (70-113 us with SciPy's OpenBLAS). Numba compiles
-    each model's whole graph in 4-20 s, though, where the C backend compiles small modules
-    that other tests share, so it pays only for long runs of an expensive model. Each test
-    alone from empty caches (2 CPUs): PyMC's NUTS on the von Mises map 41 s in Numba mode
-    against 80 s in C mode, which is why it uses this; NUTS beside the binary-matrix steps on
-    the tiny IBP 30 s against 21 s, plain NUTS on a small GUM 56 s against 45 s,
-    ``BinaryGibbsMetropolis`` on the tiny IBP 48 s either way, and
-    ``CategoricalGibbsMetropolis`` on 6 trials 45 s against 32 s, which keep C mode.
-    The backend changes the floating-point path, not the target, so a reference chain tests
-    the same law either way; tests of the user's plain ``pm.sample()`` keep its default.
+    PyTensor's Numba backend, which is PyTensor 3's default; named here so that a reference
+    chain does not change with a user's ``PYTENSOR_FLAGS``. The backend changes the
+    floating-point path, not the target, so a reference chain tests the same law either way.
 
     Returns
     -------
