@@ -27,15 +27,6 @@ import time
 from pathlib import Path
 
 
-def _best(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def ibp_rows() -> dict:
     from benchmarks import bench_binary_gibbs
 
@@ -48,11 +39,12 @@ def ibp_rows() -> dict:
 
 
 def crp_row() -> dict:
+    from benchmarks.bench_crp import _best_time
     from pmctx.conditioning import particle_filter, shipped_design
 
     design = shipped_design("renewal_aba", n_acquisition=80, n_extinction=80, n_test=40)
     particle_filter(design, n_particles=10, random_seed=0)  # compile or load the kernel
-    seconds = _best(lambda: particle_filter(design, n_particles=10_000, random_seed=0), 3)
+    seconds = _best_time(lambda: particle_filter(design, n_particles=10_000, random_seed=0), 3)
     return {"crp_filter_m10000_s": seconds}
 
 
