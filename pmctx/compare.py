@@ -289,10 +289,13 @@ def compare(
 
 def _psis_loo(fit, var: str):
     """Pointwise ``az.loo`` of ``fit``'s ``log_likelihood[var]``, also where some
-    observations' log-likelihood is the same at every draw (a model without parameters
-    for them, such as a coin-flip baseline): ArviZ 1's PSIS refuses those ("All tail values
-    are the same"), though their leave-one-out density is exact: the constant itself, with
-    no importance weights to smooth (Pareto k 0) and p_loo 0."""
+    observations' log-likelihood is the same at every draw. ArviZ 1's PSIS refuses those
+    ("All tail values are the same"); ArviZ 0.x returned the constant as their elpd with
+    Pareto k = inf, and so does this. The constant is exact for a model without parameters
+    for them (a coin-flip baseline), but not where the posterior pins a per-observation
+    latent (the IBP's conditional likelihood given each trial's own features), whose
+    leave-one-out posterior would move it: k = inf sends them to an exact refit or a
+    warning, as before."""
     import arviz as az
     import numpy as np
     import xarray as xr
@@ -306,7 +309,7 @@ def _psis_loo(fit, var: str):
     constant = np.all(flat == flat[:1], axis=0)
     if not constant.any():
         return az.loo(fit, var_name=var, pointwise=True)
-    elpd_i, pareto_k = flat[0].astype(np.float64), np.zeros(flat.shape[1])
+    elpd_i, pareto_k = flat[0].astype(np.float64), np.full(flat.shape[1], np.inf)
     p_loo = 0.0
     if not constant.all():
         moving = xr.DataArray(flat[:, ~constant].reshape(*values.shape[:2], -1),
@@ -315,11 +318,48 @@ def _psis_loo(fit, var: str):
             {"posterior": fit["posterior"].to_dataset(),
              "log_likelihood": xr.Dataset({var: moving})}
         )  # fmt: skip
-        part = az.loo(tree, var_name=var, pointwise=True)
+        try:
+            part = az.loo(tree, var_name=var, pointwise=True)
+        except ValueError as error:
+            if "tail values are the same" not in str(error):
+                raise
+            return _loo_with_degenerate_tails(tree, flat, elpd_i, constant)
         elpd_i[~constant] = np.ravel(part.elpd_i)
         pareto_k[~constant] = np.ravel(part.pareto_k)
         p_loo = float(part.p)
     return elpd_data(elpd_i, n_samples=flat.shape[0], p_loo=p_loo, pareto_k=pareto_k)
+
+
+def _loo_with_degenerate_tails(tree, flat, elpd_i, constant):
+    """Observation by observation, where some log-likelihoods take so few values over the
+    draws that the largest importance ratios are all equal (a discrete latent, such as the
+    IBP's conditional likelihood given each trial's own features): ArviZ 1's PSIS refuses
+    them, and no Pareto tail can be fitted. Their elpd is then plain importance sampling,
+    ``-log mean exp(-log_lik)``, flagged with Pareto k = inf (unreliable: compare refits or
+    warns); the others get PSIS as usual."""
+    import arviz as az
+    import numpy as np
+    import xarray as xr
+    from scipy.special import logsumexp
+
+    from pmctx.kfold import elpd_data
+
+    posterior = tree["posterior"].to_dataset()
+    sample_shape = (posterior.sizes["chain"], posterior.sizes["draw"])
+    pareto_k = np.full(flat.shape[1], np.inf)  # constant ones: see _psis_loo
+    for i in np.flatnonzero(~constant):
+        one = xr.DataArray(flat[:, i].reshape(*sample_shape, 1), dims=("chain", "draw", "obs"))
+        single = {"posterior": posterior, "log_likelihood": xr.Dataset({"y": one})}
+        try:
+            part = az.loo(xr.DataTree.from_dict(single), var_name="y", pointwise=True)
+            elpd_i[i], k = float(part.elpd), float(np.ravel(part.pareto_k)[0])
+            pareto_k[i] = k if np.isfinite(k) else np.inf  # no tail fitted: unreliable
+        except ValueError as error:
+            if "tail values are the same" not in str(error):
+                raise
+            elpd_i[i] = -(logsumexp(-flat[:, i]) - np.log(flat.shape[0]))
+            pareto_k[i] = np.inf
+    return elpd_data(elpd_i, n_samples=flat.shape[0], pareto_k=pareto_k)
 
 
 #: Each scale's multiple of the log-scale elpd.

@@ -209,11 +209,12 @@ def fit_ibp(F=None, X=None, *, K_max=6, seed=0, **hyper):
 def psis(idata, var_name):
     """PSIS-LOO of ``var_name`` from whichever log-likelihood group holds it (``F`` and ``X``
     live in ``log_likelihood_parts``), as ``pmctx.compare`` reads it."""
+    from pmctx.compare import _psis_loo
     from pmctx.io import log_likelihood_view
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Pareto.*")
-        return az.loo(log_likelihood_view(idata, var_name), var_name=var_name, pointwise=True)
+        return _psis_loo(log_likelihood_view(idata, var_name), var_name)
 
 
 @pytest.fixture(scope="module")
@@ -248,7 +249,7 @@ def test_integrated_psis_loo_agrees_with_exact_refits():
     loo = psis(full, "joint")
     fit, log_pred = kfold_functions("ibp", var_name="joint", K_max=6, random_seed=2, **FIT)
     exact = kfold(fit, log_pred, {"F": data.F, "X": data.X}, k=10)  # exact leave-one-out
-    assert abs(loo.elpd_loo - exact.elpd_loo) < 2 * loo.se, (loo.elpd_loo, exact.elpd_loo)
+    assert abs(loo.elpd - exact.elpd) < 2 * loo.se, (loo.elpd, exact.elpd)
 
 
 @pytest.mark.slow
@@ -260,14 +261,14 @@ def test_loo_prefers_true_structure_and_cues_that_carry_it(simulated):
         warnings.simplefilter("ignore", TruncationWarning)
         too_few = fit_ibp(data.F, data.X, K_max=3)
     elpd_true, elpd_few = psis(joint, "joint"), psis(too_few, "joint")
-    diff = elpd_true.elpd_loo - elpd_few.elpd_loo
-    dse = np.sqrt(data.F.shape[0] * np.var(elpd_true.loo_i - elpd_few.loo_i))
+    diff = elpd_true.elpd - elpd_few.elpd
+    dse = np.sqrt(data.F.shape[0] * np.var(elpd_true.elpd_i - elpd_few.elpd_i))
     assert diff > 2 * dse, (diff, dse)
     # Forces given cues (joint) against forces alone: the cues carry the structure.
     forces = fit_ibp(data.F, K_max=10)  # forces alone use more (split) features
     table = compare({"joint": joint, "forces": forces}, var_name="F")
     assert table.index[0] == "joint"
-    assert table.loc["forces", "elpd_diff"] > 2 * table.loc["forces", "dse"]
+    assert table.loc["forces", "elpd_diff"] < -2 * table.loc["forces", "dse"]  # ArviZ 1: <= 0
     # Cues that are pure noise: the joint model must not come out ahead. eps is set to their
     # base rate, else the model invents features for it. The model still fits a few
     # features to single trials' noise, so some trials have k > 0.7 (5-10% measured):
@@ -278,7 +279,7 @@ def test_loo_prefers_true_structure_and_cues_that_carry_it(simulated):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LooReliabilityWarning)
         table = compare({"joint_noise": noisy, "forces": forces}, var_name="F")
-    gain = table.loc["joint_noise", "elpd_loo"] - table.loc["forces", "elpd_loo"]
+    gain = table.loc["joint_noise", "elpd"] - table.loc["forces", "elpd"]
     assert gain < 2 * max(table["dse"]), table
 
 
