@@ -206,6 +206,9 @@ def start_normal(name: str, *, dims=None, shape=(), start: Callable | None = Non
         return pm.Normal(name, 0.0, 1.0, dims=dims, shape=shape or None)
     shape = tuple(int(s) for s in shape)
     op = StartNormalRV(start_op=_LazyStart(name, shape, start))
-    rv = op(0.0, 1.0, size=tuple(shape) if shape else None)
+    # an explicit rng and the next-rng output, as PyMC's own Distribution.dist does (PyTensor 3
+    # deprecates both defaults); register_rv gives the variable the model's rng handling
+    _, rv = op(0.0, 1.0, size=tuple(shape) if shape else None,
+               rng=pt.random.shared_rng(seed=None), return_next_rng=True)  # fmt: skip
     dims = (dims,) if isinstance(dims, str) else dims  # register_rv takes a sequence only
     return pm.modelcontext(None).register_rv(rv, name, dims=dims)
