@@ -39,7 +39,7 @@ def summary(idata, var_names=None, **kwargs):
 
     Parameters
     ----------
-    idata : arviz.InferenceData or xarray.Dataset
+    idata : xarray.DataTree, arviz.InferenceData or xarray.Dataset
         A pmctx fit (its model's label-invariant quantities are summarised) or a dataset
         with ``chain`` and ``draw`` dims.
     var_names : list of str, optional

@@ -486,13 +486,13 @@ def run_sampler(
 
 def add_posterior_predictive(idata, model: pm.Model, *, random_seed=None, var_names=None):
     """Add a ``posterior_predictive`` group (observed variables redrawn at every posterior
-    draw), so that ``az.plot_ppc`` and ``az.loo_pit`` work; returns ``idata``.
+    draw), so that ``az.plot_ppc_dist`` and ``az.loo_pit`` work; returns ``idata``.
 
     Skips when the group is already there or the model has no observed variables.
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         A fit of ``model`` with a ``posterior`` group; extended in place.
     model : pm.Model
         The model that produced ``idata``.
@@ -503,7 +503,7 @@ def add_posterior_predictive(idata, model: pm.Model, *, random_seed=None, var_na
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``idata`` itself, now with a ``posterior_predictive`` group.
 
     Examples
