@@ -20,25 +20,19 @@ Examples
 
 from __future__ import annotations
 
-import numpy as np
-
-from pmctx.gum.columns import data_columns, prepare_columns
-from pmctx.gum.constraints import resolve_constraints
+from pmctx.gum.columns import data_columns
 from pmctx.gum.coordinates import APPROXIMATIONS
-from pmctx.gum.declaration import Declaration
-from pmctx.gum.design import build_design
-from pmctx.gum.families import FAMILIES
-from pmctx.gum.formula import parse_formula
+from pmctx.gum.declaration import declare
 from pmctx.gum.many import GumCollection, split_rows
 from pmctx.gum.model import GumModel
-from pmctx.gum.terms import Term, normalize
-from pmctx.validation import as_float_array, check_choice, check_nonempty, check_positive
+from pmctx.validation import as_float_array, check_nonempty
 
 __all__ = ["APPROXIMATIONS", "GumModel", "gum"]
 
 
-def _split_fits(formula: str, data, *, weights=None, **kwargs):
-    """``y|g ~ rhs``: one GUM per level of ``g`` (see :mod:`pmctx.gum.many`)."""
+def _split_fits(formula: str, data, *, weights=None, response=None, **kwargs):
+    """``y|g ~ rhs``: one GUM per level of ``g`` (see :mod:`pmctx.gum.many`); the formula
+    names the response, so a ``response`` argument is not used."""
     lhs, rhs = formula.split("~", 1)
     response, _, by = (part.strip() for part in lhs.partition("|"))
     columns = data_columns(data)
@@ -126,85 +120,12 @@ def gum(
     >>> g.design.functions["f_x"].support.size, sorted(g.function_names)
     (5, ['f_x', 'w_g', 'w_g2', 'w_g_g2'])
     """
-    if isinstance(formula_or_terms, str) and "|" in formula_or_terms.split("~")[0]:
-        return _split_fits(
-            formula_or_terms,
-            data,
-            family=family,
-            link=link,
-            intercept=intercept,
-            intercept_sd=intercept_sd,
-            offset_sd=offset_sd,
-            noise_sd=noise_sd,
-            alpha=alpha,
-            weights=weights,
-            lengthscale_prior_sigma=lengthscale_prior_sigma,
-            approximation=approximation,
-        )
-    check_choice(family, "family", tuple(FAMILIES))
-    check_choice(approximation, "approximation", APPROXIMATIONS)
-    default_link, links = FAMILIES[family]
-    link = default_link if link is None else link
-    check_choice(link, "link", links)
-    if isinstance(formula_or_terms, str):
-        name, term, formula_intercept = parse_formula(formula_or_terms)
-        if response is not None and response != name:
-            raise ValueError(f"response={response!r} disagrees with the formula's {name!r}.")
-        response = name
-    elif isinstance(formula_or_terms, Term):
-        if response is None:
-            raise ValueError("Pass response='column' when giving terms instead of a formula.")
-        term, formula_intercept = formula_or_terms, True
-    else:
-        raise TypeError(
-            f"formula_or_terms must be a formula string or a Term, got "
-            f"{type(formula_or_terms).__name__}."
-        )
-    intercept = formula_intercept if intercept is None else bool(intercept)
-    intercept_sd = check_positive(intercept_sd, "intercept_sd")
-    offset_sd = check_positive(offset_sd, "offset_sd")
-    if noise_sd is not None:
-        noise_sd = check_positive(noise_sd, "noise_sd")
-    if alpha is not None:
-        if family != "negative_binomial":
-            raise ValueError(f"alpha is the negative-binomial dispersion; family is {family!r}.")
-        noise_sd = check_positive(alpha, "alpha")
-    blocks = normalize(term)
-    columns = data_columns(data)
-    y, prepared, labels = prepare_columns(blocks, columns, response, family)
-    constraints, offsets = resolve_constraints(blocks, intercept)
-    design = build_design(
-        blocks,
-        prepared,
-        y,
-        response=response,
-        family=family,
-        link=link,
-        constraints=constraints,
-        offsets=offsets,
-        intercept=intercept,
-        intercept_sd=intercept_sd,
-        offset_sd=offset_sd,
-        noise_sd=noise_sd,
-    )
-    for fn in design.functions.values():
-        group_labels = labels.get(f"{getattr(fn.leaf, 'group', None)}|group")
-        if fn.levels is not None and group_labels is not None:
-            fn.level_names = group_labels[fn.levels.astype(int)]
-    if weights is not None:
-        weights = as_float_array(weights, "weights", shape=(len(y),))
-        if np.any(weights < 0):
-            raise ValueError("weights must be non-negative, got a negative weight.")
-        design.weights = weights
-    if lengthscale_prior_sigma is not None:
-        lengthscale_prior_sigma = check_positive(lengthscale_prior_sigma, "lengthscale_prior_sigma")
-    fitted = GumModel(design, blocks, constraints, labels, lengthscale_prior_sigma, prepared)
-    fitted.approximation = approximation
     options = {
         "response": response, "family": family, "link": link, "intercept": intercept,
-        "intercept_sd": intercept_sd, "offset_sd": offset_sd,
-        "noise_sd": None if alpha is not None else noise_sd, "alpha": alpha,
-        "lengthscale_prior_sigma": lengthscale_prior_sigma, "approximation": approximation,
+        "intercept_sd": intercept_sd, "offset_sd": offset_sd, "noise_sd": noise_sd,
+        "alpha": alpha, "lengthscale_prior_sigma": lengthscale_prior_sigma,
+        "approximation": approximation,
     }  # fmt: skip
-    fitted.declaration = Declaration(formula_or_terms, options, columns, weights)
-    return fitted
+    if isinstance(formula_or_terms, str) and "|" in formula_or_terms.split("~")[0]:
+        return _split_fits(formula_or_terms, data, weights=weights, **options)
+    return declare(GumModel, formula_or_terms, data, weights, **options)

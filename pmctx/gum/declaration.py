@@ -1,8 +1,9 @@
-"""What a GUM was declared with, so that it can be declared again on other rows.
+"""Declaring a GUM from :func:`pmctx.gum.gum`'s arguments, and again on other rows.
 
+:func:`declare` checks the arguments, builds the numeric design and the model, and records
+what it was declared with (a :class:`Declaration`: the arguments and the raw data columns).
 Exact refits (K-fold, and :func:`pmctx.compare`'s refits where PSIS-LOO is unreliable) fit
-the same model to training rows. :func:`pmctx.gum.gum` records its arguments and the raw data
-columns in a :class:`Declaration`; :func:`redeclare` builds the same GUM, with the fitted
+the same model to training rows: :func:`redeclare` builds the same GUM, with the fitted
 model's current hyperparameters (those :func:`pmctx.gum.hyper.fit_evidence` chose, say), on
 new rows. A fit remembers the model that made it (:func:`remember`, weakly: the model stays
 as long as the user holds it), so the model's registry entry can refit it from the
@@ -32,7 +33,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Declaration", "fitted_model", "redeclare", "refit_data", "remember"]
+from pmctx.gum.columns import data_columns, prepare_columns
+from pmctx.gum.constraints import resolve_constraints
+from pmctx.gum.coordinates import APPROXIMATIONS
+from pmctx.gum.design import build_design
+from pmctx.gum.families import FAMILIES
+from pmctx.gum.formula import parse_formula
+from pmctx.gum.terms import Term, normalize
+from pmctx.validation import as_float_array, check_choice, check_positive
+
+__all__ = ["Declaration", "declare", "fitted_model", "redeclare", "refit_data", "remember"]
 
 #: The column that carries observation weights through row splits.
 WEIGHTS = "__weights__"
@@ -71,6 +81,122 @@ class Declaration:
     def __repr__(self) -> str:
         n_rows = len(next(iter(self.columns.values()))) if self.columns else 0
         return f"Declaration(formula={self.formula!r}, n_rows={n_rows})"
+
+
+def declare(
+    model_class,
+    formula_or_terms,
+    data,
+    weights=None,
+    *,
+    response,
+    family,
+    link,
+    intercept,
+    intercept_sd,
+    offset_sd,
+    noise_sd,
+    alpha,
+    lengthscale_prior_sigma,
+    approximation,
+):
+    """Check :func:`pmctx.gum.gum`'s arguments and build the model they declare.
+
+    The model class is a parameter so that :func:`redeclare` builds the same kind of model
+    without this module importing the API built on it.
+
+    Parameters
+    ----------
+    model_class : type
+        :class:`~pmctx.gum.model.GumModel` (or a subclass): called with the design, blocks,
+        constraints, labels, lengthscale prior sd and prepared columns.
+    formula_or_terms, data, weights
+        As for :func:`pmctx.gum.gum` (one formula, no ``y|g ~`` split).
+    response, family, link, intercept, intercept_sd, offset_sd, noise_sd, alpha, \
+lengthscale_prior_sigma, approximation
+        :func:`pmctx.gum.gum`'s keyword arguments, every one given.
+
+    Returns
+    -------
+    GumModel
+        The model, with its :class:`Declaration` in ``declaration``.
+
+    Examples
+    --------
+    >>> from pmctx.gum.model import GumModel
+    >>> options = dict(response=None, family="gaussian", link=None, intercept=None,
+    ...                intercept_sd=10.0, offset_sd=10.0, noise_sd=None, alpha=None,
+    ...                lengthscale_prior_sigma=None, approximation="auto")
+    >>> declare(GumModel, "y ~ x", {"x": np.arange(4.0), "y": np.arange(4.0)}, **options)
+    GumModel(y ~ b_x, family='gaussian', n_obs=4, n_free=2)
+    """
+    check_choice(family, "family", tuple(FAMILIES))
+    check_choice(approximation, "approximation", APPROXIMATIONS)
+    default_link, links = FAMILIES[family]
+    link = default_link if link is None else link
+    check_choice(link, "link", links)
+    if isinstance(formula_or_terms, str):
+        name, term, formula_intercept = parse_formula(formula_or_terms)
+        if response is not None and response != name:
+            raise ValueError(f"response={response!r} disagrees with the formula's {name!r}.")
+        response = name
+    elif isinstance(formula_or_terms, Term):
+        if response is None:
+            raise ValueError("Pass response='column' when giving terms instead of a formula.")
+        term, formula_intercept = formula_or_terms, True
+    else:
+        raise TypeError(
+            f"formula_or_terms must be a formula string or a Term, got "
+            f"{type(formula_or_terms).__name__}."
+        )
+    intercept = formula_intercept if intercept is None else bool(intercept)
+    intercept_sd = check_positive(intercept_sd, "intercept_sd")
+    offset_sd = check_positive(offset_sd, "offset_sd")
+    if noise_sd is not None:
+        noise_sd = check_positive(noise_sd, "noise_sd")
+    if alpha is not None:
+        if family != "negative_binomial":
+            raise ValueError(f"alpha is the negative-binomial dispersion; family is {family!r}.")
+        noise_sd = check_positive(alpha, "alpha")
+    blocks = normalize(term)
+    columns = data_columns(data)
+    y, prepared, labels = prepare_columns(blocks, columns, response, family)
+    constraints, offsets = resolve_constraints(blocks, intercept)
+    design = build_design(
+        blocks,
+        prepared,
+        y,
+        response=response,
+        family=family,
+        link=link,
+        constraints=constraints,
+        offsets=offsets,
+        intercept=intercept,
+        intercept_sd=intercept_sd,
+        offset_sd=offset_sd,
+        noise_sd=noise_sd,
+    )
+    for fn in design.functions.values():
+        group_labels = labels.get(f"{getattr(fn.leaf, 'group', None)}|group")
+        if fn.levels is not None and group_labels is not None:
+            fn.level_names = group_labels[fn.levels.astype(int)]
+    if weights is not None:
+        weights = as_float_array(weights, "weights", shape=(len(y),))
+        if np.any(weights < 0):
+            raise ValueError("weights must be non-negative, got a negative weight.")
+        design.weights = weights
+    if lengthscale_prior_sigma is not None:
+        lengthscale_prior_sigma = check_positive(lengthscale_prior_sigma, "lengthscale_prior_sigma")
+    fitted = model_class(design, blocks, constraints, labels, lengthscale_prior_sigma, prepared)
+    fitted.approximation = approximation
+    options = {
+        "response": response, "family": family, "link": link, "intercept": intercept,
+        "intercept_sd": intercept_sd, "offset_sd": offset_sd,
+        "noise_sd": None if alpha is not None else noise_sd, "alpha": alpha,
+        "lengthscale_prior_sigma": lengthscale_prior_sigma, "approximation": approximation,
+    }  # fmt: skip
+    fitted.declaration = Declaration(formula_or_terms, options, columns, weights)
+    return fitted
 
 
 def refit_data(gum_model) -> dict | None:
@@ -125,8 +251,6 @@ def redeclare(gum_model, data):
     >>> redeclare(g, {"x": np.arange(4.0), "y": np.arange(4.0)}).hyperparameters()["f_x"]
     {'lengthscale': 2.0, 'variance': 1.0}
     """
-    from pmctx.gum.api import gum
-
     declaration = getattr(gum_model, "declaration", None)
     if declaration is None:
         raise ValueError(
@@ -135,7 +259,7 @@ def redeclare(gum_model, data):
         )
     columns = dict(data)
     weights = columns.pop(WEIGHTS, None)
-    model = gum(declaration.formula, columns, weights=weights, **declaration.options)
+    model = declare(type(gum_model), declaration.formula, columns, weights, **declaration.options)
     settings = {k: v for k, v in gum_model.hyperparameters().items() if v is not None}
     model.set_hyperparameters(settings)
     return model
