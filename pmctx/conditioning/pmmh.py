@@ -1,8 +1,5 @@
 """Particle marginal Metropolis-Hastings for the latent-cause filter's parameters.
 
-(Long because the step's exactness notes -- noise averaging, run selection, independence
-proposal, collapsed block -- belong next to the code they justify.)
-
 LCM's process model is the ``M``-particle filter itself: ``V_t`` is *one run* of the filter,
 so given the parameters it is random through the filter's random numbers ``u`` (resampling
 and cause draws). The likelihood of a subject's responses is then the average over ``u``,
@@ -89,6 +86,9 @@ Examples
 >>> sorted(stats[0])
 ['accept', 'accepted', 'loglik', 'loglik_sd', 'n_filter_runs', 'scaling', 'tune']
 """
+
+# Long because the step's exactness notes (noise averaging, run selection, independence
+# proposal, collapsed block) belong next to the code they justify.
 
 from __future__ import annotations
 

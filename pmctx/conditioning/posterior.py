@@ -14,8 +14,7 @@ at every proposal, the current state's stored) on the filter parameters and NUTS
 response parameters given the stored ``V``. For the linear-Gaussian CR model with normal
 priors on (level, gain) and the default half-normal ``sd`` prior, PMMH integrates (level,
 gain) out and redraws them exactly with the filter parameters (``_GaussianBlock``), and
-NUTS updates ``sd`` alone. (This module is long because the model, its Op, that block and
-the sampler driver share the model's conventions.) With ``method="local_map"`` the filter is
+NUTS updates ``sd`` alone. With ``method="local_map"`` the filter is
 deterministic and the likelihood exact. The older ``"demz"`` / ``"demz+nuts"`` samplers
 freeze one set of random numbers per chain (common random numbers): they sample the
 posterior *given that noise realisation*, which is narrower and shifted (kept for
@@ -42,6 +41,9 @@ Examples
 >>> sorted(v.name for v in model.free_RVs)
 ['a', 'alpha', 'gain', 'level', 'sd']
 """
+
+# Long because the model, its Op, the collapsed Gaussian block and the sampler driver share
+# the model's conventions.
 
 from __future__ import annotations
 

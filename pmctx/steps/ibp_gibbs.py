@@ -11,6 +11,10 @@ residuals, a new-feature block per row (eq. 10-14 on the free columns of the tru
 the current point, so they may be fixed data or free variables sampled by other PyMC steps.
 """
 
+# Long because it holds the three PyMC steps of the IBP's latent block (the sweeps over Z,
+# pi, A and Y; alpha; the other hyperparameters), which share the model's variable names and
+# the trial-count defaults; about 200 of its lines are docstrings with runnable examples.
+
 from __future__ import annotations
 
 import numpy as np
