@@ -60,9 +60,10 @@ from pmctx.vonmises.average import (
 )
 from pmctx.vonmises.hyper import kappa_obs_statistics, sample_kappa_obs
 from pmctx.vonmises.inputs import observed_doubled_angles
+from pmctx.vonmises.outputs import pooled_map_tree
 from pmctx.vonmises.potentials import natural_field
 from pmctx.vonmises.second_neighbour import second_neighbour_sweep
-from pmctx.vonmises.select import cross_validate, observation_log_density
+from pmctx.vonmises.select import cross_validate
 from pmctx.vonmises.spectral import ring_spectrum, spectral_posterior
 from pmctx.vonmises.spectral_cv import cross_validate_spacing, torus_for
 from pmctx.vonmises.start import smoothed_start
@@ -264,7 +265,6 @@ def reconstruct_cv(
     >>> idata.cv["weight"].values.tolist(), idata.posterior["rank"].values.ravel()[:2].tolist()
     ([1.0], [3, 3])
     """
-    import arviz as az
     import xarray as xr
 
     method = check_choice(method, "method", list(METHODS))
@@ -375,35 +375,16 @@ def reconstruct_cv(
         coords=grid,
         attrs=attrs,
     )
-    theta = np.mod(o, 2.0 * np.pi) / 2.0
     posterior = {
-        "o": o[None],
-        "theta": theta[None],
-        "kappa_obs": k_obs[None],
-        "kappa": curve["kappa"].to_numpy()[source][None],
-        "rank": curve["rank"].to_numpy()[source][None],
+        "kappa": curve["kappa"].to_numpy()[source],
+        "rank": curve["rank"].to_numpy()[source],
     }
     if extended:
-        posterior["kappa2_ratio"] = curve["kappa2_ratio"].to_numpy()[source][None]
+        posterior["kappa2_ratio"] = curve["kappa2_ratio"].to_numpy()[source]
     if spectral is not None:
-        posterior["spacing"] = curve["spacing"].to_numpy()[source][None]
-        posterior["width"] = curve["width"].to_numpy()[source][None]
-    strength = None if signal is None else signal[observed]
-    loglik = observation_log_density(z[observed], o[:, observed], k_obs, strength)
-    idata = az.from_dict(
-        {
-            "posterior": posterior,
-            "log_likelihood": {"z": loglik[None]},
-            "constant_data": {"obs_mask": observed.astype(np.int64)},
-        },
-        dims={
-            "o": ["row", "col"],
-            "theta": ["row", "col"],
-            "z": ["obs_pixel"],
-            "obs_mask": ["row", "col"],
-        },
-    )
-    idata["posterior"]["theta"].attrs["period"] = np.pi
+        posterior["spacing"] = curve["spacing"].to_numpy()[source]
+        posterior["width"] = curve["width"].to_numpy()[source]
+    idata = pooled_map_tree(o, k_obs, z, observed, signal, **posterior)
     idata["cv"] = cv_group
     return idata
 

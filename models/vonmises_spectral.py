@@ -30,7 +30,7 @@ from pmctx.validation import as_rng, check_int, check_positive
 from pmctx.vonmises.average import cv_average, stacking_weights
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR
 from pmctx.vonmises.inputs import observed_doubled_angles
-from pmctx.vonmises.select import observation_log_density
+from pmctx.vonmises.outputs import pooled_map_tree
 from pmctx.vonmises.spectral import (
     FLOOR,
     RING_WIDTH,
@@ -258,7 +258,6 @@ def reconstruct_spectral(
         ``search_cosine``, ``search_signal_share``) and ``attrs["search_best"]``, the
         spacing it ranked first.
     """
-    import arviz as az
     import xarray as xr
 
     spacings = _spacing_argument(spacing)
@@ -308,28 +307,14 @@ def reconstruct_spectral(
     )
     o = np.stack([fits[k][0][i] for k, i in zip(source, index)])
     k_obs = np.array([fits[k][1][i] for k, i in zip(source, index)])
-    loglik = observation_log_density(z[observed], o[:, observed], k_obs)
-    posterior = {
-        "o": o[None],
-        "theta": (np.mod(o, 2.0 * np.pi) / 2.0)[None],
-        "kappa_obs": k_obs[None],
-        "spacing": np.asarray(spacings, dtype=np.float64)[source][None],
-        "width": np.asarray(widths, dtype=np.float64)[source][None],
-    }
-    idata = az.from_dict(
-        {
-            "posterior": posterior,
-            "log_likelihood": {"z": loglik[None]},
-            "constant_data": {"obs_mask": observed.astype(np.int64)},
-        },
-        dims={
-            "o": ["row", "col"],
-            "theta": ["row", "col"],
-            "z": ["obs_pixel"],
-            "obs_mask": ["row", "col"],
-        },
+    idata = pooled_map_tree(
+        o,
+        k_obs,
+        z,
+        observed,
+        spacing=np.asarray(spacings, dtype=np.float64)[source],
+        width=np.asarray(widths, dtype=np.float64)[source],
     )
-    idata["posterior"]["theta"].attrs["period"] = np.pi
     if cv is not None:
         curve = cv.curve.assign(weight=weights)
         attrs = {

@@ -4,7 +4,8 @@
 :func:`write_chain_outputs` (the chain smoother, :mod:`pmctx.models.vonmises_chain`) write
 the standard outputs of a fit (posterior, circular summary, diagnostics,
 :func:`pmctx.io.write_standard_outputs`) and the model's figures (:mod:`pmctx.vonmises.plots`);
-:func:`posterior_orientation` is the posterior mean orientation map and its circular sd.
+:func:`posterior_orientation` is the posterior mean orientation map and its circular sd;
+:func:`pooled_map_tree` is the results tree of draws pooled over a cross-validated grid.
 
 Examples
 --------
@@ -27,9 +28,11 @@ from pmctx.sampling import variable_shape
 from pmctx.validation import as_angle_array
 from pmctx.vonmises.maps import circular_moments
 from pmctx.vonmises.plots import plot_angle_series, plot_reconstruction, plot_smoothness_trace
+from pmctx.vonmises.select import observation_log_density
 
 __all__ = [
     "check_map_memory",
+    "pooled_map_tree",
     "posterior_orientation",
     "write_chain_outputs",
     "write_map_outputs",
@@ -62,6 +65,69 @@ def posterior_orientation(idata):
     """
     theta = idata.posterior["theta"].values
     return circular_moments(theta.reshape(-1, *theta.shape[2:]), axis=0)
+
+
+def pooled_map_tree(o, kappa_obs, z, observed, signal=None, **posterior):
+    """Results tree of orientation-map draws pooled over a grid of fits, as one chain.
+
+    :func:`pmctx.models.vonmises_select.reconstruct_cv` and
+    :func:`pmctx.models.vonmises_spectral.reconstruct_spectral` both return this shape, so
+    summaries, convergence and ``az.loo`` read them alike.
+
+    Parameters
+    ----------
+    o : numpy.ndarray (S, M, N)
+        Pooled draws of the doubled angles.
+    kappa_obs : numpy.ndarray (S,)
+        The observation concentration of each draw.
+    z : numpy.ndarray (M, N)
+        Observed doubled angles (any value where not observed).
+    observed : numpy.ndarray of bool (M, N)
+        Which pixels were observed.
+    signal : numpy.ndarray (M, N), optional
+        Relative signal strength, scaling ``kappa_obs`` per pixel.
+    **posterior : numpy.ndarray (S,)
+        Further per-draw values (the grid point each draw came from), stored after ``o``,
+        ``theta`` and ``kappa_obs``.
+
+    Returns
+    -------
+    xarray.DataTree
+        ``posterior``: ``o``, ``theta = o / 2`` (``attrs["period"] = pi``), ``kappa_obs`` and
+        ``posterior``'s values; ``log_likelihood``: ``z``, the von Mises log density of every
+        observed pixel per draw (``obs_pixel``); ``constant_data``: ``obs_mask``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> observed = rng.random((3, 4)) < 0.5
+    >>> tree = pooled_map_tree(rng.uniform(0, 2 * np.pi, (5, 3, 4)), np.full(5, 2.0),
+    ...                        np.zeros((3, 4)), observed, rank=np.arange(5))
+    >>> list(tree.posterior.data_vars)
+    ['o', 'theta', 'kappa_obs', 'rank']
+    >>> bool(tree.log_likelihood["z"].sizes["obs_pixel"] == observed.sum())
+    True
+    """
+    import arviz as az
+
+    strength = None if signal is None else signal[observed]
+    loglik = observation_log_density(z[observed], o[:, observed], kappa_obs, strength)
+    draws = {"o": o, "theta": np.mod(o, 2.0 * np.pi) / 2.0, "kappa_obs": kappa_obs, **posterior}
+    idata = az.from_dict(
+        {
+            "posterior": {name: np.asarray(value)[None] for name, value in draws.items()},
+            "log_likelihood": {"z": loglik[None]},
+            "constant_data": {"obs_mask": observed.astype(np.int64)},
+        },
+        dims={
+            "o": ["row", "col"],
+            "theta": ["row", "col"],
+            "z": ["obs_pixel"],
+            "obs_mask": ["row", "col"],
+        },
+    )
+    idata["posterior"]["theta"].attrs["period"] = np.pi
+    return idata
 
 
 def write_map_outputs(
