@@ -38,7 +38,7 @@ from pmctx.conditioning.design import as_feature_matrix
 from pmctx.conditioning.exact import log_marginal_assignments
 from pmctx.conditioning.marginal import add_integrated_log_likelihood
 from pmctx.conditioning.outputs import write_outputs
-from pmctx.convergence import report_after_fit
+from pmctx.convergence import convergence_judge, report_after_fit
 from pmctx.io import add_log_likelihood
 from pmctx.sampling import (
     SAMPLE_DEFAULTS,
@@ -143,6 +143,9 @@ def sample_posterior(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    until_converged: bool = SAMPLE_DEFAULTS["until_converged"],
+    max_draws: int | None = SAMPLE_DEFAULTS["max_draws"],
+    max_time: float | None = SAMPLE_DEFAULTS["max_time"],
     posterior_predictive: bool = True,
     check_convergence: bool = True,
 ):
@@ -169,6 +172,10 @@ def sample_posterior(
         Beta(eta, eta) prior of the feature probabilities.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in :func:`pymc.sample` (same defaults).
+    until_converged, max_draws, max_time
+        Continue the same chains while the convergence check fails, up to ``max_draws``
+        per chain (default ``3 * draws``) or ``max_time`` seconds (:mod:`pmctx.continuation`;
+        needs ``check_convergence``); ``until_converged=False``: exactly ``draws``.
     posterior_predictive : bool, default True
         Add the ``posterior_predictive`` group (observed entries redrawn per draw), for
         ``az.plot_ppc``.
@@ -218,6 +225,10 @@ def sample_posterior(
         progressbar=progressbar,
         # PyMC 6 deprecates idata_kwargs["log_likelihood"]: the per-entry group is added below
         idata_kwargs={k: v for k, v in (idata_kwargs or {}).items() if k != "log_likelihood"},
+        until_converged=until_converged,
+        max_draws=max_draws,
+        max_time=max_time,
+        judge=convergence_judge(SPEC, check=check_convergence),
     )
     if (idata_kwargs or {}).get("log_likelihood", True):
         idata = add_log_likelihood(idata, model, var_names=["features"])

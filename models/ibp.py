@@ -34,7 +34,8 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from pmctx.convergence import report_after_fit
+from pmctx.continuation import planned_draws
+from pmctx.convergence import convergence_judge, report_after_fit
 from pmctx.ibp.demo import run_demo
 from pmctx.ibp.fit_checks import warn_if_truncated
 from pmctx.ibp.inputs import (
@@ -194,6 +195,9 @@ def sample(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    until_converged: bool = SAMPLE_DEFAULTS["until_converged"],
+    max_draws: int | None = SAMPLE_DEFAULTS["max_draws"],
+    max_time: float | None = SAMPLE_DEFAULTS["max_time"],
     log_likelihood: bool = True,
     reconstructions: bool | str = True,
     posterior_predictive: bool = True,
@@ -221,6 +225,10 @@ def sample(
         Truncation; a :class:`pmctx.TruncationWarning` says when it was too small.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in ``pm.sample``, with its defaults (see :mod:`pmctx.sampling`).
+    until_converged, max_draws, max_time
+        Continue the same chains while the convergence check fails, up to ``max_draws``
+        per chain (default ``3 * draws``) or ``max_time`` seconds (:mod:`pmctx.continuation`;
+        needs ``check_convergence``); ``until_converged=False``: exactly ``draws``.
     log_likelihood : bool, default True
         Add the per-trial ``log_likelihood`` group with each trial's ``z_i`` summed out
         (``trial``, ``F`` given cues, ``X`` given forces; see :mod:`pmctx.ibp.marginal`),
@@ -296,14 +304,18 @@ def sample(
         raise ValueError(f"start must be one of {START_CHOICES}; got {start!r}.")
     model = build_model(F, X, K_max=K_max, reconstructions=bool(reconstructions), **hyper)
     n_trials = dim_length(model, "trial")
+    # On disk (store=<path>) the run has a fixed length: a Zarr store is written as it comes.
+    until_converged = until_converged and store in ("auto", "all")
+    room = planned_draws(draws, until_converged=until_converged, max_draws=max_draws,
+                         judged=check_convergence)  # fmt: skip
     plan = storage_plan(
-        model, draws=draws, chains=chains, store=store, reconstructions=reconstructions,
+        model, draws=room, chains=chains, store=store, reconstructions=reconstructions,
         log_likelihood=log_likelihood, posterior_predictive=posterior_predictive,
         conditional_log_likelihood=conditional_log_likelihood,
     )  # fmt: skip
     if plan.path is None:  # on disk, memory holds one block of draws
-        check_memory(model, plan, draws=draws, chains=chains)
-    trace = make_trace(model, plan, draws=draws, chains=chains)
+        check_memory(model, plan, draws=room, chains=chains)
+    trace = make_trace(model, plan, draws=room, chains=chains)
     subsample = start == "subsample" or (start == "auto" and n_trials >= SUBSAMPLE_START_MIN_TRIALS)
     if initvals is None and subsample:
         initvals = subsample_initvals(model, F, X, chains=chains, random_seed=random_seed)
@@ -326,6 +338,10 @@ def sample(
         idata_kwargs={k: v for k, v in (idata_kwargs or {}).items() if k != "log_likelihood"},
         initvals=initvals,
         trace=trace,
+        until_converged=until_converged,
+        max_draws=max_draws,
+        max_time=max_time,
+        judge=convergence_judge(SPEC, check=check_convergence),
     )
     finish(idata, model, plan, trace, random_seed=random_seed)
     warn_if_truncated(idata, K_max=dim_length(model, "feature"))

@@ -36,7 +36,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions import transforms
 
-from pmctx.convergence import report_after_fit
+from pmctx.convergence import convergence_judge, report_after_fit
 from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     check_sample_kwargs,
@@ -233,6 +233,9 @@ def smooth(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    until_converged: bool = SAMPLE_DEFAULTS["until_converged"],
+    max_draws: int | None = SAMPLE_DEFAULTS["max_draws"],
+    max_time: float | None = SAMPLE_DEFAULTS["max_time"],
     check_convergence: bool = True,
 ):
     """Posterior of a smooth angular time series (hyperparameters learned by default).
@@ -243,6 +246,10 @@ def smooth(
         As in :func:`build_model`.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in ``pm.sample``, with its defaults.
+    until_converged, max_draws, max_time
+        Continue the same chains while the convergence check fails, up to ``max_draws``
+        per chain (default ``3 * draws``) or ``max_time`` seconds (:mod:`pmctx.continuation`;
+        needs ``check_convergence``); ``until_converged=False``: exactly ``draws``.
     check_convergence : bool, default True
         Warn :class:`pmctx.ConvergenceWarning` when ``x`` (circular), ``smoothness`` or a
         learned concentration has not converged.
@@ -283,6 +290,10 @@ def smooth(
         random_seed=random_seed,
         progressbar=progressbar,
         idata_kwargs={"log_likelihood": "y" in model.named_vars, **(idata_kwargs or {})},
+        until_converged=until_converged,
+        max_draws=max_draws,
+        max_time=max_time,
+        judge=convergence_judge(SPEC, check=check_convergence),
     )
     report_after_fit(idata, SPEC, check=check_convergence)
     return idata

@@ -5,7 +5,7 @@ An M x N map of orientations ``theta`` in ``[0, pi)`` is modelled on the doubled
 edge potential ``sum_{k=0}^{R} exp(kappa cos(o_a - phi_k)) exp(kappa cos(o_b - phi_k))``,
 ``phi_k = 2 pi k / (R + 1)``; node priors are flat (optionally von Mises); each observed node
 has ``z ~ VonMises(o, kappa_obs)`` and missing observations are masked out. Inference is by
-one of three exact Gibbs samplers (:mod:`pmctx.steps.vonmises`), through ``pm.sample``.
+exact block Gibbs (augmented by default, :mod:`pmctx.steps.vonmises`), through ``pm.sample``.
 
 This module declares the model and its registry entry (:data:`SPEC`); the demo, synthetic
 maps, plots and output files live in :mod:`pmctx.vonmises` (:mod:`~pmctx.vonmises.demo`,
@@ -34,7 +34,8 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions import transforms
 
-from pmctx.convergence import report_after_fit
+from pmctx.continuation import planned_draws
+from pmctx.convergence import convergence_judge, report_after_fit
 from pmctx.sampling import (
     SAMPLE_DEFAULTS,
     check_sample_kwargs,
@@ -46,9 +47,7 @@ from pmctx.steps.registration import tag_block
 from pmctx.steps.vonmises import (
     AugmentedVonMisesGibbs,
     ClusterVonMisesGibbs,
-    ColumnFFBSVonMises,
     KappaObsSlice,
-    PointwiseVonMisesGibbs,
 )
 from pmctx.steps.vonmises_jax import JaxAugmentedVonMisesGibbs
 from pmctx.steps.vonmises_tempering import TemperedVonMisesGibbs
@@ -87,8 +86,6 @@ STEPS = {
     "augmented": AugmentedVonMisesGibbs,
     "augmented_jax": JaxAugmentedVonMisesGibbs,
     "cluster": ClusterVonMisesGibbs,
-    "ffbs": ColumnFFBSVonMises,
-    "pointwise": PointwiseVonMisesGibbs,
     "tempered": TemperedVonMisesGibbs,
 }
 
@@ -107,10 +104,10 @@ def default_steps(
         A model returned by :func:`build_model`.
     sampler : str, default "augmented"
         Step method for the angle grid ``o``, a key of :data:`STEPS`: ``"augmented"``,
-        ``"augmented_jax"``, ``"cluster"``, ``"ffbs"``, ``"pointwise"`` or ``"tempered"``.
+        ``"augmented_jax"``, ``"cluster"`` or ``"tempered"``.
     n_sweeps : int, optional
         Kernel sweeps of ``o`` per stored draw; default: the step's ``default_n_sweeps``
-        (8 for ``"augmented"``, ``"augmented_jax"`` and ``"cluster"``, 1 for the others).
+        (8 for ``"augmented"``, ``"augmented_jax"`` and ``"cluster"``, 1 for ``"tempered"``).
     n_jumps : int, optional
         ``"augmented"`` only: proposals of each pinwheel-pair jump learnt in tuning, after
         every sweep (default 10; 0 turns the jumps off; :mod:`pmctx.steps.vonmises_jumps`).
@@ -125,9 +122,9 @@ def default_steps(
     >>> import numpy as np
     >>> model = build_model(np.zeros((2, 3)), kappa_obs="prior", rank=3)
     >>> with model:
-    ...     steps = default_steps(model, "pointwise")
+    ...     steps = default_steps(model, "augmented", n_sweeps=2)
     >>> [type(step).__name__ for step in steps]
-    ['PointwiseVonMisesGibbs', 'KappaObsSlice']
+    ['AugmentedVonMisesGibbs', 'KappaObsSlice']
     """
     step_class = STEPS[check_choice(sampler, "sampler", list(STEPS))]
     if n_sweeps is not None:
@@ -286,6 +283,9 @@ def reconstruct(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    until_converged: bool = SAMPLE_DEFAULTS["until_converged"],
+    max_draws: int | None = SAMPLE_DEFAULTS["max_draws"],
+    max_time: float | None = SAMPLE_DEFAULTS["max_time"],
     posterior_predictive: bool = True,
     check_convergence: bool = True,
     n_sweeps: int | None = None,
@@ -308,11 +308,10 @@ def reconstruct(
         As in :func:`build_model` (``kappa_obs`` applies to doubled angles).
     sampler : str, default "auto"
         Step method: ``"auto"`` or a key of :data:`STEPS` (see :mod:`pmctx.steps.vonmises`:
-        ``"augmented"``, ``"augmented_jax"``, ``"cluster"``, ``"ffbs"``, ``"pointwise"``,
-        ``"tempered"``); ``"augmented_jax"`` runs the augmented
-        sweeps with JAX on its default device (a GPU: :mod:`pmctx.steps.vonmises_jax`, extra
-        ``pmctx[jax]``), chains one after another; ``"tempered"`` is replica exchange
-        across a kappa ladder from ``0.8 kappa`` up
+        ``"augmented"``, ``"augmented_jax"``, ``"cluster"``, ``"tempered"``);
+        ``"augmented_jax"`` runs the augmented sweeps with JAX on its default device (a GPU:
+        :mod:`pmctx.steps.vonmises_jax`, extra ``pmctx[jax]``), chains one after another;
+        ``"tempered"`` is replica exchange across a kappa ladder from ``0.8 kappa`` up
         (:class:`~pmctx.steps.vonmises_tempering.TemperedVonMisesGibbs`), for a ``kappa``
         fixed above what the data favour (fixed ``kappa_obs`` only). ``"auto"``:
         ``"augmented"``, whose exact pinwheel-pair jumps, learnt in tuning, move chains
@@ -335,6 +334,10 @@ def reconstruct(
         ones per draw.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in ``pm.sample``, with its defaults.
+    until_converged, max_draws, max_time
+        Continue the same chains while the convergence check fails, up to ``max_draws``
+        per chain (default ``3 * draws``) or ``max_time`` seconds (:mod:`pmctx.continuation`;
+        needs ``check_convergence``); ``until_converged=False``: exactly ``draws``.
     posterior_predictive : bool, default True
         Add the ``posterior_predictive`` group (observed ``z`` redrawn per draw) for
         ``az.plot_ppc_dist``; :func:`predict` gives predictive observations at missing nodes.
@@ -380,12 +383,16 @@ def reconstruct(
         )
     log_likelihood = (idata_kwargs or {}).get("log_likelihood", True)
     disk = disk_path(store, STORE_CHOICES)  # None, or the Zarr store draws stream to
-    thin = 1 if disk else map_thin(model, draws=draws, chains=chains, store=store)
+    # Fixed length on disk (written as it comes) and on JAX (chains share one device).
+    until_converged = until_converged and disk is None and sampler != "augmented_jax"
+    room = planned_draws(draws, until_converged=until_converged, max_draws=max_draws,
+                         judged=check_convergence)  # fmt: skip
+    thin = 1 if disk else map_thin(model, draws=room, chains=chains, store=store)
     if not disk:  # on disk, memory holds one block of draws and a predictive that fits
-        check_map_memory(model, draws=draws, tune=tune, chains=chains, thin=thin,
+        check_map_memory(model, draws=room, tune=tune, chains=chains, thin=thin,
                          log_likelihood=log_likelihood,
                          posterior_predictive=posterior_predictive)  # fmt: skip
-    trace = None if thin is None else map_trace(model, draws=draws, thin=thin, path=disk,
+    trace = None if thin is None else map_trace(model, draws=room, thin=thin, path=disk,
                                                 chains=chains)  # fmt: skip
     kept = {"log_likelihood": "z" in model.named_vars, **(idata_kwargs or {})}
     if trace is not None:  # o is not in pm.sample's posterior: finish_thinned adds the group
@@ -415,6 +422,10 @@ def reconstruct(
         progressbar=progressbar,
         idata_kwargs=kept,
         trace=trace,
+        until_converged=until_converged,
+        max_draws=max_draws,
+        max_time=max_time,
+        judge=convergence_judge(SPEC, check=check_convergence),
     )
     if disk is not None:  # every draw on disk, read lazily; convergence on the draws that fit
         finish_on_disk(idata, model, trace, log_likelihood, posterior_predictive, random_seed)
@@ -548,8 +559,8 @@ def _spec():
             "kappa": "smoothing concentration (default 5.0)",
             "kappa_obs": "observation concentration on doubled angles (default 2.0)",
             "rank": "rank R of the edge potential (default 5)",
-            "sampler": "auto, augmented, augmented_jax (JAX device, pmctx[jax]), cluster, ffbs, "
-            "pointwise or tempered (default auto: augmented, with pinwheel-pair jumps)",
+            "sampler": "auto, augmented, augmented_jax (JAX device, pmctx[jax]), cluster or "
+            "tempered (default auto: augmented, with pinwheel-pair jumps)",
             "n_sweeps": "kernel sweeps per stored draw (default 8 for augmented/cluster, else 1)",
             "n_jumps": "augmented only: proposals of each pinwheel-pair jump learnt in tuning, "
             "after every sweep (default 10; 0 turns the jumps off)",

@@ -60,6 +60,7 @@ __all__ = [
     "R_HAT_MAX",
     "check_convergence",
     "check_divergences",
+    "convergence_judge",
     "convergence_report",
     "count_divergences",
     "draws_advice",
@@ -634,6 +635,19 @@ def _warn_unconverged(report: pd.DataFrame, advice: str, stacklevel: int) -> Non
         )
 
 
+def _budget_advice(idata) -> str:
+    """What a run that sampled until converged did before giving up, for the warning."""
+    attrs = idata["sample_stats"].attrs if "sample_stats" in idata.children else {}
+    reason = attrs.get("pmctx_stop_reason")
+    if reason not in ("max_draws", "max_time"):
+        return ""
+    return (
+        f"The same chains were continued to {attrs.get('pmctx_draws_kept')} draws per chain "
+        f"({attrs.get('pmctx_extensions')} extensions) and stopped at {reason}: pass a larger "
+        f"{reason}= to continue further. "
+    )
+
+
 class ModelCheck(NamedTuple):
     """What :func:`report_after_fit` needs of a model, for code below the model layer (a
     model family's own ``sample``); a :class:`pmctx.registry.ModelSpec` has the same fields.
@@ -657,6 +671,36 @@ class ModelCheck(NamedTuple):
     name: str
     invariants: Callable
     advice: str = ""
+
+
+def convergence_judge(model, *, check: bool = True):
+    """The judge a run sampling until converged asks (:mod:`pmctx.continuation`): the
+    :func:`convergence_report` of ``model``'s label-invariant quantities of a tree of draws.
+
+    Parameters
+    ----------
+    model : ModelSpec or ModelCheck
+        The model's spec (its ``invariants``).
+    check : bool, default True
+        ``False`` (the user turned the check off): no judge, so the run has a fixed length.
+
+    Returns
+    -------
+    callable or None
+        ``judge(tree) -> pandas.DataFrame``.
+
+    Examples
+    --------
+    >>> import arviz as az, numpy as np
+    >>> toy = ModelCheck("toy", invariants=lambda idata: idata.posterior.to_dataset())
+    >>> judge = convergence_judge(toy)
+    >>> tree = az.from_dict({"posterior": {"mu": np.random.default_rng(0).normal(size=(4, 500))}})
+    >>> bool(judge(tree)["converged"].all())
+    True
+    """
+    if not check:
+        return None
+    return lambda tree: convergence_report(model.invariants(tree))
 
 
 def report_after_fit(idata, model, *, check: bool = True, stacklevel: int = 3):
@@ -697,7 +741,7 @@ def report_after_fit(idata, model, *, check: bool = True, stacklevel: int = 3):
         return None
     report = convergence_report(model.invariants(idata))
     _remember(idata, report)  # write_standard_outputs and the CLI read it back
-    _warn_unconverged(report, model.advice, stacklevel + 1)
+    _warn_unconverged(report, _budget_advice(idata) + model.advice, stacklevel + 1)
     check_divergences(idata, stacklevel=stacklevel + 1)
     return report
 

@@ -345,6 +345,18 @@ class ChainTrace(NDArray):
         self.samples, self._stats = {}, None  # copies must not share the template's arrays
         super().setup(draws, chain, sampler_vars)
 
+    def keep_first(self, n_iterations: int) -> None:
+        """Keep only the first ``n_iterations`` (tuning included) when the trace is closed:
+        a run sampling until converged stops every chain at the same draw
+        (:mod:`pmctx.continuation`).
+
+        Parameters
+        ----------
+        n_iterations : int
+            Iterations to keep; more than recorded keeps all.
+        """
+        self.draw_idx = min(self.draw_idx, int(n_iterations))
+
 
 class StoreTrace(ChainTrace):
     """A ``pm.sample`` trace that keeps big variables compactly, after tuning only.
@@ -470,8 +482,53 @@ class StoreTrace(ChainTrace):
         self._sums = {
             name: np.zeros((2, *self._big_shapes[name]), np.float64) for name in self.moments
         }
+        self._snapshots = {}
         if self._big:
             self._chains[chain] = self
+
+    #: Kept-draw counts at which a run sampling until converged may stop
+    #: (:mod:`pmctx.continuation` sets them): the running moments are copied there, so that
+    #: a chain stopped at one keeps the moments of exactly its first draws.
+    checkpoints: tuple = ()
+
+    def keep_first(self, n_iterations: int) -> None:
+        """Keep only the first ``n_iterations`` (tuning included), the big variables and
+        their moments included (see :meth:`ChainTrace.keep_first`).
+
+        Parameters
+        ----------
+        n_iterations : int
+            Iterations to keep; a stop between checkpoints is refused for moments.
+        """
+        extra = self.draw_idx - int(n_iterations)
+        if extra > 0 and self._big:
+            self._seen -= extra
+            if self.moments:
+                if self._seen not in self._snapshots:
+                    raise ValueError(
+                        f"StoreTrace keeps running moments only at its checkpoints "
+                        f"{self.checkpoints}; cannot stop at {self._seen} draws."
+                    )
+                self._sums = self._snapshots[self._seen]
+        super().keep_first(n_iterations)
+
+    def kept_first(self, n: int) -> tuple[str, dict]:
+        """The big per-draw variables of the first ``n`` kept draws, and their group.
+
+        Parameters
+        ----------
+        n : int
+            Kept draws (after tuning).
+
+        Returns
+        -------
+        tuple of (str, dict of str to numpy.ndarray)
+            ``"posterior"`` or the thinned group, and each ``per_draw`` variable's draws
+            (every ``thin``-th).
+        """
+        group = "posterior" if self.thin == 1 else self.thinned_group
+        n_kept = min(-(-int(n) // self.thin), self.kept_draws)
+        return group, {name: store[:n_kept] for name, store in self._store.items()}
 
     def __len__(self):
         return self.draw_idx  # NDArray's says 0 when it keeps no variable (every one is big)
@@ -500,6 +557,8 @@ class StoreTrace(ChainTrace):
             sums[0] += value
             sums[1] += value * value
         self._seen += 1
+        if self._sums and self._seen in self.checkpoints:
+            self._snapshots[self._seen] = {k: v.copy() for k, v in self._sums.items()}
 
     def attach(self, idata):
         """Put the kept arrays into ``idata`` (in place) and return it.

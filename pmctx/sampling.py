@@ -37,6 +37,7 @@ from typing import Any
 
 import pymc as pm
 
+from pmctx.continuation import Budget, UntilConverged, first_draws_tree, record_outcome
 from pmctx.memory import ChainTrace
 from pmctx.points import initial_point
 from pmctx.progress import progress_enabled
@@ -66,6 +67,9 @@ SAMPLE_DEFAULTS: dict[str, Any] = {
     "random_seed": None,
     "progressbar": None,
     "idata_kwargs": None,
+    "until_converged": True,
+    "max_draws": None,
+    "max_time": None,
 }
 
 #: Their names, in the order every ``sample``/``fit`` signature lists them.
@@ -83,7 +87,7 @@ def fit_with_sampler(fit):
     ----------
     fit : callable
         ``fit(data, sample_kwargs: dict, [named options, ]**options)``; ``sample_kwargs``
-        holds the seven keywords (passed by position, so a model option may be called
+        holds the sampler keywords (passed by position, so a model option may be called
         ``sampler``, as the orientation map's is); named options after it become
         keyword-only.
 
@@ -126,10 +130,18 @@ def fit_with_sampler(fit):
     return public
 
 
-#: The Parameters entry of the seven sampler keywords, shared by every model's ``fit``.
+#: The Parameters entry of the sampler keywords, shared by every model's ``fit``.
 SAMPLER_PARAMETERS = (
     "draws, tune, chains, cores, random_seed, progressbar, idata_kwargs",
     "    As in :func:`pymc.sample` (same defaults).",
+    "until_converged : bool, default True",
+    "    While the fit's own convergence report fails after ``draws``, the same chains go on",
+    "    in blocks of ``draws // 2`` until it passes or the budget ends",
+    "    (:mod:`pmctx.continuation`); ``False``: exactly ``draws``.",
+    "max_draws : int, optional",
+    "    Most draws per chain when continuing; default ``3 * draws``.",
+    "max_time : float, optional",
+    "    Seconds after which no further block starts; default no limit.",
 )
 
 
@@ -406,6 +418,10 @@ def run_sampler(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    until_converged: bool = SAMPLE_DEFAULTS["until_converged"],
+    max_draws: int | None = SAMPLE_DEFAULTS["max_draws"],
+    max_time: float | None = SAMPLE_DEFAULTS["max_time"],
+    judge=None,
     **pm_kwargs,
 ):
     """Run ``pm.sample`` on ``model`` under the pmctx sampling contract.
@@ -420,6 +436,13 @@ def run_sampler(
         a list of observed names) adds that group after sampling.
     progressbar : bool, optional
         ``None``: on in a terminal, off otherwise.
+    until_converged, max_draws, max_time
+        Continue the same chains while ``judge`` fails (:mod:`pmctx.continuation`); without
+        a ``judge``, or when nutpie runs the model, the run has a fixed length.
+    judge : callable, optional
+        ``judge(tree) -> pandas.DataFrame``: the model's convergence report of a tree of
+        draws (``pmctx.convergence.convergence_report`` of its label-invariant quantities).
+        A trace given in ``pm_kwargs`` must hold ``max_draws`` draws per chain.
     **pm_kwargs
         Passed to :func:`pymc.sample` (``initvals``, ``target_accept``, ``init``, ...).
 
@@ -464,6 +487,12 @@ def run_sampler(
             point = None
         if point is not None:
             pm_kwargs["trace"] = ChainTrace(model=model, test_point=point)
+    budget = Budget.from_options(
+        kwargs["draws"], until_converged=until_converged, max_draws=max_draws, max_time=max_time
+    )
+    stopper = None
+    if budget is not None and judge is not None and not _nutpie_may_run(model, step, pm_kwargs):
+        stopper = _until_converged(model, budget, kwargs, pm_kwargs, judge)
     with model:
         _compile_kernels_before_forking(model, step, chains=kwargs["chains"], cores=kwargs["cores"])
         idata = pm.sample(
@@ -473,6 +502,9 @@ def run_sampler(
             **kwargs,
             **pm_kwargs,
         )
+    if stopper is not None and stopper.kept is not None and "posterior" in idata.children:
+        idata = idata.isel(draw=slice(0, stopper.kept), missing_dims="ignore")
+    record_outcome(idata, stopper, draws=budget.draws if stopper else kwargs["draws"])
     if log_likelihood:
         pm.compute_log_likelihood(
             idata,
@@ -482,6 +514,36 @@ def run_sampler(
             progressbar=False,
         )
     return idata
+
+
+def _until_converged(model, budget, kwargs, pm_kwargs, judge) -> UntilConverged:
+    """Ask ``pm.sample`` for the whole budget with a callback that stops it (in place)."""
+    tune = kwargs["tune"]
+    stopper = UntilConverged(
+        budget,
+        tune=tune,
+        chains=kwargs["chains"],
+        first_draws=lambda traces, n: first_draws_tree(model, traces, tune, n),
+        judge=judge,
+        show=kwargs["progressbar"],
+    )
+    kwargs["draws"] = budget.max_draws
+    if kwargs["chains"] > 1:  # every chain must reach a checkpoint before the check runs
+        kwargs["cores"] = kwargs["chains"]
+    trace = pm_kwargs.get("trace")
+    if trace is not None and hasattr(trace, "checkpoints"):
+        trace.checkpoints = budget.checkpoints
+    user_callback = pm_kwargs.get("callback")
+    if user_callback is None:
+        pm_kwargs["callback"] = stopper
+    else:
+
+        def both(trace, draw):
+            user_callback(trace=trace, draw=draw)
+            stopper(trace, draw)
+
+        pm_kwargs["callback"] = both
+    return stopper
 
 
 def add_posterior_predictive(idata, model: pm.Model, *, random_seed=None, var_names=None):

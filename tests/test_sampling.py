@@ -189,8 +189,9 @@ def test_fit_with_sampler_documents_the_sampler_keywords_after_data():
     lines = fit.__doc__.splitlines()
     at = lines.index(SAMPLER_PARAMETERS[0])
     assert lines[at - 2 : at] == ["data : dict", "    The data."]
-    assert lines[at + 1] == SAMPLER_PARAMETERS[1]
-    assert lines[at + 2] == "" and lines[at + 3].startswith("formula")
+    end = at + len(SAMPLER_PARAMETERS)
+    assert lines[at:end] == list(SAMPLER_PARAMETERS)
+    assert lines[end] == "" and lines[end + 1].startswith("formula")
     assert _with_sampler_parameters(fit.__doc__) == fit.__doc__  # entered once
 
 

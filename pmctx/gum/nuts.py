@@ -143,6 +143,9 @@ def sample(
     random_seed=SAMPLE_DEFAULTS["random_seed"],
     progressbar: bool | None = SAMPLE_DEFAULTS["progressbar"],
     idata_kwargs: dict | None = SAMPLE_DEFAULTS["idata_kwargs"],
+    until_converged: bool = SAMPLE_DEFAULTS["until_converged"],
+    max_draws: int | None = SAMPLE_DEFAULTS["max_draws"],
+    max_time: float | None = SAMPLE_DEFAULTS["max_time"],
     init_at_map=True,
     laplace_metric: bool = True,
     posterior_predictive: bool = True,
@@ -162,6 +165,10 @@ def sample(
         unless ``idata_kwargs={"log_likelihood": False}`` (computed after the posterior
         predictive, by the design's NumPy likelihood: float32 once float64 would pass
         :data:`pmctx.memory.PER_DRAW_BYTES`).
+    until_converged, max_draws, max_time
+        Continue the same chains while the convergence check fails, up to ``max_draws``
+        per chain (default ``3 * draws``) or ``max_time`` seconds (:mod:`pmctx.continuation`;
+        needs ``check_convergence``); ``until_converged=False``: exactly ``draws``.
     init_at_map : bool, default True
         Start every chain at the multi-start Laplace MAP (``target_accept`` defaults to
         0.9).
@@ -204,7 +211,8 @@ def sample(
     >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
     >>> idata = g.sample(draws=200, tune=200, chains=2)  # doctest: +SKIP
     """
-    from pmctx.convergence import report_after_fit
+    from pmctx.continuation import planned_draws
+    from pmctx.convergence import convergence_judge, report_after_fit
     from pmctx.gum.backends import add_log_likelihood_group, choose_backend, sample_nutpie
     from pmctx.gum.outputs import check_fit_memory, convergence_check, log_likelihood_thin
     from pmctx.sampling import run_sampler
@@ -213,10 +221,21 @@ def sample(
         if posterior_predictive:
             self.add_posterior_predictive(idata, random_seed=random_seed)
 
+    # nutpie takes target_accept; PyMC's init (jitter, mass-matrix start) has no nutpie
+    # counterpart, so a user's init sends "auto" to PyMC instead of being dropped.
+    nutpie_ok = {"target_accept", "compute_convergence_checks"}
+    chosen = choose_backend(
+        backend, draws=draws, tune=tune, chains=chains, pymc_only=bool(set(kwargs) - nutpie_ok)
+    )
+    # Room for continued draws (PyMC only: nutpie runs have a fixed length).
+    room = draws
+    if chosen != "nutpie":
+        room = planned_draws(draws, until_converged=until_converged, max_draws=max_draws,
+                             judged=check_convergence)  # fmt: skip
     keep = "auto" if log_likelihood is True else log_likelihood
     thin = 0
     if keep is not False:
-        thin = log_likelihood_thin(self.design.n_obs, draws=draws, chains=chains, keep=keep)
+        thin = log_likelihood_thin(self.design.n_obs, draws=room, chains=chains, keep=keep)
     if not {"log_likelihood": True, **(idata_kwargs or {})}["log_likelihood"]:
         thin = 0
     if thin > 1 and keep == "auto":
@@ -224,16 +243,10 @@ def sample(
             "GUM NUTS fit: the pointwise log-likelihood (%d rows x %d x %d draws, float32) "
             "would pass pmctx.memory.LOG_LIKELIHOOD_BYTES (%s); it is kept at one draw in %d "
             "(log_likelihood.attrs['thin']); log_likelihood='all' keeps every draw.",
-            self.design.n_obs, chains, draws, format_bytes(LOG_LIKELIHOOD_BYTES), thin,
+            self.design.n_obs, chains, room, format_bytes(LOG_LIKELIHOOD_BYTES), thin,
         )  # fmt: skip
-    check_fit_memory(self.design, draws=draws, chains=chains, log_likelihood_thin=thin,
+    check_fit_memory(self.design, draws=room, chains=chains, log_likelihood_thin=thin,
                      posterior_predictive=posterior_predictive)  # fmt: skip
-    # nutpie takes target_accept; PyMC's init (jitter, mass-matrix start) has no nutpie
-    # counterpart, so a user's init sends "auto" to PyMC instead of being dropped.
-    nutpie_ok = {"target_accept", "compute_convergence_checks"}
-    chosen = choose_backend(
-        backend, draws=draws, tune=tune, chains=chains, pymc_only=bool(set(kwargs) - nutpie_ok)
-    )
     target_accept = check_probability(kwargs.pop("target_accept", 0.9), "target_accept")
     if chosen == "nutpie":
         from pmctx.gum.whiten import WHITE_DIM, WHITE_NAME
@@ -279,6 +292,10 @@ def sample(
         progressbar=progressbar,
         # the group is added below (thinned); PyMC 6 warns on any log_likelihood key here
         idata_kwargs={k: v for k, v in (idata_kwargs or {}).items() if k != "log_likelihood"},
+        until_converged=until_converged,
+        max_draws=max_draws,
+        max_time=max_time,
+        judge=convergence_judge(convergence_check(), check=check_convergence),
         **kwargs,
     )
     predictive(idata)
