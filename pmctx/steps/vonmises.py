@@ -1,25 +1,19 @@
 """PyMC step methods for the low-rank von Mises orientation map (``pmctx.models.vonmises_map``).
 
-Three interchangeable Gibbs samplers for the latent doubled angles ``o`` (dims row, col),
-thin wrappers around the pure kernels of :mod:`pmctx.vonmises`:
-
-* :class:`PointwiseVonMisesGibbs` -- every node from its exact full conditional
-  (checkerboard scan; ``(R+1)^4`` mixture terms per node);
-* :class:`ColumnFFBSVonMises` -- the seed note's column blocks by forward-filter
-  backward-sample with the circle normaliser (``(R+1)^4`` per node, half the columns at once);
-* :class:`AugmentedVonMisesGibbs` -- explicit horizontal (then vertical) edge modes and all
-  columns (then rows) at once, ``(R+1)^2`` per node. The fastest; use it by default.
-* :class:`ClusterVonMisesGibbs` -- an augmented sweep followed by a reflection cluster move
-  (Swendsen-Wang with the observations as external field), which reflects whole regions.
+:class:`AugmentedVonMisesGibbs` samples the latent doubled angles ``o`` (dims row, col): explicit
+horizontal (then vertical) edge modes and all columns (then rows) at once, ``(R+1)^2`` work per
+node, a thin wrapper around :func:`pmctx.vonmises.augmented.augmented_sweep`, with the
+pinwheel-pair jumps of :mod:`pmctx.steps.vonmises_jumps`. :class:`ClusterVonMisesGibbs` adds
+a reflection cluster move (Swendsen-Wang with the observations as external field) after each
+augmented sweep, which reflects whole regions (when to use which:
+docs/guides/choosing_a_sampler.md).
+:class:`ChainFFBSVonMises` draws a von Mises chain's angles exactly.
 
 The steps read ``kappa``, ``kappa_obs``, the observations, the optional per-node ``signal``
 strength and the node prior from the model at every step, so a model whose ``kappa_obs``
 (or ``kappa``) is a random variable (``kappa_obs="prior"``) keeps working with its current
 value; :class:`KappaObsSlice` is the exact update of such a ``kappa_obs``.
 """
-
-# Long because it holds every step method of the two von Mises models on one shared base;
-# about 260 of its lines are docstrings.
 
 from __future__ import annotations
 
@@ -32,10 +26,8 @@ from pmctx.vonmises._numba_vector import log_joint_compiled
 from pmctx.vonmises.augmented import augmented_sweep
 from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR, sample_chain, sample_chain_kappa
 from pmctx.vonmises.cluster import cluster_sweep
-from pmctx.vonmises.ffbs import ffbs_sweep
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR, kappa_obs_statistics, sample_kappa_obs
 from pmctx.vonmises.maps import smoothness
-from pmctx.vonmises.pointwise import pointwise_sweep
 from pmctx.vonmises.potentials import natural_field, wrap_angle
 
 __all__ = [
@@ -43,10 +35,8 @@ __all__ = [
     "ChainFFBSVonMises",
     "ChainKappaSlice",
     "ClusterVonMisesGibbs",
-    "ColumnFFBSVonMises",
     "KappaObsSlice",
     "ModelParameters",
-    "PointwiseVonMisesGibbs",
 ]
 
 _PARAMETERS = ("kappa", "kappa_obs", "z_filled", "obs_mask", "prior_mean", "prior_kappa")
@@ -167,63 +157,6 @@ class _VonMisesMapStep(PmctxStep):
         raise NotImplementedError
 
 
-class PointwiseVonMisesGibbs(_VonMisesMapStep):
-    """Point-wise Gibbs: every angle from its exact full conditional (checkerboard scan).
-
-    Parameters
-    ----------
-    vars : list, optional
-        The angle grid variable (default: the model's ``o``).
-    model : pm.Model, optional
-    rng : int or Generator, optional
-    n_sweeps : int, default 1
-        Kernel sweeps per PyMC draw.
-
-    Examples
-    --------
-    >>> import numpy as np, pymc as pm
-    >>> from pmctx.models.vonmises_map import build_model
-    >>> model = build_model(np.zeros((3, 3)), kappa=2.0, kappa_obs=1.0, rank=2)
-    >>> with model:
-    ...     step = PointwiseVonMisesGibbs()
-    >>> step.rank
-    2
-    """
-
-    name = "vonmises_pointwise"
-    sweep = staticmethod(pointwise_sweep)
-
-
-class ColumnFFBSVonMises(_VonMisesMapStep):
-    """Seed §4.3 column blocks by forward-filter backward-sample (circle normaliser).
-
-    Same parameters as :class:`PointwiseVonMisesGibbs`.
-
-    Parameters
-    ----------
-    vars : list, optional
-        The angle grid variable (default: the model's ``o``).
-    model : pm.Model, optional
-        The model (default: the context's).
-    rng : int or Generator, optional
-        Random seed or generator.
-    n_sweeps : int, default 1
-        Kernel sweeps per PyMC draw.
-
-    Examples
-    --------
-    >>> import numpy as np, pymc as pm
-    >>> from pmctx.models.vonmises_map import build_model
-    >>> with build_model(np.zeros((3, 3)), kappa=2.0, kappa_obs=1.0, rank=2):
-    ...     step = ColumnFFBSVonMises(n_sweeps=2)
-    >>> step.n_sweeps
-    2
-    """
-
-    name = "vonmises_column_ffbs"
-    sweep = staticmethod(ffbs_sweep)
-
-
 class AugmentedVonMisesGibbs(PairJumps, _VonMisesMapStep):
     """Auxiliary-variable block Gibbs: all columns, then all rows, exactly and at once.
 
@@ -333,7 +266,7 @@ class KappaObsSlice(PmctxStep):
     prior : (float, float), default ``KAPPA_OBS_PRIOR``
         Shape and rate of the Gamma prior; must match the model's.
     model, rng
-        As in :class:`PointwiseVonMisesGibbs`.
+        As in :class:`AugmentedVonMisesGibbs`.
 
     Examples
     --------

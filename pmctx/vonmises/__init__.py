@@ -1,8 +1,8 @@
 """Kernels of the low-rank von Mises orientation map (pure numpy, no PyMC).
 
 * :mod:`~pmctx.vonmises.potentials` -- edge potential, circle normaliser, sampling helpers
-* :mod:`~pmctx.vonmises.pointwise` -- point-wise Gibbs (exact mixture conditionals)
-* :mod:`~pmctx.vonmises.ffbs` -- column blocks by forward-filter backward-sample (seed §4.3)
+* :mod:`~pmctx.vonmises.pointwise` -- one node's full conditional (exact mixture terms)
+* :mod:`~pmctx.vonmises.ffbs` -- forward filtering of a column's auxiliary modes (seed §4.3)
 * :mod:`~pmctx.vonmises.augmented` -- auxiliary-variable sampler, all columns at once
 * :mod:`~pmctx.vonmises.cluster` -- reflection cluster move (Swendsen-Wang with a field)
 * :mod:`~pmctx.vonmises.marginals` -- node marginals by forward-backward (seed §4.4)
@@ -18,14 +18,9 @@
 
 from pmctx.vonmises.augmented import augmented_sweep
 from pmctx.vonmises.cluster import cluster_sweep
-from pmctx.vonmises.ffbs import ffbs_sweep
-from pmctx.vonmises.pointwise import pointwise_sweep
 
-SWEEPS = {
-    "augmented": augmented_sweep,
-    "cluster": cluster_sweep,
-    "ffbs": ffbs_sweep,
-    "pointwise": pointwise_sweep,
-}
+#: The map's sweep kernels by name (``sweep(o, field, kappa, rank, rng)``; when to use which:
+#: docs/guides/choosing_a_sampler.md).
+SWEEPS = {"augmented": augmented_sweep, "cluster": cluster_sweep}
 
-__all__ = ["SWEEPS", "augmented_sweep", "cluster_sweep", "ffbs_sweep", "pointwise_sweep"]
+__all__ = ["SWEEPS", "augmented_sweep", "cluster_sweep"]

@@ -1,8 +1,8 @@
 """Prior draws of the low-rank von Mises orientation map and noisy observations (and SBC).
 
 The map's prior is a loopy MRF without a direct sampler: :func:`sample_prior` (and the SBC
-simulator :func:`simulate`) run ``n_sweeps`` Gibbs sweeps from uniform angles to approximate
-a draw (use enough sweeps for the grid and ``kappa``; small maps mix in tens).
+simulator :func:`simulate`) run ``n_sweeps`` augmented Gibbs sweeps from uniform angles to
+approximate a draw (use enough sweeps for the grid and ``kappa``; small maps mix in tens).
 :func:`noisy_observations` adds von Mises noise around the doubled angles with ``kappa_obs``
 and sets a fraction ``missing`` to NaN. The SBC truth holds kappa-dependent, label-free
 statistics of the map: its ``smoothness`` (mean cos of neighbouring doubled-angle
@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 from pmctx.exceptions import PmctxWarning
-from pmctx.validation import as_rng, check_choice, check_int, check_positive, check_probability
+from pmctx.validation import as_rng, check_int, check_positive, check_probability
 from pmctx.vonmises import SWEEPS
 from pmctx.vonmises.maps import o_to_theta, smoothness, theta_to_o
 
@@ -36,7 +36,6 @@ def sample_prior(
     rank: int = 5,
     n_sweeps: int = 50,
     n_maps: int | None = None,
-    sampler: str = "augmented",
     random_seed=None,
 ):
     """Draw maps from the prior by ``n_sweeps`` Gibbs sweeps from uniform random angles.
@@ -58,8 +57,6 @@ def sample_prior(
         Gibbs sweeps from the uniform start (more sweeps, closer to the prior).
     n_maps : int, optional
         Number of independent maps; omitted, a single map is returned.
-    sampler : {"augmented", "cluster", "ffbs", "pointwise"}, default "augmented"
-        Sweep kernel (:data:`pmctx.vonmises.SWEEPS`).
     random_seed : int or numpy.random.Generator, optional
         Random seed or generator.
 
@@ -78,7 +75,7 @@ def sample_prior(
     rank = check_int(rank, "rank", minimum=1)
     n_rows, n_cols = (check_int(s, "shape", minimum=1) for s in shape)
     n_sweeps = check_int(n_sweeps, "n_sweeps", minimum=1)
-    sweep = SWEEPS[check_choice(sampler, "sampler", list(SWEEPS))]
+    sweep = SWEEPS["augmented"]
     rng = as_rng(random_seed)
     field = np.zeros((n_rows, n_cols, 2))
     maps = []
@@ -142,7 +139,6 @@ def simulate(
     rank: int = 3,
     missing: float = 0.2,
     n_sweeps: int = 100,
-    sampler: str = "augmented",
 ):
     """One prior map and its noisy observations: ``(data, truth)``.
 
@@ -165,8 +161,6 @@ def simulate(
         Probability that a node is missing.
     n_sweeps : int, default 100
         Prior sweeps.
-    sampler : str, default "augmented"
-        Sweep kernel.
 
     Returns
     -------
@@ -181,7 +175,7 @@ def simulate(
     kappa_obs = check_positive(kappa_obs, "kappa_obs")
     rank = check_int(rank, "rank", minimum=1)
     missing = check_probability(missing, "missing", closed=True)
-    sweep = SWEEPS[check_choice(sampler, "sampler", list(SWEEPS))]
+    sweep = SWEEPS["augmented"]
     o = rng.uniform(-np.pi, np.pi, size=(n_rows, n_cols))
     field = np.zeros((n_rows, n_cols, 2))
     for _ in range(check_int(n_sweeps, "n_sweeps", minimum=1)):

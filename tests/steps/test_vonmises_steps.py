@@ -11,19 +11,14 @@ import pymc as pm
 import pytest
 from pmctx.models.vonmises_map import build_model
 
-from pmctx.steps.vonmises import (
-    AugmentedVonMisesGibbs,
-    ClusterVonMisesGibbs,
-    ColumnFFBSVonMises,
-    PointwiseVonMisesGibbs,
-)
+from pmctx.steps.vonmises import AugmentedVonMisesGibbs, ClusterVonMisesGibbs
 from pmctx.testing import assert_matches_exact, compare_to_exact, reference_compile_kwargs
 from pmctx.vonmises.potentials import log_joint, natural_field
 from tests.oracles.vonmises_exact import bin_index, binned_joint
 
 KAPPA, RANK, KAPPA_OBS, N_BINS = 1.5, 2, 1.2, 3
 Z = np.array([[0.3, np.nan], [np.nan, 0.0]])
-STEPS = [PointwiseVonMisesGibbs, ColumnFFBSVonMises, AugmentedVonMisesGibbs, ClusterVonMisesGibbs]
+STEPS = [AugmentedVonMisesGibbs, ClusterVonMisesGibbs]
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +82,6 @@ def test_default_sweeps_per_stored_draw():
     with model:
         assert AugmentedVonMisesGibbs().n_sweeps == 8
         assert ClusterVonMisesGibbs().n_sweeps == 8
-        assert PointwiseVonMisesGibbs().n_sweeps == ColumnFFBSVonMises().n_sweeps == 1
         assert AugmentedVonMisesGibbs(n_sweeps=1).n_sweeps == 1
         for bad in (0, 1.5, True):
             with pytest.raises(ValueError, match="n_sweeps"):

@@ -16,10 +16,10 @@ from scipy.special import i0e
 from pmctx.testing import compare_to_exact
 from pmctx.vonmises._numba_chains import LOG_I0E_TABLE, log_i0e
 from pmctx.vonmises.augmented import augmented_sweep, sample_edge_modes, sample_single_term_chains
-from pmctx.vonmises.ffbs import sample_chains
 from pmctx.vonmises.potentials import mode_vectors
 from tests.oracles import vonmises_kernels as reference
 from tests.oracles.vonmises_exact import bin_index
+from tests.oracles.vonmises_ffbs import sample_chains
 
 
 def test_log_i0e_table_is_exact_to_1e10():

@@ -1,11 +1,12 @@
-"""Column FFBS kernel: its evidence and draws against quadrature of the column conditional."""
+"""Column potentials (``pmctx.vonmises.ffbs``) and the FFBS oracle built on them, against
+quadrature of the column conditional."""
 
 import numpy as np
 import pytest
 from scipy.special import logsumexp
 
 from pmctx.testing import compare_to_exact
-from pmctx.vonmises.ffbs import ffbs_sweep, horizontal_neighbour_terms, sample_chains
+from pmctx.vonmises.ffbs import horizontal_neighbour_terms
 from pmctx.vonmises.potentials import (
     log_edge_potential,
     log_sphere_normaliser,
@@ -13,6 +14,7 @@ from pmctx.vonmises.potentials import (
     natural_field,
 )
 from tests.oracles.vonmises_exact import bin_index
+from tests.oracles.vonmises_ffbs import ffbs_sweep, sample_chains
 
 KAPPA, RANK = 1.8, 3
 POINTS = 48
