@@ -14,23 +14,18 @@ held-out pixels: the band-pass prior with a column spacing
 (:mod:`pmctx.models.vonmises_spectral`), its spacing and ring width searched by
 :func:`pmctx.vonmises.spectral_cv.cross_validate_spacing`, the prior chosen by
 :func:`pmctx.vonmises.average.choose_prior` and stacked within it. Real orientation maps
-have a column spacing that a nearest-neighbour prior does not know: on 64 x 64 band-pass
-maps (spacing 8 and 20, 10-70% missing, ``kappa_obs`` 1 and 4, 2 maps per condition;
-``benchmarks/bench_vonmises_realistic.py``) the default's error at missing pixels was
-4.7-19.9 degrees against 6.3-21.4 for a complex GP and 6.9-22.0 for normalized
-convolution, lower in every condition and on every map, with 90% intervals covering
-0.89-0.92, at 51-107 CPU s per map (at 128 x 128: 5.2-20.0 degrees against the GP's
-6.7-22.0, coverage 0.87-0.91, 266-460 CPU s per map); the nearest-neighbour grid alone
-(``spacings=None``) gave 7.7-25.0 degrees at 64 x 64.
+have a column spacing that a nearest-neighbour prior does not know: on band-pass maps the
+default's error at missing pixels is lower than a complex GP's and normalized convolution's
+in every condition and on every map, with 90% intervals close to nominal, and the
+nearest-neighbour grid alone (``spacings=None``) is worse than both
+(``benchmarks/bench_vonmises_realistic.py``; ``benchmarks/results/vonmises_realistic.json``
+and ``vonmises_realistic_128.json``).
 
 The default ``method="stacking"`` comes from ``benchmarks/study_vonmises_kappa.py``
-(``benchmarks/results/vonmises_kappa_study.json``: 20 simulated 16 x 16 maps, kappa 5,
-10-70% missing, kappa_obs 1 and 4): the 90% intervals at missing pixels covered 0.910 of
-the pooled pixels with stacking (mean over maps 0.885 +- 0.026; error 7.7 degrees),
-0.920 with pseudo-BMA+ (0.899 +- 0.021; 7.6 degrees), 0.871 with CV's single best kappa
-(0.842 +- 0.022; 7.5 degrees) and 0.892 at the generating kappa (7.1 degrees). The
-one-SE rule towards smaller kappa and the elbow over-cover (0.92, 0.96) with larger errors
-(11.1, 9.0 degrees).
+(``benchmarks/results/vonmises_kappa_study.json``): its 90% intervals at missing pixels
+cover close to nominal, as pseudo-BMA+'s do, at the same error; CV's single best kappa
+under-covers, and the one-SE rule towards smaller kappa and the elbow over-cover with
+larger errors.
 
 Examples
 --------

@@ -2,10 +2,9 @@
 
 A process that has imported PyMC holds millions of objects (PyMC, PyTensor, ArviZ, SciPy,
 Matplotlib, xarray), and CPython's shutdown runs the cyclic garbage collector over all of
-them after the ``atexit`` handlers: 0.64 s of a 5.0 s ``g.sample()`` script (seed 002
-section 3.1, N = 500) on the 2-CPU benchmark machine, 0.40 s after ``import arviz`` alone.
-:func:`install` registers :func:`gc.freeze` as an ``atexit`` handler, so that those passes
-skip every object alive at exit (the shutdown then took 0.07 s). Memory is returned to the
+them after the ``atexit`` handlers, a sizeable part of a short script's time (figures:
+``docs/benchmarks.md``). :func:`install` registers :func:`gc.freeze` as an ``atexit``
+handler, so that those passes skip every object alive at exit. Memory is returned to the
 system by the process's end either way.
 
 What changes: an object that is part of a reference cycle at exit is no longer collected,

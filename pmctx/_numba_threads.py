@@ -6,15 +6,15 @@ On Linux PyMC starts its chain processes by ``fork``. Numba's default threading 
 already using GNU OpenMP, this is unsafe". The orientation map's sweeps are threaded from
 2**15 nodes (181 x 181, :data:`pmctx.vonmises._numba_vector.PARALLEL_MIN_NODES`) and
 ``reconstruct`` runs one in its own process before ``pm.sample`` forks the chains, so every
-such fit with chains in parallel died that way (``cores > 1``, the default on a multi-core
-machine), and so did ``with model: pm.sample()`` after any threaded sweep in the session.
+such fit with chains in parallel would die that way (``cores > 1``, the default on a
+multi-core machine), as would ``with model: pm.sample()`` after any threaded sweep in the
+same process.
 
 :func:`install` asks Numba for its ``"forksafe"`` layer unless the user chose one: TBB where
-the ``tbb`` package is installed, otherwise Numba's own ``workqueue`` on Linux. Measured on
-the 2-CPU benchmark machine, one augmented sweep in the main process with 2 threads took
-22.6 / 37.2 / 71.6 / 117 ms at 200 / 256 / 384 / 512 nodes a side against 18.1 / 28.7 /
-64.1 / 112 ms with OpenMP; a 256 x 256 fit with 4 chains in 2 processes took the same 19-20 s
-wall (OpenMP: crashed). ``workqueue`` does not allow two Python threads to run threaded
+the ``tbb`` package is installed, otherwise Numba's own ``workqueue`` on Linux. A threaded
+sweep in one process is a little slower with ``workqueue`` than with OpenMP; a fit whose
+chains run in processes takes the same time (figures: ``docs/benchmarks.md``).
+``workqueue`` does not allow two Python threads to run threaded
 kernels at once; pmctx runs chains and batch fits in processes.
 
 To choose a layer yourself, set ``NUMBA_THREADING_LAYER`` before importing pmctx (``omp``

@@ -2,11 +2,12 @@
 
 Why pmctx needs them: :mod:`pmctx.gum.cached` gives nutpie a model whose two Numba callbacks
 (log density with gradient, Deterministics) are read from Numba's disk cache, so that a new
-process samples a GUM without compiling them again (about 8 of the 10 s of a first
-``g.sample()`` at N=500). nutpie's public path, :func:`nutpie.compile_pymc_model`, compiles
-callbacks whose code embeds the data's addresses, which Numba cannot cache, and nutpie 0.16
-has no public way to take callbacks made elsewhere. pmctx therefore builds nutpie's model
-object itself, from three undocumented names of ``nutpie.compile_pymc``:
+process samples a GUM without compiling them again (that compile is most of a first
+``g.sample()``: ``docs/benchmarks.md``). nutpie's public path,
+:func:`nutpie.compile_pymc_model`, compiles callbacks whose code embeds the data's addresses,
+which Numba cannot cache, and nutpie 0.16 has no public way to take callbacks made elsewhere.
+pmctx therefore builds nutpie's model object itself, from three undocumented names of
+``nutpie.compile_pymc``:
 
 - ``CompiledPyMCModel``: the dataclass :func:`nutpie.sample` takes; its fields (``_n_dim``,
   ``_coords``, ``_shapes``, ``user_data``, ``shared_var_keys`` since 0.16, ...) are nutpie's

@@ -1,8 +1,8 @@
 """A model's initial point, computed once for each state of the model.
 
-``pm.Model.initial_point()`` compiles a PyTensor function on every call (about 0.15-0.2 s of
-graph rewriting on a 2-core machine). A pmctx fit asked for it several times (each step's
-set-up, the trace's shapes), so :func:`initial_point` keeps the last point per model and
+``pm.Model.initial_point()`` compiles a PyTensor function on every call (graph rewriting:
+``docs/benchmarks.md``). A pmctx fit asks for it several times (each step's set-up, the
+trace's shapes), so :func:`initial_point` keeps the last point per model and
 computes it again only when something it depends on changed: the value variables, the
 initial values set on the model, the transforms, or the value of a shared variable the free
 variables depend on (``pm.Data``, mutable dims).

@@ -1,8 +1,8 @@
 """Units on a Dask cluster in chunks: several units per task, sized from measured fit times.
 
 One task per unit costs a scheduler round trip, a task's bookkeeping on the worker and a
-result transfer per unit: for fits of tens of milliseconds that is a third of the fit again
-(measured on 200 CRP alpha fits of 40 ms on one worker: +36% wall against a plain loop). A
+result transfer per unit: for fits of tens of milliseconds that is a large share of the fit
+again (``docs/benchmarks.md``). A
 task here runs a *chunk*: :func:`run_chunk` fits its units one after another with
 :func:`pmctx.batch.writer.run_units`, so each unit's NetCDF and record are still written
 atomically as soon as that unit finishes (while the next one fits), and a unit that raises

@@ -1,11 +1,11 @@
 """Units one after another, each unit's files written while the next unit fits.
 
-Writing a unit's NetCDF costs 2-4 ms (a CRP alpha or GUM Laplace fit takes 35-40 ms), and
-most of it is spent inside the netCDF/HDF5 C library, which runs without Python's global
-interpreter lock. :func:`run_units` hands each unit's writing (its NetCDF, then its JSON
-record) to one background thread and fits the next unit meanwhile, so on a machine with a
-core to spare the writing leaves the fits' critical path; the CPU time is the same. What the
-engine promises is unchanged:
+Writing a unit's NetCDF costs about a tenth of a fast fit (a CRP alpha or GUM Laplace fit;
+``docs/benchmarks.md``), and most of it is spent inside the netCDF/HDF5 C library, which runs
+without Python's global interpreter lock. :func:`run_units` hands each unit's writing (its
+NetCDF, then its JSON record) to one background thread and fits the next unit meanwhile, so on
+a machine with a core to spare the writing leaves the fits' critical path; the CPU time is the
+same. The engine's promises hold:
 
 * a unit's record is yielded only after its NetCDF and record are on disk (atomically, record
   last), so a progress bar or a summary row never runs ahead of the files;

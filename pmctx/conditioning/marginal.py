@@ -2,13 +2,13 @@
 
 ``pm.sample`` stores ``log p(f_ti | z_t, theta)`` per observed entry, given each trial's
 sampled cause ``z_t``. Leaving a whole *trial* out changes the posterior of its ``z_t``
-completely, so PSIS-LOO over trials on that conditional fails (68% of Pareto k > 0.7 on the
-shipped ABA renewal design). The trial-level quantity LOO needs is
+completely, so PSIS-LOO over trials on that conditional fails (most Pareto k above 0.7 on
+the shipped ABA renewal design: ``docs/benchmarks.md``). The trial-level quantity LOO needs is
 
 .. math:: \\log p(f_t | w, \\theta) = \\log \\sum_k w_k \\prod_{i\\,observed}
           \\theta_{ki}^{f_{ti}} (1 - \\theta_{ki})^{1 - f_{ti}},
 
-exact (a sum over the ``max_causes`` causes), which gives 0% of k > 0.7 on that design.
+exact (a sum over the ``max_causes`` causes), whose Pareto k stay below 0.7 on that design.
 
 Examples
 --------

@@ -18,7 +18,7 @@ it is Metropolis-Hastings on the extended target ``p(theta) p(u) p(y | V(theta, 
 
 Freezing ``u`` for a whole chain instead (common random numbers) targets ``p(theta | y, u)``,
 the posterior *given one realisation of the filter's noise*: its intervals are too narrow and
-centred on the wrong point (in simulations its 80% intervals covered 42-55% of the true values).
+centred on the wrong point (simulated coverage: ``docs/benchmarks.md``).
 
 With ``method="local_map"`` the filter is deterministic, ``u`` is ignored and the step is an
 ordinary adaptive random-walk Metropolis step on an exact likelihood.
@@ -47,9 +47,9 @@ During tuning the proposal adapts (Andrieu & Thoms 2008, algorithm 4): the globa
 Robbins-Monro towards ``target_accept`` and the covariance from the tuning draws (choosing
 ``R`` mid-tuning lets the scale adapt to the final noise level).
 
-Independence proposal after tuning (issue 27). alpha's posterior is wide and skewed (on a
-100-trial subject its unconstrained sd was ~1.2, 0.1 < alpha < 5), and the random walk mixed
-slowly (ESS 17 of 600 draws, R-hat 1.13). When tuning ends the step evaluates the model at
+Independence proposal after tuning. alpha's posterior is wide and skewed on the
+unconstrained scale, and the random walk alone mixes slowly on it (``docs/benchmarks.md``).
+When tuning ends the step evaluates the model at
 ``grid_points`` points of a box (tuning mean +- 5 sd, one fresh filter run each) and fits a
 multivariate t (df 4, 1.2 times the grid's sd) to it; from then on a step proposes from it
 with probability ``independence_prob`` (default 1) with the Hastings ratio ``q(x) / q(x')``,
@@ -60,7 +60,7 @@ same check fails).
 
 Collapsed response block (``collapse``). The response parameters (level, gain) of the
 linear-Gaussian CR model are strongly tied to ``V`` (so to alpha and a), and alternating
-PMMH on (alpha, a) with NUTS on (level, gain) mixed slowly (ESS of a: 19 of 600). Given
+PMMH on (alpha, a) with NUTS on (level, gain) mixes slowly (``docs/benchmarks.md``). Given
 ``V`` and ``sd`` they are Gaussian (normal priors), so the step integrates them out: it
 accepts on ``p(theta, u | y, sd)``, the log prior of every variable but the block (one
 compiled call per point, which also gives the filter's inputs) plus the block's closed-form

@@ -2,8 +2,8 @@
 
 nutpie's own PyMC path (:func:`nutpie.compile_pymc_model`) wraps the model's Numba log
 density in two ``numba.cfunc`` s whose code embeds the model's data and addresses, so Numba
-cannot cache them and every new process compiles them again (~8.5 s of a 10.7 s first
-``g.sample()`` at N=500, seed 002 section 3.1). :func:`compile_cached_nutpie` builds the same
+cannot cache them and every new process compiles them again (most of a first
+``g.sample()``: ``docs/benchmarks.md``). :func:`compile_cached_nutpie` builds the same
 two callbacks for a model with one free vector (the Laplace-whitened model,
 :mod:`pmctx.gum.whiten`):
 
@@ -19,9 +19,9 @@ A later process (or another data set with the same formula, family, support poin
 loads both from disk in milliseconds. :func:`build_recipe` does the graph work once and
 :func:`from_recipe` makes the callbacks; :mod:`pmctx.gum.recipes` stores the
 :class:`Recipe` so that a later process with the same model skips the graph work as well.
-nutpie then samples exactly as before (same Rust sampler, the same callbacks' signature, no
-GIL), on the same log density: the functions are the model's own graph, checked against it
-in ``tests/gum/test_gum_cached.py``.
+nutpie then samples as through its own path (same Rust sampler, the same callbacks'
+signature, no GIL), on the same log density: the functions are the model's own graph,
+checked against it in ``tests/gum/test_gum_cached.py``.
 
 Examples
 --------

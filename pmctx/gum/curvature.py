@@ -9,7 +9,7 @@ basis), an inducing-grid GP two (linear interpolation), a linear term one weight
 ``J^T W J = Q^T (J_theta^T W J_theta) Q``
 
 costs O(N k^2) (k non-zeros per row) instead of the O(N D^2) of the dense N x D Jacobian
-(about 30x less at N=100,000, D=95 on seed 002 section 3.1). The same holds for the
+(``docs/benchmarks.md``). The same holds for the
 curvature term ``sum_n d1_n d^2 rho_n / du du^T`` of products. The bases' sparse form
 depends on the data only and is computed once per design; ``Q`` changes with the
 hyperparameters and enters as a small dense M x D matrix.

@@ -4,10 +4,10 @@
 with its sweeps run by :func:`pmctx.vonmises.jax_series.augmented_sweeps`: the same law (the
 kernel's tests tie it to the compiled CPU pass given the same uniforms, and to the exact joint
 of a small grid), one compiled call per stored draw, on JAX's default device. It pays on a GPU
-for maps of about a million nodes and more (``docs/benchmarks.md``, GPU section: 4.7 times the
-16-thread CPU sweep at 512 x 512, 16.8 times at 2,048 x 2,048); on a CPU the compiled default
-is faster. ``reconstruct(..., sampler="augmented_jax")`` selects it and runs the chains one
-after another, since chain processes would each claim the device's memory.
+for maps of about a million nodes and more (``docs/benchmarks.md``, GPU section); on a CPU
+the compiled default is faster. ``reconstruct(..., sampler="augmented_jax")`` selects it
+and runs the chains one after another, since chain processes would each claim the device's
+memory.
 """
 
 from __future__ import annotations

@@ -20,11 +20,9 @@ sampled exactly by HMC in whitened Fourier coordinates (:mod:`pmctx.vonmises.spe
 or elliptical slice sampling, :mod:`pmctx.vonmises.spectral_ess`, which mixes slower),
 alternated with the exact slice update of ``kappa_obs``
 (:func:`pmctx.vonmises.hyper.sample_kappa_obs`; its sufficient statistic is
-``sum_i cos(z_i - arg w_i)``). ``benchmarks/bench_vonmises_spectral_mixing.py`` (64 x 64,
-spacing 12, 30% missing, ``kappa_obs`` 4): HMC with one move per draw gives 1.35 effective
-draws per CPU second of the circular mean at missing pixels and 2.8 of the pinwheel count,
-two moves per draw 1.2 and 2.6, elliptical slice sampling (10 updates per draw) 0.5 and
-0.7.
+``sum_i cos(z_i - arg w_i)``). HMC with one move per draw gives the most effective draws
+per CPU second (``benchmarks/bench_vonmises_spectral_mixing.py``,
+``benchmarks/results/vonmises_spectral_mixing.json``).
 
 Examples
 --------

@@ -8,31 +8,24 @@ held-out observation is scored by the posterior predictive density
 (:func:`pmctx.vonmises.select.heldout_log_predictive`), one row per ``(spacing, width)``.
 
 Without given spacings the search does not trust the data's own estimate
-(:func:`pmctx.vonmises.spectral.estimate_spacing`, the peak of the radial power spectrum of
-the observed unit vectors): maps whose power is not a thin ring put that peak far from the
-column spacing (a difference-of-Gaussians map of spacing 20 gave 51 pixels). A first stage
-ranks :data:`COARSE_RATIOS` times the estimate (steps of 2^(1/3), from 2.5 times below it
-to 1.6 times above) at every width of :data:`WIDTHS` by linear prediction of the held-out
-pixels (:func:`pmctx.vonmises.spectral_kriging.linear_prediction_score`: deterministic, a
-few CPU seconds on a 64 x 64 map), then the posterior is fitted at :data:`RATIOS` times the
-winning spacing at every width; those rows are what stacking weighs.
+(:func:`pmctx.vonmises.spectral.estimate_spacing`, the peak of the radial power spectrum of the
+observed unit vectors): maps whose power is not a thin ring put that peak far from the column
+spacing (by a factor of about 2.5 on a difference-of-Gaussians map: ``docs/benchmarks.md``). A
+first stage ranks :data:`COARSE_RATIOS` times the estimate (steps of 2^(1/3), from 2.5 times
+below it to 1.6 times above) at every width of :data:`WIDTHS` by linear prediction of the
+held-out pixels (:func:`pmctx.vonmises.spectral_kriging.linear_prediction_score`: deterministic
+and cheap), then the posterior is fitted at :data:`RATIOS` times the winning spacing at every
+width; those rows are what stacking weighs.
 
-The first stage used to score posterior fits too, with half the draws, and short chains
-rank badly: the held-out density of a short chain is biased low (Jensen: ``log mean_s p_s``
-over few effective draws falls short of ``log E p``; the field's HMC draws are
-autocorrelated, and ``kappa_obs``, started at 2, relaxes over a hundred or more moves), and
-the bias is larger at small spacings and wide rings. On a 64 x 64 band-pass map (spacing 8,
-70% missing, ``kappa_obs`` 1) that stage scored spacing 7.5 at -2.32 per pixel against
-12.0 at -1.93 (20 draws after 30 discarded; 300 draws after 300: -1.81 and -1.81 at width
-0.5, -1.80 and -1.84 at width 0.25), centred the refinement on 12 and lost 5.5 degrees
-at the missing pixels. Linear prediction put that map's refinement at 7.6, 9.5 and 11.9;
-on the 12 maps of ``benchmarks/bench_vonmises_realistic.py`` (band-pass, spacing 8 and 20,
-whose estimate is close to the truth) it ranked the estimate first on 10 and its neighbour
-on the grid on 2, and on a difference-of-Gaussians map of spacing 20 it moved from an
-estimate of 51 pixels to 20.3. The same bias remains within the refinement, so the rows of
-stacking weight at least :data:`RESCORE_WEIGHT` are scored again with :data:`RESCORE_FACTOR`
-times the kept draws, which is what the choice between the two priors
-(:func:`pmctx.models.vonmises_select.reconstruct_cv`) compares.
+The first stage does not score posterior fits, because short chains rank badly: the held-out
+density of a short chain is biased low (Jensen: ``log mean_s p_s`` over few effective draws
+falls short of ``log E p``; the field's HMC draws are autocorrelated, and ``kappa_obs``,
+started at 2, relaxes over a hundred or more moves), and the bias is larger at small spacings
+and wide rings, so short fits can centre the refinement on the wrong spacing; linear prediction
+has no such bias (the figures: ``docs/benchmarks.md``). The same bias remains within the
+refinement, so the rows of stacking weight at least :data:`RESCORE_WEIGHT` are scored again
+with :data:`RESCORE_FACTOR` times the kept draws, which is what the choice between the two
+priors (:func:`pmctx.models.vonmises_select.reconstruct_cv`) compares.
 
 Examples
 --------

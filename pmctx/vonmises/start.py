@@ -2,16 +2,14 @@
 
 Why it matters: at smoothing concentrations typical of orientation maps (``kappa`` >= 4 at
 rank 5) the map's prior has few pinwheels, and the Gibbs samplers remove a pinwheel pair
-only slowly (a 32 x 32 prior chain started from uniform angles keeps defects for about 200
+only slowly (a prior chain started from uniform angles keeps defects for hundreds of
 sweeps). A chain started from random angles at missing pixels therefore spends its burn-in
 (and, with 70% missing pixels, the whole run) in a defected map that disagrees with the data;
 the learned ``kappa_obs`` then drops to explain the misfit, which weakens the data's pull
-further. On a 32 x 32 prior map (kappa 5, 70% missing, kappa_obs = 1) at the true kappa, 90%
-intervals at the missing pixels covered 0.56 of them from a random start and 0.86 from the
-smoothed data; in the quick GP comparison (``benchmarks/bench_vonmises_gp.py``, kappa by CV)
-0.46 and 0.72. Coverage is still below nominal there: the start is one cause, not all. The
-start does not change the
-target: every sweep after it is an exact MCMC update.
+further, and the intervals at the missing pixels under-cover; starting from the smoothed
+data raises their coverage, though not to nominal: the start is one cause, not all
+(``docs/benchmarks.md``). The start does not change the target: every sweep after it is an
+exact MCMC update.
 
 :func:`smoothed_start` is a normalised Gaussian convolution of ``exp(i z)`` over the observed
 pixels (a pixel far from all data takes the angle of its smoothed surroundings).
