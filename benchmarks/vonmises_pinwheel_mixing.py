@@ -51,19 +51,10 @@ run directly (no PyMC), so ``time.process_time`` measures the sweeps alone.
    than the ladder alone, far from R-hat 1.01 on every seed within twice the CPU, so not
    shipped.
 
-3. ``compare``: replica exchange (:mod:`pmctx.vonmises.tempering`, a ladder of ``K`` rungs
-   from ``kappa_min`` up to 5, augmented sweeps at every rung, one tempered step per stored
-   draw) against the default augmented run (4 x (1000 + 1000) draws of 8 sweeps), 4 chains
-   each, chains in parallel processes: the pinwheel count's autocorrelation time in stored
-   draws and CPU seconds, and its R-hat after the default run's number of draws, after the
-   draws whose CPU (tuning included) is twice the default run's, and after all draws.
-   Writes ``benchmarks/results/vonmises_pinwheel_mixing.json``.
-
-4. ``defaults``: ``reconstruct(theta_obs)`` at kappa 5, 1000 + 1000 draws: the augmented
+3. ``defaults``: ``reconstruct(theta_obs)`` at kappa 5, 1000 + 1000 draws: the augmented
    sampler without pinwheel-pair jumps (``n_jumps=0``: the default when issue 29 was filed,
-   8 sweeps per draw), the default (augmented with the jumps it learns in tuning,
-   :mod:`pmctx.steps.vonmises_jumps`) and replica exchange (``sampler="tempered"``, the
-   default before the jumps), fit seeds 0-4, one fit at a time through ``pm.sample`` (its
+   8 sweeps per draw), and the default (augmented with the jumps it learns in tuning,
+   :mod:`pmctx.steps.vonmises_jumps`), fit seeds 0-4, one fit at a time through ``pm.sample`` (its
    default cores): CPU seconds of the whole call (this process and its chain processes),
    wall seconds, and the pinwheel row of pmctx's own convergence report
    (:func:`pmctx.convergence.convergence_report`). Writes
@@ -71,7 +62,6 @@ run directly (no PyMC), so ``time.process_time`` measures the sweeps alone.
 
 Usage: ``python -m benchmarks.vonmises_pinwheel_mixing tau augmented 8 400 150``,
 ``python -m benchmarks.vonmises_pinwheel_mixing escape augmented 300 12`` or
-``python -m benchmarks.vonmises_pinwheel_mixing compare 8 4.0 [tune draws]``,
 ``python -m benchmarks.vonmises_pinwheel_mixing defaults [seeds]``; samplers are
 the keys of :data:`pmctx.vonmises.SWEEPS`.
 """
@@ -193,140 +183,6 @@ def escape_times(name, states, max_sweeps, n_starts, seed=7, sweep=None):
     return np.array(times), cpu / n_done
 
 
-def _start(data, chain, seed=0):
-    """Chain ``chain``'s start, as :func:`run_chains` draws them (data, uniform at missing)."""
-    start_rng = np.random.default_rng(seed)
-    for _ in range(chain + 1):
-        o = np.where(np.isnan(data), start_rng.uniform(-np.pi, np.pi, data.shape), data)
-    return o
-
-
-def one_chain(job):
-    """One chain of ``job = (kind, chain, tune, draws, n_replicas, kappa_min)``.
-
-    ``kind`` ``"augmented"``: 8 augmented sweeps per draw at kappa 5; ``"tempered"``: one
-    replica-exchange step per draw. Returns pinwheel counts, ``o[NODE]``, CPU s of the
-    stored draws and of the whole chain, and the swap rate per pair of rungs.
-    """
-    from pmctx.vonmises.augmented import augmented_sweep
-    from pmctx.vonmises.tempering import kappa_ladder, tempered_sweep
-
-    kind, chain, tune, draws, n_replicas, kappa_min = job
-    data, field = demo_problem()
-    rng = np.random.default_rng([0, chain])
-    o = _start(data, chain)
-    ladder = kappa_ladder(5.0, n_replicas, kappa_min=kappa_min)
-    states = np.repeat(o[None], n_replicas, axis=0)
-    pins, angles, swaps = np.zeros(draws), np.zeros(draws), []
-    cpu_draws, t_all = 0.0, time.process_time()
-    for t in range(tune + draws):
-        t0 = time.process_time()
-        if kind == "tempered":
-            states, accepted = tempered_sweep(states, field, ladder, 5, rng)
-            o = states[-1]
-            swaps.append(accepted)
-        else:
-            for _ in range(8):
-                o = augmented_sweep(o, field, 5.0, 5, rng)
-        if t >= tune:
-            cpu_draws += time.process_time() - t0
-            pins[t - tune], angles[t - tune] = _pinwheels(o), o[NODE]
-    swap_rate = np.nanmean(swaps, axis=0).tolist() if swaps else []
-    return pins, angles, cpu_draws, time.process_time() - t_all, swap_rate
-
-
-def table_fields(row):
-    """The columns of the benchmarks page (``benchmarks/__main__.py``) for a ``compare`` row."""
-    return {
-        "benchmark": "vonmises-pinwheel-mixing",
-        "variant": f"{row['sampler']} {row['ladder']}".replace(" -", ""),
-        "size": f"50x50 R=5 kappa 5, 4 chains, {row['budget']} of the default run",
-        "seconds_per_sweep": row["cpu_s_per_draw"] / 8,
-        "sweeps_per_s": 8 / row["cpu_s_per_draw"],
-        "ess_per_s": 1.0 / row["tau_pinwheels_cpu_s"],
-        "baseline": "augmented, 8 sweeps/draw, 4 x (1000 + 1000)",
-        "ratio_vs_baseline": row["tau_cpu_s_ratio_vs_augmented"],
-        "notes": f"pinwheel count: ESS/CPU s, R-hat {row['rhat_pinwheels']:.3f}, tau "
-        f"{row['tau_pinwheels_draws']:.1f} draws, P(11 pinwheels) {row['p_11_pinwheels']:.3f}; "
-        f"{row['draws_per_chain']} draws per chain",
-    }
-
-
-def compare(n_replicas=8, kappa_min=4.0, tune=1000, draws=3000, chains=4, out=None):
-    """Tempered against default augmented chains; table and JSON (see the module docstring)."""
-    import json
-    import multiprocessing
-    from pathlib import Path
-
-    import arviz as az
-
-    jobs = [("tempered", c, tune, draws, n_replicas, kappa_min) for c in range(chains)]
-    jobs += [("augmented", c, DEFAULT_TUNE, DEFAULT_DRAWS, 1, 5.0) for c in range(chains)]
-    wall = time.time()
-    with multiprocessing.get_context("spawn").Pool(4) as pool:
-        results = pool.map(one_chain, jobs)
-
-    def cpu_per_draw(kind):
-        chosen = [r for job, r in zip(jobs, results) if job[0] == kind]
-        return sum(r[2] for r in chosen) / sum(len(r[0]) for r in chosen)
-
-    default_cpu = (DEFAULT_TUNE + DEFAULT_DRAWS) * cpu_per_draw("augmented")
-    # Stored draws after ``tune`` whose CPU (tuning included) is twice the default run's.
-    twice_cpu = int(2 * default_cpu / cpu_per_draw("tempered")) - tune
-    budgets = sorted({DEFAULT_DRAWS, min(twice_cpu, draws), draws})
-    rows = []
-    for kind, n in [("tempered", n) for n in budgets] + [("augmented", DEFAULT_DRAWS)]:
-        chosen = [r for job, r in zip(jobs, results) if job[0] == kind]
-        pins = np.array([r[0][:n] for r in chosen])
-        angles = np.array([r[1][:n] for r in chosen])
-        per_draw = cpu_per_draw(kind)
-        tau_pin = pins.size / float(az.ess(pins, method="bulk"))
-        tau_theta = max(pins.size / float(az.ess(f(a), method="bulk")) for f in (np.cos, np.sin)
-                        for a in (angles,))  # fmt: skip
-        run_tune = tune if kind == "tempered" else DEFAULT_TUNE
-        rows.append({
-            "sampler": kind,
-            "ladder": (f"{n_replicas} rungs {kappa_min:g}..5" if kind == "tempered" else "-"),
-            "budget": f"{(run_tune + n) * per_draw / default_cpu:.2f}x CPU",
-            "draws_per_chain": n,
-            "cpu_s_per_draw": per_draw,
-            "tau_pinwheels_draws": tau_pin,
-            "tau_pinwheels_cpu_s": tau_pin * per_draw,
-            "tau_theta_node_draws": tau_theta,
-            "rhat_pinwheels": float(az.rhat(pins)),
-            "pinwheel_mean_per_chain": pins.mean(axis=1).round(3).tolist(),
-            "p_11_pinwheels": float(np.mean(pins >= 11)),
-            "swap_rate": np.mean([r[4] for r in chosen], axis=0).round(3).tolist()
-            if kind == "tempered" else [],
-        })  # fmt: skip
-    base = rows[-1]["tau_pinwheels_cpu_s"]
-    for row in rows:
-        row["tau_cpu_s_ratio_vs_augmented"] = base / row["tau_pinwheels_cpu_s"]
-        row.update(table_fields(row))
-    head = ("sampler", "ladder", "budget", "CPU ms/draw", "tau draws", "tau CPU s", "x speed")
-    print("{:>10} {:>16} {:>12} {:>11} {:>9} {:>9} {:>7} R-hat  P(11)".format(*head))
-    for r in rows:
-        print(f"{r['sampler']:>10} {r['ladder']:>16} {r['budget']:>12} "
-              f"{1000 * r['cpu_s_per_draw']:11.1f} {r['tau_pinwheels_draws']:9.1f} "
-              f"{r['tau_pinwheels_cpu_s']:9.2f} {r['tau_cpu_s_ratio_vs_augmented']:7.1f} "
-              f"{r['rhat_pinwheels']:6.3f} {r['p_11_pinwheels']:6.3f}")  # fmt: skip
-    result = {
-        "benchmark": "vonmises_pinwheel_mixing",
-        "quick": False,
-        "machine": {"python": platform.python_version(), "platform": platform.platform()},
-        "elapsed_s": time.time() - wall,
-        "problem": "demo map 50x50 R=5 fitted at kappa 5 (kappa_obs 2, 25% missing)",
-        "chains": chains,
-        "tune": tune,
-        "wall_s": time.time() - wall,
-        "load_average": list(__import__("os").getloadavg()),
-        "rows": rows,
-    }
-    path = Path(out or Path(__file__).parent / "results" / "vonmises_pinwheel_mixing.json")
-    path.write_text(json.dumps(result, indent=1) + "\n")
-    return result
-
-
 def _cpu_s() -> float:
     """CPU seconds of this process and of its finished child processes."""
     import resource
@@ -340,7 +196,6 @@ def _cpu_s() -> float:
 DEFAULT_VARIANTS = {
     "augmented, no jumps": {"sampler": "augmented", "n_jumps": 0},
     "default (jumps)": {},
-    "tempered": {"sampler": "tempered"},
 }
 
 
@@ -374,8 +229,7 @@ def defaults(seeds=(0, 1, 2, 3, 4), out=None, variants=None):
             rows.append({
                 "variant": name,
                 "seed": seed,
-                "step": str(stats.attrs.get("sampling_step", "")) or
-                ("vonmises_tempered" if "swap_rate" in stats else "vonmises_augmented"),
+                "step": str(stats.attrs.get("sampling_step", "")) or "vonmises_augmented",
                 "tune": idata.posterior.attrs.get("tuning_steps", None),
                 "draws": int(idata.posterior.sizes["draw"]),
                 "cpu_s": cpu,
@@ -385,7 +239,6 @@ def defaults(seeds=(0, 1, 2, 3, 4), out=None, variants=None):
                 "pinwheels_converged": bool(pins["converged"]),
                 "all_converged": bool(report["converged"].all()),
                 "warned": sorted({type(w.message).__name__ for w in caught}),
-                "swap_rate": float(stats["swap_rate"].mean()) if "swap_rate" in stats else None,
             })  # fmt: skip
             loads.append(list(os.getloadavg()))
             r = rows[-1]
@@ -409,8 +262,7 @@ def defaults(seeds=(0, 1, 2, 3, 4), out=None, variants=None):
             "cpus": os.cpu_count(),
         },
         "problem": "demo map 50x50 R=5 (demo_data(50, random_seed=0)), reconstruct at every "
-        "default (kappa 5, kappa_obs 2, 4 chains; augmented 1000 + 1000 draws of 8 sweeps, "
-        "auto = tempered 8 rungs 4..5 with tune=200, n_sweeps=2: 200 + 1000 draws of 2 steps)",
+        "default (kappa 5, kappa_obs 2, 4 chains; augmented 1000 + 1000 draws of 8 sweeps)",
         "load_average_before_and_after_each_fit": loads,
         "rows": rows,
     }
@@ -422,12 +274,6 @@ def defaults(seeds=(0, 1, 2, 3, 4), out=None, variants=None):
 def main(argv):
     if argv[0] == "defaults":
         defaults(tuple(int(a) for a in argv[1:]) or (0, 1, 2, 3, 4))
-    elif argv[0] == "compare":
-        numbers = [float(a) for a in argv[1:]]
-        n_replicas = int(numbers[0]) if numbers else 8
-        kappa_min = numbers[1] if len(numbers) > 1 else 4.0
-        tune, draws = (int(numbers[2]), int(numbers[3])) if len(numbers) > 3 else (1000, 3000)
-        compare(n_replicas, kappa_min, tune, draws)
     elif argv[0] == "tau":
         print(tau_table(argv[1], *(int(a) for a in argv[2:5])))
     else:

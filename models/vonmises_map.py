@@ -50,7 +50,6 @@ from pmctx.steps.vonmises import (
     KappaObsSlice,
 )
 from pmctx.steps.vonmises_jax import JaxAugmentedVonMisesGibbs
-from pmctx.steps.vonmises_tempering import TemperedVonMisesGibbs
 from pmctx.streaming import disk_path, memory_view, save_groups
 from pmctx.validation import (
     as_angle_array,
@@ -86,7 +85,6 @@ STEPS = {
     "augmented": AugmentedVonMisesGibbs,
     "augmented_jax": JaxAugmentedVonMisesGibbs,
     "cluster": ClusterVonMisesGibbs,
-    "tempered": TemperedVonMisesGibbs,
 }
 
 
@@ -104,10 +102,10 @@ def default_steps(
         A model returned by :func:`build_model`.
     sampler : str, default "augmented"
         Step method for the angle grid ``o``, a key of :data:`STEPS`: ``"augmented"``,
-        ``"augmented_jax"``, ``"cluster"`` or ``"tempered"``.
+        ``"augmented_jax"`` or ``"cluster"``.
     n_sweeps : int, optional
         Kernel sweeps of ``o`` per stored draw; default: the step's ``default_n_sweeps``
-        (8 for ``"augmented"``, ``"augmented_jax"`` and ``"cluster"``, 1 for ``"tempered"``).
+        (8 for each).
     n_jumps : int, optional
         ``"augmented"`` only: proposals of each pinwheel-pair jump learnt in tuning, after
         every sweep (default 10; 0 turns the jumps off; :mod:`pmctx.steps.vonmises_jumps`).
@@ -308,18 +306,15 @@ def reconstruct(
         As in :func:`build_model` (``kappa_obs`` applies to doubled angles).
     sampler : str, default "auto"
         Step method: ``"auto"`` or a key of :data:`STEPS` (see :mod:`pmctx.steps.vonmises`:
-        ``"augmented"``, ``"augmented_jax"``, ``"cluster"``, ``"tempered"``);
-        ``"augmented_jax"`` runs the augmented sweeps with JAX on its default device (a GPU:
+        ``"augmented"``, ``"augmented_jax"``, ``"cluster"``); ``"augmented_jax"`` runs the
+        augmented sweeps with JAX on its default device (a GPU:
         :mod:`pmctx.steps.vonmises_jax`, extra ``pmctx[jax]``), chains one after another;
-        ``"tempered"`` is replica exchange across a kappa ladder from ``0.8 kappa`` up
-        (:class:`~pmctx.steps.vonmises_tempering.TemperedVonMisesGibbs`), for a ``kappa``
-        fixed above what the data favour (fixed ``kappa_obs`` only). ``"auto"``:
+        ``"cluster"`` adds reflection cluster moves after each sweep. ``"auto"``:
         ``"augmented"``, whose exact pinwheel-pair jumps, learnt in tuning, move chains
         between pinwheel layouts (``n_jumps``). On the demo map at ``kappa = 5``, fit seeds
         0-4, they took the pinwheel count's R-hat from 1.018-1.049 (bulk ESS 67-191) to
-        1.002-1.007 (ESS 499-1,153) at 1.07-1.49 times the CPU; replica exchange reached
-        1.009-1.024 at 1.29-1.55 times (``benchmarks/vonmises_pinwheel_mixing.py
-        defaults``).
+        1.002-1.007 (ESS 499-1,153) at 1.07-1.49 times the CPU
+        (``benchmarks/vonmises_pinwheel_mixing.py defaults``).
     n_sweeps : int, optional
         Kernel sweeps per stored draw (thinning inside the step); default: the step's
         ``default_n_sweeps`` (8 for ``"augmented"`` and ``"cluster"``: about 6 times the CPU
@@ -559,9 +554,9 @@ def _spec():
             "kappa": "smoothing concentration (default 5.0)",
             "kappa_obs": "observation concentration on doubled angles (default 2.0)",
             "rank": "rank R of the edge potential (default 5)",
-            "sampler": "auto, augmented, augmented_jax (JAX device, pmctx[jax]), cluster or "
-            "tempered (default auto: augmented, with pinwheel-pair jumps)",
-            "n_sweeps": "kernel sweeps per stored draw (default 8 for augmented/cluster, else 1)",
+            "sampler": "auto, augmented, augmented_jax (JAX device, pmctx[jax]) or cluster "
+            "(default auto: augmented, with pinwheel-pair jumps)",
+            "n_sweeps": "kernel sweeps per stored draw (default 8)",
             "n_jumps": "augmented only: proposals of each pinwheel-pair jump learnt in tuning, "
             "after every sweep (default 10; 0 turns the jumps off)",
         },
@@ -571,8 +566,9 @@ def _spec():
         "(pmctx.vonmises.select.cross_validate, or pmctx.models.vonmises_select.reconstruct_cv)"
         "; if kappa is fixed on purpose, run longer (e.g. tune=2000 so that every chain "
         "meets the layouts while it learns its pinwheel-pair jumps, draws=4000, or n_sweeps=32 "
-        "kernel sweeps per draw; the default is 8), or try sampler='tempered' (replica "
-        "exchange down to 0.8 kappa, fixed kappa_obs), and compare the chains' pinwheel counts",
+        "kernel sweeps per draw; the default is 8), or try sampler='cluster' (reflection "
+        "moves of whole regions, which change the pinwheel count), and compare the chains' "
+        "pinwheel counts",
         demo_seconds=(47, 6),
     )
 

@@ -157,7 +157,6 @@ VALIDATED = [
     "pmctx.steps.ibp_gibbs",
     "pmctx.steps.registration",
     "pmctx.steps.vonmises",
-    "pmctx.steps.vonmises_tempering",
     "pmctx.steps.vonmises_jumps",
     "pmctx.steps.vonmises_jax",
     "pmctx.steps.vonmises_spectral",
@@ -196,7 +195,6 @@ VALIDATED = [
     "pmctx.vonmises.jax_series",
     "pmctx.vonmises.start",
     "pmctx.vonmises.storage",
-    "pmctx.vonmises.tempering",
     "pmctx.vonmises.jumps",
     # the test oracles hold to the same standard
     "tests.oracles.ibp_reference",

@@ -29,7 +29,6 @@ from pmctx.vonmises._numba_chains import inverse_cdf_pick
 
 __all__ = [
     "PARALLEL_MIN_NODES",
-    "edge_energies",
     "edge_modes",
     "exp_nonpositive",
     "i0e_cheb",
@@ -182,45 +181,6 @@ def _log_joint_kernel(cos_o, sin_o, field, kx, ky):
                     acc += exp_nonpositive(logits[k] - peak)
                 total += peak + math.log(acc)
     return total
-
-
-@numba.njit(cache=True, fastmath=True)
-def _edge_energies_kernel(cos_o, sin_o, mode_x, mode_y, kappas, out):
-    n_rows, n_cols = cos_o.shape
-    n_modes = mode_x.shape[0]
-    proj = np.empty(n_modes)
-    for i in range(n_rows):
-        for j in range(n_cols):
-            for di, dj in ((0, 1), (1, 0)):
-                if i + di >= n_rows or j + dj >= n_cols:
-                    continue
-                x = cos_o[i, j] + cos_o[i + di, j + dj]
-                y = sin_o[i, j] + sin_o[i + di, j + dj]
-                high = low = mode_x[0] * x + mode_y[0] * y
-                for k in range(n_modes):
-                    proj[k] = mode_x[k] * x + mode_y[k] * y
-                    high = max(high, proj[k])
-                    low = min(low, proj[k])
-                for c in range(kappas.shape[0]):
-                    kappa = kappas[c]
-                    peak = kappa * (high if kappa >= 0.0 else low)
-                    acc = 0.0
-                    for k in range(n_modes):
-                        acc += exp_nonpositive(kappa * proj[k] - peak)
-                    out[c] += peak + math.log(acc)
-
-
-def edge_energies(o, kappas, rank: int) -> np.ndarray:
-    """``sum over 4-neighbour edges of log psi_kappa(o_a, o_b)`` at every ``kappa`` of
-    ``kappas``, in one pass over the edges (each edge's projections on the modes are shared by
-    all concentrations); the edge part of :func:`log_joint_compiled`.
-    """
-    o = np.asarray(o, dtype=np.float64)
-    phases = 2.0 * np.pi * np.arange(rank + 1) / (rank + 1)
-    kappas = np.ascontiguousarray(kappas, dtype=np.float64).reshape(-1)
-    out = np.zeros(kappas.size)
-    _edge_energies_kernel(np.cos(o), np.sin(o), np.cos(phases), np.sin(phases), kappas, out)
-    return out
 
 
 def log_joint_compiled(o, field, kappa: float, rank: int) -> float:

@@ -31,8 +31,6 @@ MODULES = [
     "pmctx.vonmises.start",
     "pmctx.vonmises.average",
     "pmctx.models.vonmises_select",
-    "pmctx.vonmises.tempering",
-    "pmctx.steps.vonmises_tempering",
     "pmctx.vonmises.jumps",
     "pmctx.steps.vonmises_jumps",
     "pmctx.steps.vonmises_jax",
