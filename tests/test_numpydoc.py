@@ -189,7 +189,6 @@ VALIDATED = [
     "pmctx.vonmises.simulate",
     "pmctx.vonmises.spectral",
     "pmctx.vonmises.spectral_cv",
-    "pmctx.vonmises.spectral_ess",
     "pmctx.vonmises.spectral_hmc",
     "pmctx.vonmises.spectral_kriging",
     "pmctx.vonmises.jax_series",

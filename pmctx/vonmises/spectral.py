@@ -16,8 +16,7 @@ likelihood, so the field's amplitude needs no hyperparameter.
 Prior draws are FFT filters of white noise, ``w = sqrt(n) ifft2(sqrt(S) eta)`` with ``eta``
 white circular complex noise (``E|eta|^2 = 1``), whose covariance is
 ``E[w_x conj(w_y)] = ifft2(S)[x - y]`` (:func:`spectral_covariance`). The posterior is
-sampled exactly by HMC in whitened Fourier coordinates (:mod:`pmctx.vonmises.spectral_hmc`;
-or elliptical slice sampling, :mod:`pmctx.vonmises.spectral_ess`, which mixes slower),
+sampled exactly by HMC in whitened Fourier coordinates (:mod:`pmctx.vonmises.spectral_hmc`),
 alternated with the exact slice update of ``kappa_obs``
 (:func:`pmctx.vonmises.hyper.sample_kappa_obs`; its sufficient statistic is
 ``sum_i cos(z_i - arg w_i)``). HMC with one move per draw gives the most effective draws
@@ -44,7 +43,6 @@ from scipy.fft import next_fast_len
 
 from pmctx.validation import as_rng, check_int, check_positive
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR, kappa_obs_statistics, sample_kappa_obs
-from pmctx.vonmises.spectral_ess import ess_updates
 from pmctx.vonmises.spectral_hmc import hmc_move, potential_and_gradient, whiten
 
 __all__ = [
@@ -65,10 +63,6 @@ __all__ = [
 RING_WIDTH = 0.25
 #: Default white floor of the spectrum, relative to the ring's mean (a 0.1% nugget).
 FLOOR = 1e-3
-#: Elliptical slice updates per stored draw with ``sampler="ess"``.
-ESS_PER_DRAW = 10
-#: The field's samplers.
-SAMPLERS = ("hmc", "ess")
 #: HMC: acceptance rate the step size is tuned to, trajectory length (in units where every
 #: frequency oscillates with period about 2 pi), the most leapfrog steps per move, and the
 #: mean curvature ``E[1 / |w|^2]`` of the observation term assumed by the mass.
@@ -299,8 +293,7 @@ def spectral_posterior(
     *,
     draws: int = 200,
     tune: int = 100,
-    sampler: str = "hmc",
-    moves_per_draw: int | None = None,
+    moves_per_draw: int = 1,
     kappa_obs=None,
     kappa_obs_prior=KAPPA_OBS_PRIOR,
     keep=None,
@@ -309,8 +302,7 @@ def spectral_posterior(
     """Posterior draws of the map under the band-pass prior (one chain).
 
     Each draw follows ``moves_per_draw`` exact moves of the field (HMC in whitened
-    frequency coordinates, :mod:`pmctx.vonmises.spectral_hmc`, or elliptical slice
-    updates, :mod:`pmctx.vonmises.spectral_ess`) and one exact slice update of
+    frequency coordinates, :mod:`pmctx.vonmises.spectral_hmc`) and one exact slice update of
     ``kappa_obs`` (unless it is fixed); the first ``tune`` draws are discarded, and during
     them HMC adapts its step size towards an acceptance rate of :data:`TARGET_ACCEPT`.
     The chain starts from :func:`spectral_start` (``kappa_obs`` from 2).
@@ -325,10 +317,8 @@ def spectral_posterior(
         Spectral density of the padded torus (:func:`ring_spectrum`), ``P >= M``, ``Q >= N``.
     draws, tune : int
         Kept and discarded draws.
-    sampler : {"hmc", "ess"}, default "hmc"
-        The field's move.
-    moves_per_draw : int, optional
-        Field moves between stored draws (default 1 for HMC, :data:`ESS_PER_DRAW` for ESS).
+    moves_per_draw : int, default 1
+        HMC moves of the field between stored draws.
     kappa_obs : float, optional
         Fixed observation concentration (default: learned).
     kappa_obs_prior : tuple of float, default KAPPA_OBS_PRIOR
@@ -354,12 +344,9 @@ def spectral_posterior(
             f"spectrum's torus {spectrum.shape} must be at least the map's shape {z.shape}; "
             "build it with ring_spectrum(padded_shape(shape, pad), spacing)."
         )
-    if sampler not in SAMPLERS:
-        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}.")
     draws = check_int(draws, "draws", minimum=1)
     tune = check_int(tune, "tune", minimum=0)
-    default_moves = 1 if sampler == "hmc" else ESS_PER_DRAW
-    moves = check_int(moves_per_draw or default_moves, "moves_per_draw", minimum=1)
+    moves = check_int(moves_per_draw, "moves_per_draw", minimum=1)
     rng = as_rng(random_seed)
     learn = kappa_obs is None
     k_obs = 2.0 if learn else check_positive(kappa_obs, "kappa_obs")
@@ -377,27 +364,19 @@ def spectral_posterior(
     o_draws = np.empty((draws, m, n) if keep is None else (draws, int(window.sum())))
     k_draws = np.empty(draws)
     for it in range(tune + draws):
-        if sampler == "ess":
-            flat = state.field.reshape(-1).copy()
-            proposals = prior_draws(spectrum, moves, rng).reshape(moves, -1)
-            ess_updates(flat, proposals, obs, z_obs, k_obs, rng)
-            field = flat.reshape(spectrum.shape)
-        else:
-            mass = 2.0 + spectrum * (CURVATURE * k_obs * obs.size / spectrum.size)
-            for _ in range(moves):
-                jitter = step * rng.uniform(0.9, 1.1)
-                n_leap = int(min(MAX_LEAPFROG, np.ceil(TRAJECTORY / step)))
-                state, prob = hmc_move(
-                    state, root, obs, cos_z, sin_z, k_obs, mass, jitter, n_leap, rng
-                )
-                if it < tune:  # Robbins-Monro on log step, towards TARGET_ACCEPT
-                    step *= float(np.exp((prob - TARGET_ACCEPT) / np.sqrt(it + 2.0)))
-                accept_mean += prob
-            field = state.field
+        mass = 2.0 + spectrum * (CURVATURE * k_obs * obs.size / spectrum.size)
+        for _ in range(moves):
+            jitter = step * rng.uniform(0.9, 1.1)
+            n_leap = int(min(MAX_LEAPFROG, np.ceil(TRAJECTORY / step)))
+            state, prob = hmc_move(state, root, obs, cos_z, sin_z, k_obs, mass, jitter, n_leap, rng)
+            if it < tune:  # Robbins-Monro on log step, towards TARGET_ACCEPT
+                step *= float(np.exp((prob - TARGET_ACCEPT) / np.sqrt(it + 2.0)))
+            accept_mean += prob
+        field = state.field
         if learn:
             stats = kappa_obs_statistics(np.angle(field.reshape(-1)[obs]), z_obs)
             k_obs = sample_kappa_obs(stats, k_obs, rng, prior=kappa_obs_prior)
-        if learn or sampler == "ess":
+        if learn:
             state = potential_and_gradient(whiten(field, root), *args, k_obs)
         if it >= tune:
             o_draws[it - tune] = np.angle(field[:m, :n] if keep is None else field[window])

@@ -19,11 +19,10 @@ sits near an observed pixel (a softened surrogate force, tried, did not help: mo
 pinwheel across a pixel really changes that pixel's log likelihood by up to
 ``2 kappa_obs``, so the surrogate's energy error made acceptance collapse).
 
-(Elliptical slice sampling, :mod:`pmctx.vonmises.spectral_ess`, is exact too, but on a
-64 x 64 map at ``kappa_obs = 4`` it needs about ten shrinks per update and moves the
-angles about 1.5 degrees per ten updates: the likelihood constrains hundreds of ring
-frequencies far more tightly than the prior does, which an isotropic proposal cannot
-follow.)
+(Elliptical slice sampling, exact too, needed about ten shrinks per update on a 64 x 64 map
+at ``kappa_obs = 4`` and moved the angles about 1.5 degrees per ten updates: the likelihood
+constrains hundreds of ring frequencies far more tightly than the prior does, which an
+isotropic proposal cannot follow.)
 """
 
 from __future__ import annotations

@@ -37,7 +37,6 @@ MODULES = [
     "pmctx.vonmises.second_neighbour",
     "pmctx.vonmises.spectral",
     "pmctx.vonmises.spectral_cv",
-    "pmctx.vonmises.spectral_ess",
     "pmctx.vonmises.spectral_hmc",
     "pmctx.vonmises.spectral_kriging",
     "pmctx.vonmises.jax_series",
