@@ -15,6 +15,7 @@ nothing is written to ``--out`` then.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -64,6 +65,27 @@ def _add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
         "--cores", type=int, default=None, help="chains run in parallel (default: PyMC's)"
     )
     parser.add_argument("--random-seed", dest="random_seed", type=int, default=None, help="seed")
+    parser.add_argument(
+        "--until-converged",
+        dest="until_converged",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="continue the same chains while the convergence check fails (default: on)",
+    )
+    parser.add_argument(
+        "--max-draws",
+        dest="max_draws",
+        type=int,
+        default=None,
+        help="most draws per chain when continuing (default: 3 x --draws)",
+    )
+    parser.add_argument(
+        "--max-time",
+        dest="max_time",
+        type=float,
+        default=None,
+        help="seconds after which no further block of draws starts (default: no limit)",
+    )
     parser.add_argument(
         "--progressbar",
         action=argparse.BooleanOptionalAction,
@@ -377,22 +399,44 @@ def _fit(args) -> int:
     options = parse_options(args.options, args.config)
     _check_options(args.model, options)
     start = time.perf_counter()
-    paths, warned = _run_quietly(
-        args.model,
-        spec.fit_file,
-        args.data,
-        out_dir=out_dir,
-        draws=args.draws,
-        tune=args.tune,
-        chains=args.chains,
-        cores=args.cores,
-        random_seed=args.random_seed,
-        progressbar=args.progressbar,
-        **options,
-    )
+    with _print_extensions(args.model):
+        paths, warned = _run_quietly(
+            args.model,
+            spec.fit_file,
+            args.data,
+            out_dir=out_dir,
+            draws=args.draws,
+            tune=args.tune,
+            chains=args.chains,
+            cores=args.cores,
+            random_seed=args.random_seed,
+            progressbar=args.progressbar,
+            until_converged=args.until_converged,
+            max_draws=args.max_draws,
+            max_time=args.max_time,
+            **options,
+        )
     converged = _print_reports(args.model, paths)
     _print_written(args.model, paths, time.perf_counter() - start)
     return _exit_status(args, converged and not warned, args.model)
+
+
+@contextlib.contextmanager
+def _print_extensions(name: str):
+    """Print one line per convergence check of a run sampling until converged, as it comes."""
+    import logging
+
+    logger = logging.getLogger("pmctx.continuation")
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter(f"[{name}] %(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _external_registrars():

@@ -49,11 +49,12 @@ __all__ = [
     "UntilConverged",
     "first_draws_tree",
     "keep_first",
+    "nutpie_until_converged",
     "planned_draws",
     "record_outcome",
 ]
 
-_log = logging.getLogger("pmctx")
+_log = logging.getLogger("pmctx.continuation")  # `pmctx fit` prints its records
 
 #: Default budget: up to this many times the requested draws.
 MAX_DRAWS_FACTOR = 3
@@ -170,7 +171,8 @@ def planned_draws(draws: int, *, until_converged, max_draws, judged: bool = True
 
 @dataclass
 class UntilConverged:
-    """``pm.sample`` callback that stops the chains once ``judge`` passes (see module doc).
+    """Stops the chains once ``judge`` passes (see module doc): a ``pm.sample`` callback, and
+    the checks of a nutpie run (:func:`nutpie_until_converged`).
 
     Parameters
     ----------
@@ -178,18 +180,21 @@ class UntilConverged:
     tune : int
         Tuning iterations per chain (not counted as draws).
     chains : int
-    first_draws : callable
+    first_draws : callable or None
         ``first_draws(traces, n) -> xarray.DataTree``: the first ``n`` kept draws of every
-        chain from the chains' traces (by chain number).
+        chain from the chains' traces (by chain number); ``pm.sample`` runs only.
     judge : callable
         ``judge(tree) -> pandas.DataFrame``: the model's convergence report (a ``converged``
-        column, and ``r_hat`` and ``ess_min`` columns when it has them).
+        column, and ``r_hat_largest``, ``ess_bulk`` and ``ess_tail`` when it has them, as
+        :func:`pmctx.convergence.convergence_report` does).
+    show : bool, default False
+        Print one line per check to standard error (with the progress bar).
     """
 
     budget: Budget
     tune: int
     chains: int
-    first_draws: Callable
+    first_draws: Callable | None
     judge: Callable
     show: bool = False
     started: float = field(default_factory=time.monotonic)
@@ -209,11 +214,33 @@ class UntilConverged:
         if min(self._counts.values()) < n:
             return
         self._next += 1
-        report = self.judge(self.first_draws(self._traces, n))
+        if self.look(self.first_draws(self._traces, n), n):
+            for t in self._traces.values():  # drop what faster chains drew past n
+                keep_first(t, self.tune + n)
+            raise KeyboardInterrupt  # pm.sample's documented way for a callback to stop
+
+    def look(self, tree, n: int) -> bool:
+        """Judge the first ``n`` draws of every chain (``tree``); whether to stop there.
+
+        Parameters
+        ----------
+        tree : xarray.DataTree
+            The draws.
+        n : int
+            Draws per chain in ``tree``, a checkpoint of the budget.
+
+        Returns
+        -------
+        bool
+            True when the report passes, the budget's last checkpoint is reached or
+            ``max_time`` has passed (``kept`` and ``reason`` then say so).
+        """
+        report = self.judge(tree)
         converged = bool(report["converged"].all())
         worst = _worst(report)
         self.checks.append({"draws": n, "converged": converged, **worst})
-        last = self._next == len(self.budget.checkpoints)
+        points = self.budget.checkpoints
+        last = n >= points[-1]
         late = (
             self.budget.max_time is not None
             and time.monotonic() - self.started >= self.budget.max_time
@@ -223,19 +250,17 @@ class UntilConverged:
             "converged": "converged, stopping",
             "max_draws": "not converged, max_draws reached",
             "max_time": "not converged, max_time reached",
-        }.get(reason) or f"not converged, continuing to {self.budget.checkpoints[self._next]}"
+        }.get(reason) or f"not converged, continuing to {next(p for p in points if p > n)}"
         line = (
-            f"pmctx: {n} draws per chain: worst R-hat {worst['r_hat']:.3f}, smallest ESS "
+            f"{n} draws per chain: worst R-hat {worst['r_hat']:.3f}, smallest ESS "
             f"{worst['ess_min']:.0f} ({worst['quantity']}): {outcome}"
         )
         _log.info(line)
-        if self.show:
-            print(line, file=sys.stderr, flush=True)
+        if self.show and not _log.hasHandlers():
+            print(f"pmctx: {line}", file=sys.stderr, flush=True)
         if reason:
             self.kept, self.reason = n, reason
-            for t in self._traces.values():  # drop what faster chains drew past n
-                keep_first(t, self.tune + n)
-            raise KeyboardInterrupt  # pm.sample's documented way for a callback to stop
+        return bool(reason)
 
     @property
     def extensions(self) -> int:
@@ -294,13 +319,14 @@ def first_draws_tree(model, traces: dict, tune: int, n: int):
             posterior[name] = np.stack([p[name] for p in parts])
     dims = {k: list(v) for k, v in model.named_vars_to_dims.items() if v}
     coords = {k: np.asarray(v) for k, v in model.coords.items() if v is not None}
-    return _tree(posterior, stats, dims, coords, chains)
+    thin = getattr(first, "thin", 1) if hasattr(first, "kept_first") else 1
+    return _tree(posterior, stats, dims, coords, chains, thin)
 
 
-def _tree(posterior, stats, dims, coords, chains):
+def _tree(posterior, stats, dims, coords, chains, thin):
     import xarray as xr
 
-    def dataset(variables):
+    def dataset(variables, step=1):
         data = {}
         for name, values in variables.items():
             var_dims = dims.get(name, [])
@@ -309,9 +335,12 @@ def _tree(posterior, stats, dims, coords, chains):
             data[name] = (("chain", "draw", *var_dims), values)
         used = {dim for var_dims, _ in data.values() for dim in var_dims}
         known = {k: v for k, v in coords.items() if k in used}
-        return xr.Dataset(data, coords={"chain": np.asarray(chains), **known})
+        length = next(iter(variables.values())).shape[1] if variables else 0
+        draw = np.arange(length) * step
+        return xr.Dataset(data, coords={"chain": np.asarray(chains), "draw": draw, **known})
 
-    return xr.DataTree.from_dict({"posterior": dataset(posterior), "sample_stats": dataset(stats)})
+    groups = {"posterior": dataset(posterior, thin), "sample_stats": dataset(stats)}
+    return xr.DataTree.from_dict(groups)
 
 
 def _worst(report) -> dict:
@@ -326,6 +355,56 @@ def _worst(report) -> dict:
         "ess_min": round(ess, 1),
         "quantity": str(failing[0]) if len(failing) else "all pass",
     }
+
+
+def nutpie_until_converged(sampler, stopper: UntilConverged, *, poll: float = 0.2):
+    """Run a non-blocking nutpie sampler (``nutpie.sample(..., blocking=False)``, asked for
+    the whole budget) until ``stopper`` stops it; returns its trace cut to the kept draws.
+
+    nutpie's chains run in threads; at each checkpoint the draws so far are read
+    (``inspect``), judged, and the sampler is aborted when ``stopper`` says so. Its draws do
+    not depend on how many are asked for, so the result equals a run of the kept length.
+
+    Parameters
+    ----------
+    sampler : nutpie sampler
+        From ``nutpie.sample(compiled, draws=budget.max_draws, ..., blocking=False)``.
+    stopper : UntilConverged
+        The budget and the judge.
+    poll : float, default 0.2
+        Seconds between looks at the chains' progress.
+
+    Returns
+    -------
+    xarray.DataTree
+        nutpie's trace with ``stopper.kept`` draws per chain.
+    """
+    try:
+        for n in stopper.budget.checkpoints:
+            while True:
+                finished = _nutpie_finished(sampler)
+                tree = sampler.inspect()
+                done = (~np.isnan(tree["sample_stats"]["logp"].values)).sum(axis=1)
+                if finished or done.min() >= n:
+                    break
+                time.sleep(poll)
+            first = tree.isel(draw=slice(0, n), missing_dims="ignore")
+            if stopper.look(first, n):
+                break
+    except KeyboardInterrupt:  # the user's: keep what the chains drew
+        stopper.kept = None
+    trace = sampler.wait() if _nutpie_finished(sampler) else sampler.abort()
+    if stopper.kept is None:
+        return trace
+    return trace.isel(draw=slice(0, stopper.kept), missing_dims="ignore")
+
+
+def _nutpie_finished(sampler) -> bool:
+    # nutpie 0.16's is_finished raises TimeoutError while its chains still run
+    try:
+        return bool(sampler.is_finished)
+    except TimeoutError:
+        return False
 
 
 def record_outcome(idata, stopper: UntilConverged | None, *, draws: int):

@@ -28,6 +28,9 @@ Examples
 (1, 20)
 """
 
+# Long because the contract has one home: the keywords every model's sample/fit shares (their
+# defaults, validation and docstring entry) and the one call of pm.sample that honours them.
+
 from __future__ import annotations
 
 import functools

@@ -115,7 +115,9 @@ def summary(idata, var_names=None, *, prob: float = 0.94) -> pd.DataFrame:
         ``period`` is NaN for linear rows. In circular rows ``mean`` lies in
         ``[0, period)`` and ``lower``/``upper`` on the mean's branch, so that
         ``lower <= mean <= upper`` as written; an end may lie outside ``[0, period)`` and
-        the interval is read modulo ``period`` (see the module docstring).
+        the interval is read modulo ``period`` (see the module docstring). For a fit,
+        ``attrs["sampling"]`` says how its run ended (:mod:`pmctx.continuation`: draws
+        requested and kept, extensions, stop reason).
 
     Examples
     --------
@@ -129,12 +131,17 @@ def summary(idata, var_names=None, *, prob: float = 0.94) -> pd.DataFrame:
     from pmctx.registry import invariants_of
     from pmctx.trees import as_datatree
 
+    sampling = {}
     if isinstance(idata, xr.Dataset):
         dataset = idata
     elif isinstance(idata, xr.DataTree) and not idata.children and idata.data_vars:
         dataset = idata.to_dataset()  # one group of a fit
     else:
-        dataset = invariants_of(as_datatree(idata))
+        idata = as_datatree(idata)
+        dataset = invariants_of(idata)
+        if "sample_stats" in idata.children:
+            attrs = idata["sample_stats"].attrs
+            sampling = {k[6:]: attrs[k] for k in attrs if k.startswith("pmctx_")}
     names = list(dataset.data_vars) if var_names is None else list(var_names)
     frames = []
     for name in names:
@@ -165,4 +172,7 @@ def summary(idata, var_names=None, *, prob: float = 0.94) -> pd.DataFrame:
                 index=_labels(name, da),
             )
         )
-    return pd.concat(frames) if frames else pd.DataFrame()
+    table = pd.concat(frames) if frames else pd.DataFrame()
+    if sampling:
+        table.attrs["sampling"] = sampling
+    return table

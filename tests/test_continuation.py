@@ -128,3 +128,22 @@ def test_store_trace_keeps_the_moments_of_exactly_the_kept_draws():
     assert continued.posterior.sizes["draw"] == 75
     np.testing.assert_array_equal(continued.posterior["x"], fixed.posterior["x"])
     np.testing.assert_array_equal(continued[MOMENTS_GROUP]["mu"], fixed[MOMENTS_GROUP]["mu"])
+
+
+def test_nutpie_chains_continue_to_the_same_draws_as_one_run():
+    nutpie = pytest.importorskip("nutpie")
+    from pmctx.continuation import UntilConverged, nutpie_until_converged
+
+    with pm.Model() as model:
+        x = pm.Normal("x", shape=5)
+        pm.Normal("y", x.sum(), 1.0, observed=[1.0])
+    compiled = nutpie.compile_pymc_model(model)
+    budget = Budget.from_options(40, until_converged=True, max_draws=200, max_time=None)
+    stopper = UntilConverged(budget, tune=50, chains=2, first_draws=None, judge=passes_from(70))
+    kw = {"tune": 50, "chains": 2, "seed": 11, "progress_bar": False}
+    sampler = nutpie.sample(compiled, draws=budget.max_draws, blocking=False, **kw)
+    continued = nutpie_until_converged(sampler, stopper)
+    assert (stopper.kept, stopper.reason, stopper.extensions) == (80, "converged", 2)
+    assert continued.posterior.sizes["draw"] == 80
+    fixed = nutpie.sample(compiled, draws=80, **kw)
+    np.testing.assert_array_equal(continued.posterior["x"], fixed.posterior["x"])

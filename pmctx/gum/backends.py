@@ -38,6 +38,7 @@ import warnings
 import numpy as np
 import pymc as pm
 
+from pmctx.continuation import nutpie_until_converged
 from pmctx.exceptions import PmctxWarning
 from pmctx.progress import progress_enabled
 from pmctx.trees import set_group
@@ -193,6 +194,7 @@ def sample_nutpie(
     drop: tuple = (),
     before_log_likelihood=None,
     log_likelihood_thin: int = 1,
+    until=None,
 ):
     """NUTS by nutpie with ``log_likelihood`` and ``observed_data``
     (``observed``: name -> values) groups like ``pm.sample`` with
@@ -234,6 +236,9 @@ def sample_nutpie(
     log_likelihood_thin : int, default 1
         Keep the log-likelihood at every this many draws (:func:`add_log_likelihood_group`);
         0: no ``log_likelihood`` group.
+    until : pmctx.continuation.UntilConverged, optional
+        Sample until its judge passes, within its budget (``draws`` is then its
+        ``max_draws``; :func:`pmctx.continuation.nutpie_until_converged`).
 
     Returns
     -------
@@ -253,7 +258,7 @@ def sample_nutpie(
     start = time.perf_counter()
     idata = nutpie.sample(
         compiled,
-        draws=draws,
+        draws=draws if until is None else until.budget.max_draws,
         tune=tune,
         chains=chains,
         cores=cores,
@@ -261,7 +266,10 @@ def sample_nutpie(
         progress_bar=progress_enabled(None if progressbar is None else not progressbar),
         low_rank_modified_mass_matrix=low_rank,
         **({} if target_accept is None else {"target_accept": float(target_accept)}),
+        **({} if until is None else {"blocking": False}),
     )
+    if until is not None:
+        idata = nutpie_until_converged(idata, until)
     idata.posterior.attrs.setdefault("sampling_time", time.perf_counter() - start)
     for group in ("warmup_posterior", "warmup_sample_stats"):
         if group in idata.children:

@@ -37,6 +37,7 @@ import pymc as pm
 
 from pmctx.gum.coordinates import free_dispersion
 from pmctx.memory import LOG_LIKELIHOOD_BYTES, format_bytes
+from pmctx.progress import progress_enabled
 from pmctx.sampling import SAMPLE_DEFAULTS
 from pmctx.validation import check_probability
 
@@ -168,7 +169,8 @@ def sample(
     until_converged, max_draws, max_time
         Continue the same chains while the convergence check fails, up to ``max_draws``
         per chain (default ``3 * draws``) or ``max_time`` seconds (:mod:`pmctx.continuation`;
-        needs ``check_convergence``); ``until_converged=False``: exactly ``draws``.
+        needs ``check_convergence``; nutpie's chains too); ``until_converged=False``:
+        exactly ``draws``.
     init_at_map : bool, default True
         Start every chain at the multi-start Laplace MAP (``target_accept`` defaults to
         0.9).
@@ -211,7 +213,7 @@ def sample(
     >>> g = gum("y ~ f(x, lengthscale=0.5)", data, family="poisson")
     >>> idata = g.sample(draws=200, tune=200, chains=2)  # doctest: +SKIP
     """
-    from pmctx.continuation import planned_draws
+    from pmctx.continuation import Budget, UntilConverged, planned_draws, record_outcome
     from pmctx.convergence import convergence_judge, report_after_fit
     from pmctx.gum.backends import add_log_likelihood_group, choose_backend, sample_nutpie
     from pmctx.gum.outputs import check_fit_memory, convergence_check, log_likelihood_thin
@@ -227,11 +229,8 @@ def sample(
     chosen = choose_backend(
         backend, draws=draws, tune=tune, chains=chains, pymc_only=bool(set(kwargs) - nutpie_ok)
     )
-    # Room for continued draws (PyMC only: nutpie runs have a fixed length).
-    room = draws
-    if chosen != "nutpie":
-        room = planned_draws(draws, until_converged=until_converged, max_draws=max_draws,
-                             judged=check_convergence)  # fmt: skip
+    room = planned_draws(draws, until_converged=until_converged, max_draws=max_draws,
+                         judged=check_convergence)  # fmt: skip
     keep = "auto" if log_likelihood is True else log_likelihood
     thin = 0
     if keep is not False:
@@ -251,6 +250,17 @@ def sample(
     if chosen == "nutpie":
         from pmctx.gum.whiten import WHITE_DIM, WHITE_NAME
 
+        budget = Budget.from_options(
+            draws, until_converged=until_converged, max_draws=max_draws, max_time=max_time
+        )
+        judge = convergence_judge(convergence_check(), check=check_convergence)
+        until = None
+        if budget is not None and judge is not None:
+            show = progress_enabled(None if progressbar is None else not progressbar)
+            until = UntilConverged(
+                budget, tune=tune, chains=chains, first_draws=None, judge=judge, show=show
+            )
+
         target, compiled, white = nutpie_model(self, whiten, init_at_map)
         idata = sample_nutpie(
             self.model if target is None else target,
@@ -269,7 +279,9 @@ def sample(
             log_likelihood_thin=thin,
             drop=(WHITE_NAME, WHITE_DIM),
             before_log_likelihood=predictive,
+            until=until,
         )
+        record_outcome(idata, until, draws=draws)
         report_after_fit(idata, convergence_check(), check=check_convergence)
         return idata
     if init_at_map and not free_dispersion(self.design):
