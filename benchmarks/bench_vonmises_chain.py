@@ -7,8 +7,10 @@ a user's start may be), ``tune`` iterations discarded, then ``draws`` iterations
 iteration is what one ``pm.sample`` draw does with the steps plain ``pm.sample()`` assigns:
 
 * ``conditional``: FFBS of ``x`` by :func:`pmctx.vonmises.chain.sample_chain` (the serial
-  one-chain kernel), then 2 slice updates of kappa given ``x`` (``ChainKappaSlice``) and 2 of
-  kappa_obs given ``x`` (``KappaObsSlice``). Baseline.
+  one-chain kernel), then 2 slice updates of kappa given ``x`` (:func:`_slice_kappa`, here
+  only: the package's former ``hyper_update="conditional"``, removed as it lost to the
+  collapsed update, docs/guides/choosing_a_sampler.md) and 2 of kappa_obs given ``x``.
+  Baseline.
 * ``collapsed``: :func:`pmctx.vonmises.chain_collapsed.collapsed_update`, one slice update
   of each of log kappa, log kappa_obs with ``x`` summed out, then one FFBS draw of ``x``.
 
@@ -24,19 +26,41 @@ import time
 import arviz as az
 import numpy as np
 
-from pmctx.vonmises.chain import sample_chain, sample_chain_kappa
+from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR, chain_log_normaliser, sample_chain
 from pmctx.vonmises.chain_collapsed import collapsed_update
-from pmctx.vonmises.hyper import kappa_obs_statistics, sample_kappa_obs
+from pmctx.vonmises.hyper import (
+    kappa_obs_statistics,
+    log_gamma_density,
+    sample_kappa_obs,
+    slice_sample,
+)
 from pmctx.vonmises.potentials import natural_field
 
 KAPPA, KAPPA_OBS, RANK, MISSING = 4.0, 3.0, 5, 0.3
+
+
+def _slice_kappa(x, kappa, rank, rng, n_steps=2):
+    """Slice updates of kappa given the angles: prior + edge potentials - log Z_T(kappa)."""
+    phases = 2.0 * np.pi * np.arange(rank + 1) / (rank + 1)
+    cos_sum = np.cos(x[:-1, None] - phases) + np.cos(x[1:, None] - phases)
+
+    def log_density(k):
+        if k <= 0:
+            return -np.inf
+        edges = np.logaddexp.reduce(k * cos_sum, axis=1).sum()
+        prior = log_gamma_density(k, *CHAIN_KAPPA_PRIOR)
+        return float(prior + edges - chain_log_normaliser(k, rank, x.size))
+
+    for _ in range(n_steps):
+        kappa = slice_sample(log_density, kappa, rng)
+    return kappa
 
 
 def _conditional(ffbs):
     def iterate(state, z, observed, rng):
         x, kappa, kappa_obs = state
         x = ffbs(natural_field(z, observed, kappa_obs), kappa, RANK, rng)
-        kappa = sample_chain_kappa(x, kappa, RANK, rng)
+        kappa = _slice_kappa(x, kappa, RANK, rng)
         kappa_obs = sample_kappa_obs(kappa_obs_statistics(x, z, observed), kappa_obs, rng)
         return x, kappa, kappa_obs
 

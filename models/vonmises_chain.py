@@ -8,9 +8,8 @@ known relative signal strength, 1 by default) and missing samples are NaN. The c
 tree, so inference is exact: :func:`smoothing_marginals` (forward-backward),
 :func:`pmctx.vonmises.chain.sample_chain` (forward-filter backward-sample), and the prior
 normaliser ``Z_T(kappa)`` in closed form, so ``kappa`` and ``kappa_obs`` can be learned
-(``"prior"``) inside ``pm.sample``: by default with the angles summed out (the collapsed
-step :class:`~pmctx.steps.vonmises_chain_collapsed.ChainCollapsedGibbs`), or, with
-``hyper_update="conditional"``, by exact slice updates given the angles.
+(``"prior"``) inside ``pm.sample`` with the angles summed out (the collapsed step
+:class:`~pmctx.steps.vonmises_chain_collapsed.ChainCollapsedGibbs`).
 
 This module declares the model and its registry entry (:data:`SPEC`); the series' checks,
 exact marginals, simulation, demo and output files live in :mod:`pmctx.vonmises`
@@ -45,16 +44,14 @@ from pmctx.sampling import (
     run_sampler,
 )
 from pmctx.steps.registration import block_tag, tag_block
-from pmctx.steps.vonmises import ChainFFBSVonMises, ChainKappaSlice, KappaObsSlice
+from pmctx.steps.vonmises import ChainFFBSVonMises
 from pmctx.steps.vonmises_chain_collapsed import ChainCollapsedGibbs
 from pmctx.validation import check_int
 from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR
 from pmctx.vonmises.demo import chain_demo
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR
 from pmctx.vonmises.inputs import (
-    HYPER_UPDATES,
     check_concentration,
-    check_hyper_update,
     check_series,
 )
 from pmctx.vonmises.outputs import write_chain_outputs as write_outputs
@@ -69,7 +66,7 @@ from pmctx.vonmises.series import (
 )
 
 __all__ = [
-    "HYPER_UPDATES", "build_model", "default_steps", "demo", "fit", "fit_data", "invariants",
+    "build_model", "default_steps", "demo", "fit", "fit_data", "invariants",
     "posterior_marginals", "predict", "sbc_quantities", "sbc_simulate", "simulate", "simulate_data",
     "smooth", "smoothing_marginals", "write_outputs",
 ]  # fmt: skip
@@ -95,7 +92,6 @@ def build_model(
     kappa_obs=2.0,
     rank: int = 5,
     signal=None,
-    hyper_update: str = "collapsed",
 ) -> pm.Model:
     """Declare the chain smoother as a ``pm.Model``.
 
@@ -115,11 +111,6 @@ def build_model(
         Rank ``R`` >= 1 (``R + 1`` modes).
     signal : array_like, shape (T,), optional
         Known relative signal strength per sample (> 0).
-    hyper_update : {"collapsed", "conditional"}, default "collapsed"
-        Which steps plain ``pm.sample()`` assigns when a concentration is learned:
-        ``"collapsed"``, one :class:`~pmctx.steps.vonmises_chain_collapsed.ChainCollapsedGibbs`
-        block (concentrations with ``x`` summed out, then ``x`` by FFBS; mixes far better);
-        ``"conditional"``, FFBS for ``x`` and slice updates of the concentrations given ``x``.
 
     Returns
     -------
@@ -137,7 +128,6 @@ def build_model(
     kappa = check_concentration(kappa, "kappa")
     kappa_obs = check_concentration(kappa_obs, "kappa_obs")
     rank = check_int(rank, "rank", minimum=1)
-    hyper_update = check_hyper_update(hyper_update)
     length = z_filled.size
     (obs,) = np.nonzero(mask)
     phases = 2.0 * np.pi * np.arange(rank + 1) / (rank + 1)
@@ -161,29 +151,23 @@ def build_model(
                 "y", mu=x[obs], kappa=k_obs * signal_d[obs], observed=z_filled[obs], dims="obs"
             )
     # Plain pm.sample() gives x and the learned concentrations (Gamma priors as declared here)
-    # to pmctx's exact steps, not to NUTS: one collapsed block by default, or FFBS for x and
-    # slice updates of the concentrations given x.
+    # to pmctx's exact steps, not to NUTS: one collapsed block, or FFBS for x alone.
     learned = {
         name: rv for name, rv in (("kappa", k), ("kappa_obs", k_obs)) if rv in model.free_RVs
     }
-    if hyper_update == "collapsed" and learned:
+    if learned:
         tag_block(ChainCollapsedGibbs.owns_block, x=x, **learned)
-        return model
-    tag_block(ChainFFBSVonMises.owns_block, x=x)
-    if kappa == "prior":
-        tag_block(ChainKappaSlice.owns_block, kappa=k)
-    if kappa_obs == "prior":
-        tag_block(KappaObsSlice.owns_block, kappa_obs=k_obs)
+    else:
+        tag_block(ChainFFBSVonMises.owns_block, x=x)
     return model
 
 
 def default_steps(model) -> list:
     """Exact steps for a :func:`build_model` model, as plain ``pm.sample()`` assigns them.
 
-    With learned concentrations and ``hyper_update="collapsed"`` (the default): one
+    With learned concentrations: one
     :class:`~pmctx.steps.vonmises_chain_collapsed.ChainCollapsedGibbs`; otherwise FFBS for
-    ``x`` and slice updates for the concentrations that have priors. Call inside the model
-    context.
+    ``x``. Call inside the model context.
 
     Parameters
     ----------
@@ -193,9 +177,8 @@ def default_steps(model) -> list:
     Returns
     -------
     list of pymc.step_methods.BlockedStep
-        ``[ChainCollapsedGibbs]`` for the collapsed block; otherwise ``ChainFFBSVonMises``
-        for ``x``, then ``ChainKappaSlice`` and ``KappaObsSlice`` for the concentrations
-        that are random variables.
+        ``[ChainCollapsedGibbs]`` for the collapsed block; otherwise
+        ``[ChainFFBSVonMises]``.
 
     Examples
     --------
@@ -209,12 +192,7 @@ def default_steps(model) -> list:
     tag = block_tag(model["x"])
     if tag is not None and tag.block == ChainCollapsedGibbs.owns_block:
         return [ChainCollapsedGibbs()]
-    steps = [ChainFFBSVonMises()]
-    if model["kappa"] in model.free_RVs:
-        steps.append(ChainKappaSlice())
-    if model["kappa_obs"] in model.free_RVs:
-        steps.append(KappaObsSlice(angles="x"))
-    return steps
+    return [ChainFFBSVonMises()]
 
 
 def smooth(
@@ -225,7 +203,6 @@ def smooth(
     kappa_obs="prior",
     rank: int = 5,
     signal=None,
-    hyper_update: str = "collapsed",
     draws: int = SAMPLE_DEFAULTS["draws"],
     tune: int = SAMPLE_DEFAULTS["tune"],
     chains: int = SAMPLE_DEFAULTS["chains"],
@@ -242,7 +219,7 @@ def smooth(
 
     Parameters
     ----------
-    y, mask, kappa, kappa_obs, rank, signal, hyper_update
+    y, mask, kappa, kappa_obs, rank, signal
         As in :func:`build_model`.
     draws, tune, chains, cores, random_seed, progressbar, idata_kwargs
         As in ``pm.sample``, with its defaults.
@@ -276,7 +253,6 @@ def smooth(
         kappa_obs=kappa_obs,
         rank=rank,
         signal=signal,
-        hyper_update=hyper_update,
     )
     with model:
         steps = default_steps(model)

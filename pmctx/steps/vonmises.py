@@ -24,7 +24,7 @@ from pmctx.steps.base import PmctxStep
 from pmctx.steps.vonmises_jumps import PairJumps
 from pmctx.vonmises._numba_vector import log_joint_compiled
 from pmctx.vonmises.augmented import augmented_sweep
-from pmctx.vonmises.chain import CHAIN_KAPPA_PRIOR, sample_chain, sample_chain_kappa
+from pmctx.vonmises.chain import sample_chain
 from pmctx.vonmises.cluster import cluster_sweep
 from pmctx.vonmises.hyper import KAPPA_OBS_PRIOR, kappa_obs_statistics, sample_kappa_obs
 from pmctx.vonmises.maps import smoothness
@@ -33,7 +33,6 @@ from pmctx.vonmises.potentials import natural_field, wrap_angle
 __all__ = [
     "AugmentedVonMisesGibbs",
     "ChainFFBSVonMises",
-    "ChainKappaSlice",
     "ClusterVonMisesGibbs",
     "KappaObsSlice",
     "ModelParameters",
@@ -417,76 +416,3 @@ class ChainFFBSVonMises(PmctxStep):
         new = dict(point)
         new[key] = x.astype(point[key].dtype)
         return new, [{"log_evidence": log_evidence}]
-
-
-class ChainKappaSlice(PmctxStep):
-    """Exact update of a chain's smoothing ``kappa`` given its angles (slice sampling).
-
-    The chain prior's normaliser ``Z_T(kappa)`` is known in closed form
-    (:func:`pmctx.vonmises.chain.chain_log_normaliser`), so ``p(kappa | x)`` is exact under the
-    ``Gamma(2, 0.25)`` prior of ``build_model(kappa="prior")``.
-
-    Parameters
-    ----------
-    vars : list, optional
-        The ``kappa`` variable (default: the model's ``kappa``).
-    prior : (float, float), default CHAIN_KAPPA_PRIOR
-        Shape and rate of the Gamma prior; must match the model's.
-    model : pm.Model, optional
-        The model (default: the context's).
-    rng : int or Generator, optional
-        Random seed or generator.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from pmctx.models.vonmises_chain import build_model
-    >>> with build_model(np.array([0.1, 0.2, 0.3]), kappa="prior", rank=2):
-    ...     step = ChainKappaSlice(rng=0)
-    >>> step.value_names
-    ['kappa_log__']
-    """
-
-    name = "vonmises_chain_kappa_slice"
-    stats_dtypes_shapes = {"kappa": (np.float64, [])}
-    owns_block = "vonmises_chain_kappa"  # kappa="prior" in pmctx.models.vonmises_chain
-
-    def __init__(self, vars=None, *, prior=CHAIN_KAPPA_PRIOR, model=None, rng=None):
-        import pymc as pm
-
-        model = pm.modelcontext(model)
-        _model_with(model, ("x", "kappa", "rank"), "ChainKappaSlice")
-        if model["kappa"] not in model.free_RVs:
-            raise ValueError("ChainKappaSlice needs kappa='prior' in build_model.")
-        super().__init__([model["kappa"]] if vars is None else vars, model=model, rng=rng)
-        if self.vars != [model.rvs_to_values[model["kappa"]]]:
-            raise ValueError(f"ChainKappaSlice updates kappa only, got {self.value_names}.")
-        self._log_space = model.rvs_to_transforms.get(model["kappa"]) is not None
-        self.rank = int(model["rank"].get_value())
-        self.prior = tuple(float(v) for v in prior)
-        self._parameters = ModelParameters(self, ["x"])
-
-    def step(self, point):
-        """One update of ``kappa`` by slice sampling.
-
-        The other variables of ``point`` are kept.
-
-        Parameters
-        ----------
-        point : dict
-            The current point (value variables by name).
-
-        Returns
-        -------
-        point : dict
-            The new point.
-        stats : list of dict
-            One stats dict (``kappa``).
-        """
-        x = self._parameters(point)["x"]
-        key = self.value_names[0]
-        current = float(np.exp(point[key]) if self._log_space else point[key])
-        kappa = sample_chain_kappa(x, current, self.rank, self.rng, prior=self.prior)
-        new = dict(point)
-        new[key] = np.asarray(np.log(kappa) if self._log_space else kappa, np.float64)
-        return new, [{"kappa": kappa}]

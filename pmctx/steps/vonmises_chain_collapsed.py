@@ -4,11 +4,10 @@
 concentrations (``kappa`` and/or ``kappa_obs`` declared ``"prior"``) and updates them as one
 block with the kernel :func:`pmctx.vonmises.chain_collapsed.collapsed_update`: slice updates
 of the concentrations from ``p(kappa, kappa_obs | y)`` (the angles integrated out by the
-exact forward pass), then an exact FFBS draw of ``x`` given the new values. This replaces
-the three conditional steps (:class:`~pmctx.steps.vonmises.ChainFFBSVonMises`,
-:class:`~pmctx.steps.vonmises.ChainKappaSlice`, :class:`~pmctx.steps.vonmises.KappaObsSlice`),
-whose concentration updates given ``x`` mix slowly on long series; it is what
-``pmctx.models.vonmises_chain.build_model`` tags for plain ``pm.sample()`` by default.
+exact forward pass), then an exact FFBS draw of ``x`` given the new values: updating the
+concentrations given ``x`` instead mixes slowly on long series. It is what
+``pmctx.models.vonmises_chain.build_model`` tags for plain ``pm.sample()`` when a
+concentration is learned.
 """
 
 from __future__ import annotations

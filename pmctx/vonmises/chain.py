@@ -16,10 +16,9 @@ The prior normaliser has a closed form: the mode-to-mode matrix ``G(a, b) = 2 pi
 
     Z_T(kappa) = (2 pi I0(kappa))^2 (R + 1) lambda_0^(T - 2)   (T >= 2).
 
-That makes ``kappa``'s conditional given the angles exact as well
-(:func:`chain_kappa_log_conditional`); it is sampled by slice sampling (on ``kappa``
-itself, see :mod:`pmctx.vonmises.hyper`) under the documented prior
-``kappa ~ Gamma(2, 0.25)`` (:data:`CHAIN_KAPPA_PRIOR`).
+That makes ``kappa``'s posterior exact as well: the collapsed update
+(:mod:`pmctx.vonmises.chain_collapsed`) samples it with the angles summed out, under the
+documented prior ``kappa ~ Gamma(2, 0.25)`` (:data:`CHAIN_KAPPA_PRIOR`).
 
 Examples
 --------
@@ -42,7 +41,7 @@ import numpy as np
 from pmctx.vonmises._numba_chains import LOG_I0E_TABLE
 from pmctx.vonmises._numba_single_chain import single_chain_modes
 from pmctx.vonmises.ffbs import _lse, column_log_potentials
-from pmctx.vonmises.hyper import log_gamma_density, log_i0, slice_sample
+from pmctx.vonmises.hyper import log_i0
 from pmctx.vonmises.potentials import (
     LOG_2PI,
     log_edge_potential,
@@ -52,12 +51,10 @@ from pmctx.vonmises.potentials import (
 
 __all__ = [
     "CHAIN_KAPPA_PRIOR",
-    "chain_kappa_log_conditional",
     "chain_log_normaliser",
     "chain_log_potential",
     "chain_marginals",
     "sample_chain",
-    "sample_chain_kappa",
 ]
 
 #: Gamma(shape, rate) prior of the chain's ``kappa`` when declared ``kappa="prior"``.
@@ -109,81 +106,6 @@ def chain_log_potential(x, kappa, rank: int) -> float:
     """
     x = np.asarray(x, dtype=np.float64)
     return float(np.sum(log_edge_potential(x[:-1], x[1:], kappa, rank)))
-
-
-def chain_kappa_log_conditional(kappa, x, rank: int, prior=CHAIN_KAPPA_PRIOR) -> float:
-    """Unnormalised ``log p(kappa | x)``: prior + edge potentials - ``log Z_T(kappa)``.
-
-    Parameters
-    ----------
-    kappa : float
-        Smoothing concentration.
-    x : array_like (T,)
-        Angles.
-    rank : int
-        Rank of the potential.
-    prior : tuple of float, default CHAIN_KAPPA_PRIOR
-        Gamma ``(shape, rate)`` prior.
-
-    Returns
-    -------
-    float
-        The log conditional (``-inf`` for ``kappa <= 0``).
-    """
-    if kappa <= 0:
-        return -np.inf
-    x = np.asarray(x, dtype=np.float64)
-    return float(
-        log_gamma_density(kappa, *prior)
-        + chain_log_potential(x, kappa, rank)
-        - chain_log_normaliser(kappa, rank, x.size)
-    )
-
-
-def sample_chain_kappa(
-    x, kappa: float, rank: int, rng, *, prior=CHAIN_KAPPA_PRIOR, n_steps: int = 2
-) -> float:
-    """``n_steps`` slice-sampling updates of the chain's ``kappa`` (exact conditional).
-
-    Parameters
-    ----------
-    x : array_like (T,)
-        Angles.
-    kappa : float
-        Current value.
-    rank : int
-        Rank of the potential.
-    rng : numpy.random.Generator
-        Random generator.
-    prior : tuple of float, default CHAIN_KAPPA_PRIOR
-        Gamma ``(shape, rate)`` prior.
-    n_steps : int, default 2
-        Slice-sampling updates.
-
-    Returns
-    -------
-    float
-        The new ``kappa``.
-    """
-
-    x = np.asarray(x, dtype=np.float64)
-    phases = 2.0 * np.pi * np.arange(rank + 1) / (rank + 1)
-    # cos(x_t - phi_k) + cos(x_{t+1} - phi_k) once per update; each evaluation is then one
-    # log-sum-exp over modes (same value as chain_kappa_log_conditional, far cheaper).
-    cos_sum = np.cos(x[:-1, None] - phases) + np.cos(x[1:, None] - phases)
-    peak = cos_sum.max(axis=1)
-    shifted = cos_sum - peak[:, None]
-    peak_total = peak.sum()
-
-    def log_density(k):
-        if k <= 0:
-            return -np.inf
-        edges = k * peak_total + np.log(np.exp(k * shifted).sum(axis=1)).sum()
-        return float(log_gamma_density(k, *prior) + edges - chain_log_normaliser(k, rank, x.size))
-
-    for _ in range(n_steps):
-        kappa = slice_sample(log_density, kappa, rng)
-    return kappa
 
 
 def sample_chain(field, kappa: float, rank: int, rng):

@@ -7,7 +7,7 @@
 reconstructions) and
 :func:`check_series` (the chain smoother, :mod:`pmctx.models.vonmises_chain`) turn observed
 angles with NaN (or a mask) for missing values into the filled arrays and 0/1 masks the
-models store; :func:`check_concentration` and :func:`check_hyper_update` check the chain's
+models store; :func:`check_concentration` checks the chain's
 options.
 
 Examples
@@ -41,13 +41,10 @@ from pmctx.validation import (
 from pmctx.vonmises.potentials import wrap_angle
 
 __all__ = [
-    "CHAIN_SCHEMA", "HYPER_UPDATES", "MAP_SCHEMA", "check_concentration", "check_hyper_update",
+    "CHAIN_SCHEMA", "MAP_SCHEMA", "check_concentration",
     "check_map_observations", "check_series", "load_vonmises", "load_vonmises_chain",
     "observed_doubled_angles",
 ]  # fmt: skip
-
-#: How the chain smoother samples learned concentrations (``hyper_update``).
-HYPER_UPDATES = ("collapsed", "conditional")
 
 
 def check_map_observations(z, mask=None, shape=None):
@@ -211,32 +208,6 @@ def check_concentration(value, name: str):
             raise ValueError(f"{name} must be a positive number or 'prior'; got {value!r}.")
         return value
     return check_positive(value, name)
-
-
-def check_hyper_update(value: str) -> str:
-    """One of :data:`HYPER_UPDATES`: how the chain's learned concentrations are sampled.
-
-    Parameters
-    ----------
-    value : str
-        ``"collapsed"`` or ``"conditional"``.
-
-    Returns
-    -------
-    str
-        ``value``.
-
-    Examples
-    --------
-    >>> check_hyper_update("collapsed")
-    'collapsed'
-    """
-    if value not in HYPER_UPDATES:
-        raise ValueError(
-            f"hyper_update must be one of {HYPER_UPDATES} (how learned concentrations are "
-            f"sampled); got {value!r}. Use 'collapsed', the default, unless comparing samplers."
-        )
-    return value
 
 
 # ---------------------------------------------------------------- data files

@@ -1,8 +1,8 @@
 """Chain smoother for angular time series: exact marginals, exact draws, learned concentrations.
 
 References are quadrature on a fine periodic grid (midpoint rule, spectrally accurate) of the
-joint of a 3-sample chain; the Geweke test runs the full Gibbs scheme (FFBS for x, slice
-updates for kappa and kappa_obs) on a 6-sample chain against exact prior draws.
+joint of a 3-sample chain. (The learned concentrations' collapsed update is checked in
+tests/vonmises/test_vonmises_chain_collapsed.py.)
 """
 
 import numpy as np
@@ -18,26 +18,29 @@ from pmctx.models.vonmises_chain import (
 )
 from scipy.special import logsumexp
 
-from pmctx.steps.vonmises import ChainKappaSlice
-from pmctx.testing import assert_geweke, assert_matches_exact, geweke_test
+from pmctx.testing import assert_matches_exact
 from pmctx.vonmises.chain import (
     CHAIN_KAPPA_PRIOR,
-    chain_kappa_log_conditional,
     chain_log_normaliser,
     chain_marginals,
     sample_chain,
-    sample_chain_kappa,
 )
 from pmctx.vonmises.hyper import (
-    KAPPA_OBS_PRIOR,
     kappa_obs_log_conditional,
     kappa_obs_statistics,
     log_gamma_density,
-    sample_kappa_obs,
-    slice_sample,
 )
 from pmctx.vonmises.potentials import log_edge_potential, natural_field
 from tests.oracles.vonmises_exact import bin_index
+
+
+def chain_kappa_log_conditional(kappa, x, rank):
+    """Unnormalised ``log p(kappa | x)``: prior + edge potentials - ``log Z_T(kappa)``."""
+    x = np.asarray(x, dtype=np.float64)
+    edges = np.sum(log_edge_potential(x[:-1], x[1:], kappa, rank))
+    prior = log_gamma_density(kappa, *CHAIN_KAPPA_PRIOR)
+    return float(prior + edges - chain_log_normaliser(kappa, rank, x.size))
+
 
 KAPPA, RANK, POINTS = 2.0, 3, 96
 Y = np.array([0.4, np.nan, -2.5])
@@ -110,61 +113,6 @@ def test_model_logp_is_the_kernels_target():
     np.testing.assert_allclose(gaps, gaps[0], atol=1e-8)
 
 
-GEWEKE_T, GEWEKE_RANK = 6, 3
-
-
-def _broken_kappa(x, kappa, rank, rng):
-    """Forgets that the chain prior's normaliser depends on kappa."""
-
-    phases = 2.0 * np.pi * np.arange(rank + 1) / (rank + 1)
-    cos_sum = np.cos(x[:-1, None] - phases) + np.cos(x[1:, None] - phases)
-
-    def log_density(k):
-        if k <= 0:
-            return -np.inf
-        prior = log_gamma_density(k, *CHAIN_KAPPA_PRIOR)
-        return float(prior + logsumexp(k * cos_sum, axis=1).sum())
-
-    return slice_sample(log_density, kappa, rng)
-
-
-def _geweke(kappa_update, n, seed):
-    def prior(rng):
-        kappa = rng.gamma(CHAIN_KAPPA_PRIOR[0], 1.0 / CHAIN_KAPPA_PRIOR[1])
-        kappa_obs = rng.gamma(KAPPA_OBS_PRIOR[0], 1.0 / KAPPA_OBS_PRIOR[1])
-        x, _ = sample_chain(np.zeros((GEWEKE_T, 2)), kappa, GEWEKE_RANK, rng)
-        return x, kappa, kappa_obs
-
-    def data(params, rng):
-        return rng.vonmises(params[0], params[2])
-
-    def transition(params, y, rng):
-        x, kappa, kappa_obs = params
-        x, _ = sample_chain(natural_field(y, 1, kappa_obs), kappa, GEWEKE_RANK, rng)
-        kappa = kappa_update(x, kappa, GEWEKE_RANK, rng)
-        kappa_obs = sample_kappa_obs(kappa_obs_statistics(x, y), kappa_obs, rng)
-        return x, kappa, kappa_obs
-
-    tests = {
-        "log_kappa": lambda p, y: np.log(p[1]),
-        "kappa_obs": lambda p, y: p[2],
-        "cos_step": lambda p, y: np.mean(np.cos(np.diff(p[0]))),
-        "cos_x0": lambda p, y: np.cos(p[0][0]),
-        "fit": lambda p, y: np.mean(np.cos(y - p[0])),
-    }
-    return geweke_test(prior, data, transition, tests, n_marginal=n, n_successive=n, rng=seed)
-
-
-def test_geweke_full_gibbs():
-    assert_geweke(_geweke(sample_chain_kappa, 2000, 8), z_threshold=4.0)
-
-
-@pytest.mark.slow  # ~30 s: without the normaliser kappa drifts high and slice steps lengthen
-def test_geweke_fails_without_the_normaliser():
-    result = _geweke(_broken_kappa, 2000, 8)
-    assert not result.passed(4.0), str(result)
-
-
 def test_smooth_learns_and_marginals_track_the_truth():
     x, y = simulate(120, kappa=4.0, kappa_obs=3.0, rank=6, missing=0.3, random_seed=4)
     # random_seed=0 and no convergence report: what smooth() did before it took pm.sample's
@@ -186,8 +134,6 @@ def test_fixed_concentrations_use_only_the_ffbs_step():
     with model:
         steps = default_steps(model)
         assert [s.name for s in steps] == ["vonmises_chain_ffbs"]
-        with pytest.raises(ValueError, match="kappa='prior'"):
-            ChainKappaSlice()
         idata = pm.sample(
             draws=20,
             tune=5,
@@ -211,20 +157,6 @@ def test_bad_input_is_rejected():
         build_model(np.array([0.1, 0.2]), signal=[1.0, 0.0])
     with pytest.raises(ValueError, match="mask"):
         build_model(np.array([0.1, np.nan]), mask=[1, 1])
-
-
-def test_fast_kappa_update_targets_the_documented_conditional():
-    """sample_chain_kappa's inlined density equals chain_kappa_log_conditional (one slice
-    step from the same uniforms lands on the same value)."""
-    x = np.random.default_rng(1).uniform(-np.pi, np.pi, 7)
-
-    def reference(x, kappa, rank, rng):
-        return slice_sample(lambda k: chain_kappa_log_conditional(k, x, rank), kappa, rng)
-
-    for seed in range(5):
-        fast = sample_chain_kappa(x, 3.0, 4, np.random.default_rng(seed), n_steps=1)
-        slow = reference(x, 3.0, 4, np.random.default_rng(seed))
-        assert fast == pytest.approx(slow, rel=1e-12)
 
 
 def test_empty_or_one_sample_series_are_rejected_before_sampling():

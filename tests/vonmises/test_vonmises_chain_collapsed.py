@@ -196,8 +196,6 @@ def test_plain_sample_assigns_one_collapsed_block():
 
 def test_step_and_option_errors():
     y = np.array([0.1, np.nan, 0.3])
-    with pytest.raises(ValueError, match="hyper_update must be one of"):
-        build_model(y, kappa="prior", hyper_update="marginal")
     with build_model(y, kappa="prior", kappa_obs="prior", rank=2) as model:
         with pytest.raises(ValueError, match="must update x together"):
             ChainCollapsedGibbs([model["kappa"]])

@@ -13,24 +13,16 @@ from pmctx.steps.registration import assigned_steps
 
 def test_plain_sample_assigns_the_exact_chain_steps():
     _, y = simulate(12, kappa=3.0, kappa_obs=2.0, rank=3, missing=0.3, random_seed=0)
-    # hyper_update="conditional": the steps that were the default before the collapsed block
-    # (tests/vonmises/test_vonmises_chain_collapsed.py checks the new default's assignment).
-    model = build_model(y, kappa="prior", kappa_obs="prior", rank=3, hyper_update="conditional")
-    assert assigned_steps(model) == {
-        "ChainFFBSVonMises": ["x"],
-        "ChainKappaSlice": ["kappa"],
-        "KappaObsSlice": ["kappa_obs"],
-    }
+    # Learned concentrations: tests/vonmises/test_vonmises_chain_collapsed.py checks the
+    # collapsed block's assignment.
     fixed = build_model(y, kappa=3.0, kappa_obs=2.0, rank=3)
     assert assigned_steps(fixed) == {"ChainFFBSVonMises": ["x"]}
-    with model:
+    with fixed:
         idata = pm.sample(
             draws=20, tune=5, chains=1, random_seed=1, progressbar=False,
             compute_convergence_checks=False,
         )  # fmt: skip
-    stats = idata.sample_stats
-    assert {"log_evidence", "kappa", "kappa_obs"} <= set(stats.data_vars)
-    np.testing.assert_allclose(stats["kappa"].values, idata.posterior["kappa"].values)
+    assert "log_evidence" in idata.sample_stats
 
 
 def test_registry_fit_and_invariants(tmp_path):
