@@ -109,8 +109,9 @@ def _verdict(quantities) -> dict:
 
 def run_case(case: dict) -> dict:
     """Fit one case at the package defaults and return its record."""
-    from pmctx.ibp.data import bars_data
     from pmctx.models import ibp
+
+    from pmctx.ibp.data import bars_data
     from pmctx.registry import invariants_of
 
     data_args = {k: case[k] for k in ("n_trials", "n_features", "pattern", "n_dims",
@@ -140,8 +141,9 @@ def run_case(case: dict) -> dict:
     if continuation:
         first = _first_draws(idata, quantities, attrs)
         record["first_pass"] = _verdict(first) if first is not None else None
-        record["extensions"] = int(attrs.get("extensions", attrs.get("n_extensions", 0)) or 0)
-        record["stop_reason"] = str(attrs.get("stop_reason", attrs.get("stopped", "")))
+        record["extensions"] = int(attrs.get("pmctx_extensions", 0) or 0)
+        record["stop_reason"] = str(attrs.get("pmctx_stop_reason", ""))
+        record["draws_kept"] = int(attrs.get("pmctx_draws_kept", quantities.sizes["draw"]))
     else:
         record["first_pass"] = record["final"]
         record["extensions"] = None
@@ -152,7 +154,7 @@ def _first_draws(idata, quantities, attrs):
     """The invariants on the first ``draws`` requested (before any continuation)."""
     from pmctx.sampling import SAMPLE_DEFAULTS
 
-    first = int(attrs.get("draws_requested", SAMPLE_DEFAULTS["draws"]))
+    first = int(attrs.get("pmctx_draws_requested", SAMPLE_DEFAULTS["draws"]))
     if first >= quantities.sizes["draw"]:
         return quantities
     return quantities.isel(draw=slice(0, first))
@@ -198,9 +200,9 @@ def table(store: dict) -> str:
             lines.append(
                 f"{label:7s} {r['id']:2d} {c['n_trials']:5d} {c['n_features']:2d} "
                 f"{c['pattern']:7s} {c['n_dims']} {c['sigma_n']:.1f}  {c['lam']:.2f} "
-                f"{r['cpu_s']:7.1f} {str(first):5s} {str(r['final']['converged']):5s} "
+                f"{r['cpu_s']:7.1f} {first!s:5s} {r['final']['converged']!s:5s} "
                 f"{r['final']['max_rhat']:8.3f} {r['final']['min_ess']:7.0f} "
-                f"{str(r.get('extensions')):3s} {str(r['chains_disagree']):5s} "
+                f"{r.get('extensions')!s:3s} {r['chains_disagree']!s:5s} "
                 f"{r['mode_n_shared']}"
             )
         n = len(recs)
@@ -213,7 +215,7 @@ def table(store: dict) -> str:
                 f"chains disagree {sum(r['chains_disagree'] for r in recs)}/{n}, "
                 f"CPU s total {cpu:.0f} (mean {cpu / n:.1f})"
             )
-    return "\n".join(lines + [""] + summary)
+    return "\n".join([*lines, "", *summary])
 
 
 def main(argv=None) -> None:
