@@ -107,7 +107,8 @@ def fit_data(
     family : str, default "gaussian"
         Response family (``gaussian``, ``bernoulli``, ``poisson``, ``negative_binomial``).
     **options
-        Model options (see ``SPEC.options``); ``target_accept`` goes to ``GumModel.sample``.
+        Model options (see ``SPEC.options``); ``target_accept`` and ``check_convergence`` go
+        to ``GumModel.sample``.
 
     Returns
     -------
@@ -125,8 +126,9 @@ def fit_data(
             "(np.savez(path, formula='y ~ f(x)', family='poisson', x=..., y=...)) or pass "
             "--set formula='y ~ f(x)'."
         )
-    if "target_accept" in options:  # a sampler setting, given as a model option by the CLI
-        sample_kwargs = {**sample_kwargs, "target_accept": options.pop("target_accept")}
+    for key in ("target_accept", "check_convergence"):  # GumModel.sample's, not gum()'s
+        if key in options:  # given as a model option by the CLI
+            sample_kwargs = {**sample_kwargs, key: options.pop(key)}
     g = gum(formula, data["columns"], family=family, **options)
     return g.sample(**sample_kwargs)
 
@@ -149,7 +151,8 @@ def fit_unit(data: dict, *, random_seed=None, method: str = "laplace", draws: in
         Posterior draws.
     **options
         ``formula``, ``family`` and further :func:`pmctx.gum.gum` (Laplace) or
-        :func:`fit_data` (NUTS) options.
+        :func:`fit_data` (NUTS) options; NUTS's sampling budget (``until_converged``,
+        ``max_draws``, ``max_time``) is ignored by Laplace, whose draws are independent.
 
     Returns
     -------
@@ -183,6 +186,8 @@ def fit_unit(data: dict, *, random_seed=None, method: str = "laplace", draws: in
                         formula=formula, family=family, **options)  # fmt: skip
     if method != "laplace":
         raise ValueError(f"method must be 'laplace' or 'nuts', got {method!r}.")
+    for name in ("until_converged", "max_draws", "max_time"):  # independent draws: no chains
+        options.pop(name, None)
     random_seed = 0 if random_seed is None else random_seed
     return gum(formula, data, family=family, **options).laplace(
         draws=draws, random_seed=random_seed

@@ -197,13 +197,17 @@ class UntilConverged:
     first_draws: Callable | None
     judge: Callable
     show: bool = False
-    started: float = field(default_factory=time.monotonic)
-    kept: int | None = None
-    reason: str = "interrupted"
-    checks: list = field(default_factory=list)
-    _traces: dict = field(default_factory=dict)
-    _counts: dict = field(default_factory=dict)
-    _next: int = 0
+    #: When the run started (``max_time`` counts from here).
+    started: float = field(init=False, default_factory=time.monotonic)
+    #: Draws per chain kept, once the run has stopped at a checkpoint.
+    kept: int | None = field(init=False, default=None)
+    #: Why the run stopped: "converged", "max_draws", "max_time" or "interrupted".
+    reason: str = field(init=False, default="interrupted")
+    #: One dict per look: draws, converged, r_hat, ess_min, quantity.
+    checks: list = field(init=False, default_factory=list)
+    _traces: dict = field(init=False, default_factory=dict)
+    _counts: dict = field(init=False, default_factory=dict)
+    _next: int = field(init=False, default=0)
 
     def __call__(self, trace, draw) -> None:
         self._traces[draw.chain] = trace
@@ -273,6 +277,13 @@ def keep_first(trace, n_iterations: int) -> None:
 
     A pmctx trace (:class:`pmctx.memory.ChainTrace`) truncates what it keeps itself; PyMC's
     ``NDArray`` trims its arrays to ``draw_idx`` on ``close``.
+
+    Parameters
+    ----------
+    trace : pymc.backends.ndarray.NDArray
+        One chain's trace, still open.
+    n_iterations : int
+        Iterations to keep.
     """
     if hasattr(trace, "keep_first"):
         trace.keep_first(n_iterations)

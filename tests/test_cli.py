@@ -111,6 +111,30 @@ def test_fit_writes_standard_outputs_and_prints_report(tmp_path, capsys):
     assert "convergence (all quantities converged)" in out and "az.from_netcdf" in out
 
 
+def test_fit_prints_one_line_per_convergence_check(tmp_path, capsys):
+    import arviz as az
+    import numpy as np
+
+    from pmctx.conditioning import shipped_design
+
+    design = shipped_design("renewal_aba", n_acquisition=3, n_extinction=3, n_test=1)
+    data = tmp_path / "subject.csv"
+    rows = [",".join("" if np.isnan(v) else str(int(v)) for v in row) for row in design.to_array()]
+    data.write_text(",".join(design.feature_names) + "\n" + "\n".join(rows) + "\n")
+    # 30 draws per chain are too few for 100 per chain of ESS: the chains go on to 60 and stop.
+    cli.main(
+        ["fit", "crp", "--data", str(data), "--out", str(tmp_path / "o"), "--draws", "30",
+         "--tune", "30", "--chains", "2", "--random-seed", "1", "--max-draws", "60",
+         "--set", "max_causes=4"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if "draws per chain: worst R-hat" in line]
+    stats = az.from_netcdf(tmp_path / "o" / "crp" / "crp_posterior.nc").sample_stats.attrs
+    assert len(lines) == len(stats["pmctx_checks"]) == stats["pmctx_extensions"] + 1 == 3
+    assert lines[0].startswith("[crp] 30 draws per chain") and "continuing to 45" in lines[0]
+    assert lines[-1].startswith("[crp] 60 draws per chain") and "max_draws reached" in lines[-1]
+
+
 def test_demo_announces_the_sum_of_each_specs_expected_seconds():
     from pmctx.registry import get_spec
 

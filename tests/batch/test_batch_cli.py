@@ -68,3 +68,32 @@ def test_batch_command_on_a_local_cluster(tmp_path, capsys):
     summary = pd.read_csv(tmp_path / "o" / "summary.csv")
     assert summary["status"].tolist() == ["ok"] * 3
     assert summary["unit"].tolist() == ["s0", "s1", "s2"]
+
+
+def test_batch_passes_the_sampling_budget_to_every_unit(tmp_path):
+    import arviz as az
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for unit in ("a", "b"):
+        x = rng.uniform(0, 1, 30)
+        rows += [{"unit": unit, "x": xi, "y": np.sin(3 * xi) + 0.2 * rng.normal()} for xi in x]
+    pd.DataFrame(rows).to_csv(tmp_path / "units.csv", index=False)
+    base = ["batch", "gum", "--data", str(tmp_path / "units.csv"), "--workers", "0",
+            "--set", "formula=y ~ f(x, max_points=8)", "--set", "noise_sd=0.2",
+            "--set", "draws=40", "--set", "method=nuts"]  # fmt: skip
+    fixed = ["--set", "until_converged=false", "--set", "check_convergence=false"]
+    assert main([*base, "--out", str(tmp_path / "fixed"), *fixed]) == 0
+    for unit in ("a", "b"):
+        fit = az.from_netcdf(tmp_path / "fixed" / "units" / f"{unit}.nc")
+        assert fit.sample_stats.attrs["pmctx_stop_reason"] == "fixed_length"
+        assert fit.posterior.sizes["draw"] == 40
+    main([*base, "--out", str(tmp_path / "budget"), "--set", "max_draws=50"])
+    summary = pd.read_csv(tmp_path / "budget" / "summary.csv").set_index("unit")
+    for unit in ("a", "b"):
+        if summary.loc[unit, "status"] == "ok":  # converged within the budget
+            fit = az.from_netcdf(tmp_path / "budget" / "units" / f"{unit}.nc")
+            attrs = fit.sample_stats.attrs
+            assert fit.posterior.sizes["draw"] == attrs["pmctx_draws_kept"] <= 50
+        else:  # a unit that warns fails; the warning says the budget ran out
+            assert "continued to 50 draws per chain" in summary.loc[unit, "error"]
