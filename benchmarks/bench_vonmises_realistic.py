@@ -12,8 +12,6 @@ Methods, every one on the same maps in one run:
   held-out pixels over :data:`~pmctx.models.vonmises_select.KAPPAS`, rank 5, stacking,
   ``kappa_obs`` learned, and the band-pass prior weighed against that grid:
   ``spacings="auto"``, the same call as ``pmctx-both``).
-* ``pmctx-second``: the same with second-neighbour couplings weighed by the same CV
-  (``kappa2_ratios`` :data:`RATIOS`, :mod:`pmctx.vonmises.second_neighbour`).
 * ``pmctx-spectral``: :func:`pmctx.models.vonmises_spectral.reconstruct_spectral` at its
   defaults (band-pass prior with a column spacing, exact von Mises observations, spacing
   weighed by held-out pixels around the data's estimate, ``kappa_obs`` learned).
@@ -55,7 +53,6 @@ SIZE = 64
 SPACINGS = (8.0, 20.0)
 MISSING = (0.1, 0.3, 0.7)
 KAPPA_OBS = (1.0, 4.0)
-RATIOS = (0.0, -0.2)
 TABLE = [(m, k) for m in (0.3, 0.7, 0.1) for k in KAPPA_OBS]
 GP_FIT_PIXELS = 600
 NC_WIDTHS = tuple(np.round(np.geomspace(0.5, 8.0, 13), 3))
@@ -87,19 +84,16 @@ def normconv_reconstruct(z, observed, rng, n_folds: int = 3):
     return _convolve(z, observed, sigma)[~observed][None], {"kappa": float(sigma)}
 
 
-def pmctx_reconstruct(z, observed, rng, kappa2_ratios=(0.0,)):
-    """``reconstruct_cv`` at its defaults (and the given second-neighbour ratios)."""
+def pmctx_reconstruct(z, observed, rng):
+    """``reconstruct_cv`` at its defaults."""
     from pmctx.models.vonmises_select import reconstruct_cv
 
     theta = np.where(observed, np.mod(z, 2 * np.pi) / 2, np.nan)
-    idata = reconstruct_cv(theta, kappa2_ratios=kappa2_ratios, random_seed=rng)
+    idata = reconstruct_cv(theta, random_seed=rng)
     o = idata.posterior["o"].values[0]
     if "spectral_weight" in idata.cv.attrs:
         return o[:, ~observed], {"kappa": _prior_choice(idata)}
     chosen = round(float(idata.cv.attrs["weighted_kappa"]), 2)
-    if "kappa2_ratio" in idata.cv:
-        weights = idata.cv["weight"].values
-        chosen = (chosen, round(float(np.dot(weights, idata.cv["kappa2_ratio"].values)), 3))
     return o[:, ~observed], {"kappa": chosen}
 
 
@@ -141,7 +135,6 @@ METHODS = {
     "pmctx-both": both_reconstruct,
     "pmctx-mrf": lambda z, observed, rng: both_reconstruct(z, observed, rng, spacings=None),
     "pmctx-spectral": spectral_reconstruct,
-    "pmctx-second": lambda z, observed, rng: pmctx_reconstruct(z, observed, rng, RATIOS),
     "gp": lambda z, observed, rng: gp_reconstruct(z, observed, rng, fit_pixels=GP_FIT_PIXELS),
     "normconv": normconv_reconstruct,
 }

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from pmctx.validation import as_rng, check_choice, check_int
+from pmctx.vonmises.augmented import augmented_sweep
 from pmctx.vonmises.average import (
     PICK_RULES,
     choose_prior,
@@ -57,7 +58,6 @@ from pmctx.vonmises.hyper import kappa_obs_statistics, sample_kappa_obs
 from pmctx.vonmises.inputs import observed_doubled_angles
 from pmctx.vonmises.outputs import pooled_map_tree
 from pmctx.vonmises.potentials import natural_field
-from pmctx.vonmises.second_neighbour import second_neighbour_sweep
 from pmctx.vonmises.select import cross_validate
 from pmctx.vonmises.spectral import ring_spectrum, spectral_posterior
 from pmctx.vonmises.spectral_cv import cross_validate_spacing, torus_for
@@ -116,7 +116,6 @@ def grid_posterior(
     tune=100,
     kappa_obs=None,
     signal=None,
-    kappa2=0.0,
     random_seed=None,
 ):
     """Posterior draws of the whole map at one ``(kappa, rank)`` (``kappa_obs`` learned).
@@ -137,8 +136,6 @@ def grid_posterior(
         Fixed observation concentration (default: learned, starting at 2).
     signal : numpy.ndarray (M, N), optional
         Relative signal strength per pixel.
-    kappa2 : float, default 0.0
-        Signed second-neighbour strength (:mod:`pmctx.vonmises.second_neighbour`).
     random_seed : int or numpy.random.Generator, optional
         Random seed or generator.
 
@@ -163,7 +160,7 @@ def grid_posterior(
     o_draws, k_draws = [], []
     for sweep in range(tune + draws):
         field = natural_field(z, observed, k_obs, signal=signal)
-        o = second_neighbour_sweep(o, field, kappa, rank, rng, kappa2=kappa2)
+        o = augmented_sweep(o, field, kappa, rank, rng)
         if learn:
             k_obs = sample_kappa_obs(kappa_obs_statistics(o, z, observed, signal), k_obs, rng)
         if sweep >= tune:
@@ -187,7 +184,6 @@ def reconstruct_cv(
     draws: int = 200,
     tune: int = 100,
     min_weight: float = 0.01,
-    kappa2_ratios=(0.0,),
     spacings="auto",
     random_seed=None,
 ):
@@ -215,13 +211,6 @@ def reconstruct_cv(
         Pooled draws, and burn-in sweeps of each grid point's fit.
     min_weight : float, default 0.01
         Grid points below this weight are dropped (the rest renormalised) before fitting.
-    kappa2_ratios : sequence of float, default (0.0,)
-        Second-neighbour couplings to weigh as well, as ratios ``kappa2 / kappa``
-        (:mod:`pmctx.vonmises.second_neighbour`; negative values favour maps smooth at the
-        pixel scale, as orientation maps with a column spacing of many pixels are). The
-        grid becomes every ``(kappa, rank, ratio)``; ``(0.0,)`` is the nearest-neighbour
-        prior alone. With more than one ratio ``method`` must be "stacking", "pseudo_bma"
-        or "best".
     spacings : "auto", "cv", None or sequence of float, default "auto"
         Also weigh the band-pass prior with a column spacing
         (:mod:`pmctx.models.vonmises_spectral`) against the grid, by the same held-out
@@ -245,13 +234,13 @@ def reconstruct_cv(
     -------
     xarray.DataTree
         ``posterior``: ``o``, ``theta`` (1 chain, ``draws``), ``kappa_obs``, and ``kappa`` and
-        ``rank`` (and, with ``kappa2_ratios``, ``kappa2_ratio``) of the grid point each
-        draw came from; ``log_likelihood``: ``z``, the von Mises log density of every
-        observed pixel per draw (``obs_pixel``, for ``az.loo``); ``cv``: the CV curve over ``grid``
-        with ``weight``; ``constant_data``: ``obs_mask``. ``cv.attrs`` holds ``method``,
-        ``heldout`` and the weighted ``kappa``; with ``spacings`` also ``spectral_weight``,
-        the posterior's ``spacing`` and ``width``, and (stacking) the chosen ``prior`` with
-        ``prior_diff`` and ``prior_se`` (:func:`~pmctx.vonmises.average.choose_prior`).
+        ``rank`` of the grid point each draw came from; ``log_likelihood``: ``z``, the von
+        Mises log density of every observed pixel per draw (``obs_pixel``, for ``az.loo``);
+        ``cv``: the CV curve over ``grid`` with ``weight``; ``constant_data``: ``obs_mask``.
+        ``cv.attrs`` holds ``method``, ``heldout`` and the weighted ``kappa``; with
+        ``spacings`` also ``spectral_weight``, the posterior's ``spacing`` and ``width``, and
+        (stacking) the chosen ``prior`` with ``prior_diff`` and ``prior_se``
+        (:func:`~pmctx.vonmises.average.choose_prior`).
 
     Examples
     --------
@@ -264,18 +253,6 @@ def reconstruct_cv(
 
     method = check_choice(method, "method", list(METHODS))
     draws = check_int(draws, "draws", minimum=1)
-    ratios = tuple(float(q) for q in np.atleast_1d(kappa2_ratios))
-    if not ratios or not np.all(np.isfinite(ratios)):
-        raise ValueError(
-            f"kappa2_ratios must be a non-empty sequence of finite numbers, got {kappa2_ratios!r}."
-            " Pass e.g. (0.0, -0.2, -0.3), or (0.0,) for the nearest-neighbour prior alone."
-        )
-    extended = any(q != 0.0 for q in ratios)
-    if extended and method in ("one_se", "elbow"):
-        raise ValueError(
-            f"method={method!r} orders the grid by kappa and rank only, so it cannot choose "
-            f"among kappa2_ratios {ratios}; use 'stacking', 'pseudo_bma' or 'best'."
-        )
     z, observed = observed_doubled_angles(theta_obs, mask)
     signal = None if signal is None else np.asarray(signal, dtype=np.float64)
     rng = as_rng(random_seed)
@@ -288,7 +265,6 @@ def reconstruct_cv(
         n_folds=n_folds,
         n_sweeps=cv_sweeps,
         heldout=heldout,
-        kappa2_ratios=ratios,
         random_seed=rng,
     )
     if isinstance(spacings, str) and spacings == "auto":
@@ -300,7 +276,6 @@ def reconstruct_cv(
         spectral, weights, choice = _with_spectral(
             cv, z, observed, spacings, method, kappa_obs, signal, n_folds, cv_sweeps, rng
         )
-    ratio_of = cv.curve["kappa2_ratio"] if extended else np.zeros(len(cv.curve))
     fit_weights = np.where(weights >= min(min_weight, weights.max()), weights, 0.0)
     fits = [
         grid_posterior(
@@ -312,12 +287,11 @@ def reconstruct_cv(
             tune=tune,
             kappa_obs=kappa_obs,
             signal=signal,
-            kappa2=ratio * kappa,
             random_seed=rng,
         )
         if w > 0
         else None
-        for w, kappa, rank, ratio in zip(fit_weights, cv.curve["kappa"], cv.curve["rank"], ratio_of)
+        for w, kappa, rank in zip(fit_weights, cv.curve["kappa"], cv.curve["rank"])
     ]
     if spectral is not None:
         fits += [
@@ -374,8 +348,6 @@ def reconstruct_cv(
         "kappa": curve["kappa"].to_numpy()[source],
         "rank": curve["rank"].to_numpy()[source],
     }
-    if extended:
-        posterior["kappa2_ratio"] = curve["kappa2_ratio"].to_numpy()[source]
     if spectral is not None:
         posterior["spacing"] = curve["spacing"].to_numpy()[source]
         posterior["width"] = curve["width"].to_numpy()[source]

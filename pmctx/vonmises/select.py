@@ -35,6 +35,7 @@ from scipy.special import logsumexp
 
 from pmctx.numerics import logsumexp_rows
 from pmctx.validation import as_rng
+from pmctx.vonmises.augmented import augmented_sweep
 from pmctx.vonmises.hyper import kappa_obs_statistics, log_i0, sample_kappa_obs
 from pmctx.vonmises.pointwise import _OFFSETS, node_conditional_terms
 from pmctx.vonmises.potentials import (
@@ -44,7 +45,6 @@ from pmctx.vonmises.potentials import (
     natural_field,
     neighbour_terms,
 )
-from pmctx.vonmises.second_neighbour import second_field, second_neighbour_sweep
 from pmctx.vonmises.start import smoothed_start
 
 __all__ = [
@@ -77,15 +77,12 @@ class CrossValidation:
         The selected rank.
     pointwise : numpy.ndarray
         Per-pixel log predictive densities.
-    best_kappa2_ratio : float, default 0.0
-        The selected second-neighbour ratio (``kappa2 / kappa``).
     """
 
     curve: pd.DataFrame
     best_kappa: float
     best_rank: int
     pointwise: np.ndarray
-    best_kappa2_ratio: float = 0.0
 
 
 def observation_log_density(z, o_draws, kappa_obs_draws, signal=None) -> np.ndarray:
@@ -143,9 +140,7 @@ def heldout_log_predictive(z, o_draws, kappa_obs_draws, signal=None):
     return logsumexp(log_dens, axis=0) - np.log(o_draws.shape[0])
 
 
-def heldout_log_predictive_rb(
-    z, rows, cols, map_draws, kappa, rank, kappa_obs_draws, signal=None, fields=None
-):
+def heldout_log_predictive_rb(z, rows, cols, map_draws, kappa, rank, kappa_obs_draws, signal=None):
     """Rao-Blackwellised held-out density: the exact conditional predictive, averaged.
 
     Given a map draw, a held-out pixel's angle has the exact conditional ``p(o_i | o_nbrs)``
@@ -170,11 +165,6 @@ def heldout_log_predictive_rb(
         Posterior draws of ``kappa_obs``.
     signal : numpy.ndarray (n,), optional
         Relative signal strength at the held-out pixels.
-    fields : numpy.ndarray (S, n, 2), optional
-        Extra natural vector of each held-out pixel per draw: the field of the
-        second-neighbour edges' modes drawn given that map
-        (:func:`pmctx.vonmises.second_neighbour.second_field`), so that the conditional is
-        exact in the joint of angles and modes.
 
     Returns
     -------
@@ -206,11 +196,6 @@ def heldout_log_predictive_rb(
         log_w = _node_log_weights(o, rows, cols, kappa, modes)
         conc = k_obs * strength
         base = distinct[None, :, :]
-        if fields is not None:  # per pixel and draw: the normalisers differ by pixel
-            base = base + np.asarray(fields[s], np.float64)[:, None, :]
-            denom_terms = np.take_along_axis(
-                log_circle_normaliser(np.linalg.norm(base, axis=-1)), which, axis=1
-            )
         joint = base + (conc[:, None] * unit)[:, None, :]
         numer_terms = np.take_along_axis(
             log_circle_normaliser(np.linalg.norm(joint, axis=-1)), which, axis=1
@@ -234,9 +219,7 @@ def _node_log_weights(o, rows, cols, kappa, modes):
     return log_w
 
 
-def _fit_fold(
-    z, train, test, kappa, rank, kappa_obs, signal, n_sweeps, burn, rng, full=False, kappa2=0.0
-):
+def _fit_fold(z, train, test, kappa, rank, kappa_obs, signal, n_sweeps, burn, rng, full=False):
     learn = kappa_obs is None
     k_obs = 2.0 if learn else float(kappa_obs)
     # Smoothed training data, not random angles: see pmctx.vonmises.start for why.
@@ -244,7 +227,7 @@ def _fit_fold(
     o_draws, k_draws = [], []
     for sweep in range(n_sweeps):
         field = natural_field(z, train, k_obs, signal=signal)
-        o = second_neighbour_sweep(o, field, kappa, rank, rng, kappa2=kappa2)
+        o = augmented_sweep(o, field, kappa, rank, rng)
         if learn:
             stats = kappa_obs_statistics(o, z, train, signal)
             k_obs = sample_kappa_obs(stats, k_obs, rng)
@@ -268,7 +251,6 @@ def cross_validate(
     rule: str = "best",
     heldout: str = "draws",
     rb_draws: int = 20,
-    kappa2_ratios=(0.0,),
     random_seed=None,
 ) -> CrossValidation:
     """Held-out-pixel cross-validation of ``(kappa, rank)`` for an orientation map.
@@ -300,11 +282,6 @@ def cross_validate(
         (:func:`heldout_log_predictive_rb`).
     rb_draws : int, default 20
         Map draws (evenly spaced after burn-in) used by ``"rao_blackwell"``.
-    kappa2_ratios : sequence of float, default (0.0,)
-        Second-neighbour strengths relative to ``kappa`` (``kappa2 = ratio * kappa``,
-        :mod:`pmctx.vonmises.second_neighbour`); the grid is every ``(kappa, rank, ratio)``,
-        and the curve gains a ``kappa2_ratio`` column when any ratio is not 0. Only
-        ``rule="best"`` chooses among ratios.
     random_seed : int or numpy.random.Generator, optional
 
     Returns
@@ -325,39 +302,28 @@ def cross_validate(
     z = np.where(observed, z, 0.0)
     signal = None if signal is None else np.asarray(signal, dtype=np.float64)
     burn = n_sweeps // 3 if burn is None else int(burn)
-    ratios = [float(q) for q in kappa2_ratios]
-    extended = any(q != 0.0 for q in ratios)
-    if extended and rule != "best":
-        raise ValueError(
-            f"rule={rule!r} orders the grid by kappa and rank only; with kappa2_ratios "
-            f"{tuple(ratios)} use rule='best' (or choose by weights in reconstruct_cv)."
-        )
     rng = as_rng(random_seed)
     obs_index = np.flatnonzero(observed)
     fold_of = rng.permutation(obs_index.size) % n_folds
-    grid = [(float(k), int(r), q) for k in kappas for r in ranks for q in ratios]
+    grid = [(float(k), int(r)) for k in kappas for r in ranks]
     pointwise = np.empty((len(grid), obs_index.size))
     mean_kappa_obs = np.empty(len(grid))
-    for g, (kappa, rank, ratio) in enumerate(grid):
+    for g, (kappa, rank) in enumerate(grid):
         k_means = []
         for fold in range(n_folds):
             test = np.zeros(z.shape, dtype=bool)
             test.flat[obs_index[fold_of == fold]] = True
             train = observed & ~test
             rb = heldout == "rao_blackwell"
-            kappa2 = ratio * kappa
             o_draws, k_draws = _fit_fold(
-                z, train, test, kappa, rank, kappa_obs, signal, n_sweeps, burn, rng, rb, kappa2
+                z, train, test, kappa, rank, kappa_obs, signal, n_sweeps, burn, rng, rb
             )
             s_test = None if signal is None else signal[test]
             if rb:
                 keep = np.unique(np.linspace(0, len(o_draws) - 1, rb_draws).round().astype(int))
                 rows, cols = np.nonzero(test)
-                fields = None
-                if kappa2 != 0.0:  # the modes' field given each draw (exact conditional)
-                    fields = [second_field(o, kappa2, rank, rng)[test] for o in o_draws[keep]]
                 pointwise[g, fold_of == fold] = heldout_log_predictive_rb(
-                    z[test], rows, cols, o_draws[keep], kappa, rank, k_draws[keep], s_test, fields
+                    z[test], rows, cols, o_draws[keep], kappa, rank, k_draws[keep], s_test
                 )
             else:
                 pointwise[g, fold_of == fold] = heldout_log_predictive(
@@ -371,19 +337,17 @@ def cross_validate(
     se = diff.std(axis=1, ddof=1) / np.sqrt(obs_index.size)
     curve = pd.DataFrame(
         {
-            "kappa": [k for k, _, _ in grid],
-            "rank": [r for _, r, _ in grid],
+            "kappa": [k for k, _ in grid],
+            "rank": [r for _, r in grid],
             "score": score,
             "delta": score - score[best],
             "se_diff": se,
             "kappa_obs": mean_kappa_obs,
         }
     )
-    if extended:
-        curve["kappa2_ratio"] = [q for _, _, q in grid]
     pick = best
     if rule == "one_se":
         ok = curve[curve["delta"] >= -curve["se_diff"].where(curve["se_diff"] > 0, 0.0)]
         ok = ok.sort_values(["rank", "kappa"], ascending=[True, False])
         pick = int(ok.index[0])
-    return CrossValidation(curve, grid[pick][0], grid[pick][1], pointwise, grid[pick][2])
+    return CrossValidation(curve, grid[pick][0], grid[pick][1], pointwise)

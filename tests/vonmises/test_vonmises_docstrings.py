@@ -34,7 +34,6 @@ MODULES = [
     "pmctx.vonmises.jumps",
     "pmctx.steps.vonmises_jumps",
     "pmctx.steps.vonmises_jax",
-    "pmctx.vonmises.second_neighbour",
     "pmctx.vonmises.spectral",
     "pmctx.vonmises.spectral_cv",
     "pmctx.vonmises.spectral_hmc",
