@@ -203,7 +203,7 @@ class UntilConverged:
     kept: int | None = field(init=False, default=None)
     #: Why the run stopped: "converged", "max_draws", "max_time" or "interrupted".
     reason: str = field(init=False, default="interrupted")
-    #: One dict per look: draws, converged, r_hat, ess_min, quantity.
+    #: One dict per look: draws, converged, r_hat, ess_min, quantity, seconds.
     checks: list = field(init=False, default_factory=list)
     _traces: dict = field(init=False, default_factory=dict)
     _counts: dict = field(init=False, default_factory=dict)
@@ -242,7 +242,8 @@ class UntilConverged:
         report = self.judge(tree)
         converged = bool(report["converged"].all())
         worst = _worst(report)
-        self.checks.append({"draws": n, "converged": converged, **worst})
+        seconds = round(time.monotonic() - self.started, 1)
+        self.checks.append({"draws": n, "converged": converged, **worst, "seconds": seconds})
         points = self.budget.checkpoints
         last = n >= points[-1]
         late = (
@@ -424,7 +425,8 @@ def record_outcome(idata, stopper: UntilConverged | None, *, draws: int):
     Attributes: ``pmctx_until_converged`` (bool), ``pmctx_draws_requested``,
     ``pmctx_draws_kept``, ``pmctx_extensions``, ``pmctx_stop_reason`` (``"converged"``,
     ``"max_draws"``, ``"max_time"``, ``"fixed_length"`` or ``"interrupted"``) and
-    ``pmctx_checks`` (one ``"draws:converged:r_hat:ess_min"`` string per look).
+    ``pmctx_checks`` (one ``"draws:converged:r_hat:ess_min:seconds"`` string per look;
+    seconds since sampling started).
 
     Parameters
     ----------
@@ -455,6 +457,7 @@ def record_outcome(idata, stopper: UntilConverged | None, *, draws: int):
     attrs["pmctx_extensions"] = stopper.extensions
     attrs["pmctx_stop_reason"] = stopper.reason
     attrs["pmctx_checks"] = [
-        f"{c['draws']}:{int(c['converged'])}:{c['r_hat']}:{c['ess_min']}" for c in stopper.checks
+        f"{c['draws']}:{int(c['converged'])}:{c['r_hat']}:{c['ess_min']}:{c['seconds']}"
+        for c in stopper.checks
     ]
     return idata
