@@ -16,7 +16,7 @@ def passes_from(n_pass):
     """A judge that fails until the chains hold ``n_pass`` draws (a deterministic stop)."""
 
     def judge(tree):
-        n = tree.posterior.sizes["draw"]
+        n = tree.sample_stats.sizes["draw"]  # the posterior holds every thin-th draw
         return pd.DataFrame(
             {"converged": [n >= n_pass], "r_hat_largest": [1.0 + 1.0 / n],
              "ess_bulk": [float(n)], "ess_tail": [float(n)]},
@@ -110,14 +110,17 @@ def test_without_a_judge_the_length_is_fixed():
     assert idata.sample_stats.attrs["pmctx_stop_reason"] == "fixed_length"
 
 
-def test_store_trace_keeps_the_moments_of_exactly_the_kept_draws():
+@pytest.mark.parametrize("thin", [1, 3])
+def test_store_trace_keeps_the_moments_of_exactly_the_kept_draws(thin):
     """A faster chain's draws past the stop leave neither the per-draw store nor the
-    running moments (they are restored from the checkpoint)."""
+    running moments (they are restored from the checkpoint); a thinning store is judged on
+    its kept draws."""
     model = mixed_model()
     kw = {"tune": 20, "chains": 2, "random_seed": 3, "progressbar": False}
 
     def store(draws):
-        return StoreTrace(model, draws=draws, per_draw={"x": "float64"}, moments=["mu"])
+        return StoreTrace(model, draws=draws, per_draw={"x": "float64"}, moments=["mu"],
+                          thin=thin, thinned_group="posterior_thinned")  # fmt: skip
 
     trace = store(150)
     continued = trace.attach(run_sampler(model, draws=50, judge=passes_from(75), trace=trace,
@@ -125,8 +128,10 @@ def test_store_trace_keeps_the_moments_of_exactly_the_kept_draws():
     trace = store(75)
     fixed = trace.attach(run_sampler(model, draws=75, until_converged=False, trace=trace,
                                      cores=2, **kw))  # fmt: skip
+    group = "posterior" if thin == 1 else "posterior_thinned"
     assert continued.posterior.sizes["draw"] == 75
-    np.testing.assert_array_equal(continued.posterior["x"], fixed.posterior["x"])
+    assert continued[group].sizes["draw"] == -(-75 // thin)
+    np.testing.assert_array_equal(continued[group]["x"], fixed[group]["x"])
     np.testing.assert_array_equal(continued[MOMENTS_GROUP]["mu"], fixed[MOMENTS_GROUP]["mu"])
 
 
