@@ -11,11 +11,10 @@
   filter on the same design.
 * Per-subject fits on a 100-trial design (``recovery_design(100)``, linear-Gaussian CR):
   the ML fit of each LCM variant (5 Nelder-Mead starts, M = 100, common random numbers) and
-  the full posterior of ``lcm`` (``sample_subject``, 2 chains): the default pseudo-marginal
-  sampler (PMMH on the filter parameters + NUTS), the same on the deterministic local MAP,
-  and the baseline, last session's DEMetropolisZ + NUTS with one frozen set of random
-  numbers per chain (which targets the wrong posterior); ``ess_per_s`` is the bulk ESS of
-  alpha per second, the notes give ESS per 1,000 draws of every parameter.
+  the full posterior of ``lcm`` (``sample_subject``, 2 chains): the pseudo-marginal sampler
+  (PMMH on the filter parameters + NUTS, the baseline) and the same on the deterministic
+  local MAP; ``ess_per_s`` is the bulk ESS of alpha per second, the notes give ESS per 1,000
+  draws of every parameter.
 """
 
 from __future__ import annotations
@@ -190,11 +189,10 @@ def bench_subject_fits(quick):
     draws = 200 if quick else 1000
     names = ["alpha", "a", "gain", "level", "sd"]
     base = None
-    # The frozen-noise DEMetropolisZ + NUTS sampler is the baseline (last session's default).
+    # PMMH + NUTS is the baseline: the particle filter's likelihood, sampled exactly.
     for label, kw in [
-        ("DEMetropolisZ + NUTS, frozen noise", dict(sampler="demz+nuts")),
-        ("PMMH + NUTS", dict(sampler="pmmh")),
-        ("PMMH + NUTS, local MAP (exact likelihood)", dict(sampler="pmmh", method="local_map")),
+        ("PMMH + NUTS", {}),
+        ("PMMH + NUTS, local MAP (exact likelihood)", dict(method="local_map")),
     ]:
         start = time.perf_counter()
         idata = sample_subject(
@@ -220,7 +218,7 @@ def bench_subject_fits(quick):
                 f"T=100, M=100, {draws}+{draws} draws/chain",
                 seconds,
                 ess=ess_alpha / seconds,
-                baseline="DEMetropolisZ + NUTS, frozen noise",
+                baseline="PMMH + NUTS",
                 notes=f"ESS(alpha)/s vs baseline x{ess_alpha / seconds / base:.2f}; "
                 "ESS per 1000 draws "
                 + ", ".join(f"{p} {v:.0f}" for p, v in per_1000.items())

@@ -8,17 +8,16 @@ a PyTensor ``Op`` maps the free filter parameters (alpha, a, b, stickiness, deca
 
 :func:`sample_subject` samples it. The generative model is LCM's: ``V`` is one run of the
 ``M``-particle filter, random given the parameters, so the likelihood is an average over the
-filter's random numbers. The default ``sampler="pmmh"`` targets exactly that posterior:
+filter's random numbers. :func:`sample_subject` targets exactly that posterior:
 :class:`~pmctx.conditioning.pmmh.ParticleMarginalMH` (pseudo-marginal MH, fresh random numbers
 at every proposal, the current state's stored) on the filter parameters and NUTS on the
 response parameters given the stored ``V``. For the linear-Gaussian CR model with normal
 priors on (level, gain) and the default half-normal ``sd`` prior, PMMH integrates (level,
 gain) out and redraws them exactly with the filter parameters (``_GaussianBlock``), and
 NUTS updates ``sd`` alone. With ``method="local_map"`` the filter is
-deterministic and the likelihood exact. The older ``"demz"`` / ``"demz+nuts"`` samplers
-freeze one set of random numbers per chain (common random numbers): they sample the
-posterior *given that noise realisation*, which is narrower and shifted (kept for
-comparison; their 80% intervals covered the truth in 42-55% of simulated subjects).
+deterministic and the likelihood exact. (Freezing one set of random numbers per chain
+instead samples the posterior *given that noise realisation*, narrower and shifted: such
+DEMetropolisZ samplers' 80% intervals covered the truth in 42-55% of simulated subjects.)
 ``idata.posterior.attrs["particle_loglik_sd"]`` is the standard deviation of the total log
 likelihood at the posterior mean over 10 fresh sets of uniforms; the PMMH step also reports
 it per draw (``sample_stats.loglik_sd``).
@@ -61,9 +60,8 @@ from pmctx.conditioning.particle_filter import common_uniforms
 from pmctx.conditioning.pmmh import ParticleMarginalMH
 from pmctx.conditioning.response import BinaryChoice, LinearGaussian, OrdinalRating
 from pmctx.convergence import check_divergences
-from pmctx.points import initial_point
 from pmctx.trees import set_group
-from pmctx.validation import as_rng, check_choice, check_int
+from pmctx.validation import as_rng, check_int
 
 __all__ = ["FilterV", "build_subject_model", "sample_subject"]
 
@@ -478,32 +476,24 @@ def _prior(name, priors, default):
     return kinds[spec[0]][0](name, *(float(x) for x in spec[1:]))
 
 
-def _steps(model, sampler, n_filter_runs="auto"):
+def _steps(model, n_filter_runs="auto"):
     filt = [model[p] for p in model.filter_free]
     rest = [v for v in model.free_RVs if v.name not in model.filter_free]
-    if sampler == "pmmh":
-        pmmh = ParticleMarginalMH(
-            filt, model.filter_op, n_filter_runs=n_filter_runs, collapse=model.collapse
-        )
-        steps = [pmmh] if filt else []
-        if filt and model.collapse is not None:  # PMMH redraws (level, gain) exactly
-            rest = [v for v in rest if v.name not in model.collapse.names]
-        return steps + ([pm.NUTS(rest, target_accept=0.9)] if rest else [])
-    # S sized to the stepped variables (DEMetropolisZ's default is sized to the whole model).
-    if sampler == "demz":
-        every = filt + rest
-        size = sum(initial_point(model)[model.rvs_to_values[v].name].size for v in every)
-        return [pm.DEMetropolisZ(every, S=np.full(size, 0.1))]
-    steps = [pm.DEMetropolisZ(filt, S=np.full(len(filt), 0.1))] if filt else []
+    pmmh = ParticleMarginalMH(
+        filt, model.filter_op, n_filter_runs=n_filter_runs, collapse=model.collapse
+    )
+    steps = [pmmh] if filt else []
+    if filt and model.collapse is not None:  # PMMH redraws (level, gain) exactly
+        rest = [v for v in rest if v.name not in model.collapse.names]
     return steps + ([pm.NUTS(rest, target_accept=0.9)] if rest else [])
 
 
 def _add_log_likelihood(idata, lik):
     """``log_likelihood["cr"]`` (chain, draw, response) from each draw's recorded ``V``.
 
-    The recorded ``V`` is the one the model's log density used at that draw (PMMH: the
-    draw's stored filter run; the frozen-noise samplers: the chain's common random numbers),
-    so this equals PyMC's pointwise ``logp`` of ``cr`` there, without rerunning the filter.
+    The recorded ``V`` is the one the model's log density used at that draw (the draw's
+    stored filter run), so this equals PyMC's pointwise ``logp`` of ``cr`` there, without
+    rerunning the filter.
     """
     import xarray as xr
     from scipy import stats
@@ -596,7 +586,6 @@ def sample_subject(
     random_seed=None,
     progressbar=False,
     n_particles=100,
-    sampler="pmmh",
     n_filter_runs="auto",
     check_convergence=True,
     **options,
@@ -614,16 +603,13 @@ def sample_subject(
         steps are built and compiled; the draws are those of a run with ``cores=1`` (each
         chain's random numbers and seed are drawn up front, in the same order).
     n_particles : int, default 100
-    sampler : {"pmmh", "demz+nuts", "demz"}
-        ``"pmmh"`` (default): :class:`~pmctx.conditioning.pmmh.ParticleMarginalMH` on the
-        filter parameters (with (level, gain) collapsed into it for the linear-Gaussian CR
-        model with normal priors) and NUTS on the other response ones; exact for the model
-        whose ``V`` is one filter run. ``"demz+nuts"``: DEMetropolisZ on the filter
-        parameters with one frozen set of random numbers per chain, NUTS on the response
-        ones; ``"demz"``: one ``DEMetropolisZ`` over all parameters. Both frozen-noise
-        samplers target the posterior given that chain's noise, not the model's posterior.
+        Particles of the filter. The sampler is
+        :class:`~pmctx.conditioning.pmmh.ParticleMarginalMH` on the filter parameters (with
+        (level, gain) collapsed into it for the linear-Gaussian CR model with normal priors)
+        and NUTS on the other response ones; exact for the model whose ``V`` is one filter
+        run.
     n_filter_runs : "auto" or int, default "auto"
-        PMMH only: filter runs averaged per likelihood estimate (``"auto"``: chosen during
+        Filter runs averaged per likelihood estimate (``"auto"``: chosen during
         tuning so that the log-likelihood estimate's sd is at most 1.2, at most 16 runs);
         the draws' ``n_filter_runs`` and ``loglik_sd`` stats report it.
     check_convergence : bool, default True
@@ -646,7 +632,6 @@ def sample_subject(
     """
     gen = as_rng(random_seed)
     chains = check_int(chains, "chains", minimum=1)
-    check_choice(sampler, "sampler", ["pmmh", "demz", "demz+nuts"])
     model = build_subject_model(
         responses, features, variant=variant, n_particles=n_particles, rng=gen, **options
     )
@@ -665,7 +650,7 @@ def sample_subject(
         # initial sampling state, as a freshly built step would (pm.sample's own sequential
         # chains do the same), and pm.sample seeds every step's generator from the chain's
         # seed: a chain's draws depend on its plan only, in this process or a forked one.
-        steps = _steps(model, sampler, n_filter_runs)
+        steps = _steps(model, n_filter_runs)
         initial = [step.sampling_state for step in steps]
 
     def run_chain(c):
@@ -685,7 +670,7 @@ def sample_subject(
                 compute_convergence_checks=False,
                 # No log_likelihood here (pm.sample computes none unless asked): the
                 # pointwise log likelihood is computed below from each draw's recorded V,
-                # for every sampler, as PMMH's V depends on the draw's stored random numbers.
+                # as PMMH's V depends on the draw's stored random numbers.
             )
 
     parts = _map_chains(run_chain, chains, cores)

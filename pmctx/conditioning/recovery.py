@@ -226,7 +226,6 @@ def posterior_coverage(
     rng=None,
     n_particles=30,
     method="particle",
-    sampler="pmmh",
     draws=500,
     tune=500,
     chains=2,
@@ -257,8 +256,6 @@ def posterior_coverage(
         Particles of the filter.
     method : {"particle", "local_map"}, default "particle"
         Filter method.
-    sampler : str, default "pmmh"
-        Sampler of :func:`~pmctx.conditioning.posterior.sample_subject`.
     draws, tune, chains : int
         As in :func:`pymc.sample` (defaults 500, 500, 2).
     priors : dict, optional
@@ -302,7 +299,6 @@ def posterior_coverage(
             chains=chains,
             n_particles=n_particles,
             method=method,
-            sampler=sampler,
             priors=priors,
             bounds=bounds,
             random_seed=gen,

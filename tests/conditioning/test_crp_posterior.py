@@ -110,11 +110,6 @@ def test_binary_and_ordinal_models_build(data):
     assert np.isfinite(m.compile_logp()(m.initial_point()))
 
 
-def test_bad_sampler_name(data):
-    with pytest.raises(ValueError, match="sampler"):
-        sample_subject(data["responses"], DESIGN, sampler="smc", draws=1, tune=0, chains=1)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("response", "options"),
