@@ -3,7 +3,7 @@
 Products of functions have secondary modes and curved posteriors (see
 :func:`pmctx.gum.laplace.laplace_fit`): with ``init_at_map`` every chain starts at the
 multi-start Laplace MAP, and ``target_accept`` defaults to 0.9 rather than ``pm.sample``'s
-0.8, which diverges on them. With ``laplace_metric`` PyMC's NUTS uses the Laplace posterior
+0.8, which diverges on them. PyMC's NUTS then uses the Laplace posterior
 covariance as its dense mass matrix (only the step size is tuned), i.e. it samples in
 whitened coordinates: on seed 002 section 3.1 at N=500 that takes 15 instead of ~127 leapfrog
 steps per draw (``benchmarks/bench_gum.py``). It applies when every free variable is in the
@@ -148,7 +148,6 @@ def sample(
     max_draws: int | None = SAMPLE_DEFAULTS["max_draws"],
     max_time: float | None = SAMPLE_DEFAULTS["max_time"],
     init_at_map=True,
-    laplace_metric: bool = True,
     posterior_predictive: bool = True,
     check_convergence: bool = True,
     backend: str = "auto",
@@ -174,9 +173,6 @@ def sample(
     init_at_map : bool, default True
         Start every chain at the multi-start Laplace MAP (``target_accept`` defaults to
         0.9).
-    laplace_metric : bool, default True
-        PyMC: use the Laplace covariance as NUTS's dense mass matrix, when every free
-        variable is in the Laplace vector and no ``step`` is given.
     posterior_predictive : bool, default True
         Add the ``posterior_predictive`` group (responses redrawn at the data).
     check_convergence : bool, default True
@@ -287,7 +283,7 @@ def sample(
     if init_at_map and not free_dispersion(self.design):
         kwargs.setdefault("initvals", self.map_point())
         kwargs.setdefault("init", "adapt_diag")
-        if laplace_metric and "step" not in kwargs:
+        if "step" not in kwargs:
             potential = laplace_potential(self)
             if potential is not None:
                 with self.model:
