@@ -26,7 +26,7 @@ from pmctx.ibp.birth_death import birth_death_move
 from pmctx.ibp.conditionals import sample_pi_logit
 from pmctx.ibp.hyper import HYPER_NAMES, HYPER_PRIORS, update_hyper
 from pmctx.ibp.sampler import MOVES, IBPHyper, IBPState, gibbs_sweep
-from pmctx.ibp.split_merge import ALLOCATIONS, split_merge_move
+from pmctx.ibp.split_merge import split_merge_move
 from pmctx.points import initial_point
 from pmctx.sampling import dim_length
 from pmctx.steps.base import PmctxStep
@@ -124,11 +124,6 @@ class IBPGibbs(PmctxStep):
         after the Gibbs sweep; ``pi`` is then redrawn given ``Z``. Off by default: on the
         synthetic bar data the joint row moves already mix and the proposals (uniform
         allocations) are rarely accepted at N >= 100.
-    split_merge_allocation : {"uniform", "sequential"}, default "uniform"
-        How a split allocates the feature's rows: uniformly, or one row at a time by the
-        collapsed likelihood of the rows allocated so far (:mod:`pmctx.ibp.split_merge`), so
-        that a feature merging two groups of rows can be split along them; a few CPU ms a
-        proposal at 30 trials.
     birth_death : int or "auto", default "auto"
         Birth/death Metropolis-Hastings proposals per sweep for features owned by 2-19 rows
         (:mod:`pmctx.ibp.birth_death`: a data-driven birth with its exact reverse density),
@@ -184,7 +179,6 @@ class IBPGibbs(PmctxStep):
         block_size: int = 3,
         moves: str = "joint",
         split_merge: int = 0,
-        split_merge_allocation: str = "uniform",
         birth_death: int | str = "auto",
         sweeps: int | str = "auto",
     ):
@@ -241,12 +235,6 @@ class IBPGibbs(PmctxStep):
             )
         self.moves = moves
         self.split_merge = check_int(split_merge, "split_merge", minimum=0)
-        if split_merge_allocation not in ALLOCATIONS:
-            raise ValueError(
-                f"split_merge_allocation must be one of {ALLOCATIONS}; got "
-                f"{split_merge_allocation!r}."
-            )
-        self.split_merge_allocation = split_merge_allocation
         self.birth_death = check_int_or_auto(birth_death, "birth_death", minimum=0)
         if self.birth_death is None:
             self.birth_death = _default_birth_death(n)
@@ -310,9 +298,8 @@ class IBPGibbs(PmctxStep):
             added, hits = added + sweep_added, hits + sweep_hits
             for _ in range(self.split_merge):
                 accepted += split_merge_move(
-                    state.Z, state.A, state.Y, forces, self._X, hyper, self.rng,
-                    allocation=self.split_merge_allocation,
-                )[1]  # fmt: skip
+                    state.Z, state.A, state.Y, forces, self._X, hyper, self.rng
+                )[1]
             for _ in range(self.birth_death):
                 born_or_died += birth_death_move(
                     state.Z, state.A, state.Y, forces, self._X, hyper, self.rng
