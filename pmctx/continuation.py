@@ -444,9 +444,11 @@ def record_outcome(idata, stopper: UntilConverged | None, *, draws: int):
     if "sample_stats" not in idata.children:
         return idata
     attrs = idata["sample_stats"].attrs
-    kept = (
-        int(idata["posterior"].sizes.get("draw", draws)) if "posterior" in idata.children else draws
-    )
+    kept = draws
+    if stopper is not None and stopper.kept is not None:
+        kept = stopper.kept
+    elif stopper is not None and "posterior" in idata.children:  # interrupted: what it drew
+        kept = int(idata["posterior"].sizes.get("draw", draws))
     attrs["pmctx_until_converged"] = int(stopper is not None)
     attrs["pmctx_draws_requested"] = int(draws)
     attrs["pmctx_draws_kept"] = kept
