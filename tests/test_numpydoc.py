@@ -127,7 +127,6 @@ VALIDATED = [
     "pmctx.ibp.refits",
     "pmctx.ibp.sampler",
     "pmctx.ibp.simulate",
-    "pmctx.ibp.split_merge",
     "pmctx.ibp.start",
     "pmctx.ibp.storage",
     "pmctx.ibp.sweep",

@@ -5,8 +5,7 @@ The PyMC model lives in :mod:`pmctx.models.ibp`, the step methods in
 
 Moves: :mod:`pmctx.ibp.joint_row` (default row update: a block of shared columns and the
 number of singletons drawn together), :mod:`pmctx.ibp.kernels` (single-site, legacy row
-update, Y), :mod:`pmctx.ibp.split_merge` (optional MH split-merge),
-:mod:`pmctx.ibp.birth_death` (optional MH birth/death of small features), :mod:`pmctx.ibp.hyper`
+update, Y), :mod:`pmctx.ibp.birth_death` (MH birth/death of small features), :mod:`pmctx.ibp.hyper`
 (hyperparameter conditionals and their default priors). Start for large data sets:
 :mod:`pmctx.ibp.start` (a fit to a random subsample, extended to every row).
 

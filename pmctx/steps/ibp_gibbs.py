@@ -26,7 +26,6 @@ from pmctx.ibp.birth_death import birth_death_move
 from pmctx.ibp.conditionals import sample_pi_logit
 from pmctx.ibp.hyper import HYPER_NAMES, HYPER_PRIORS, update_hyper
 from pmctx.ibp.sampler import MOVES, IBPHyper, IBPState, gibbs_sweep
-from pmctx.ibp.split_merge import split_merge_move
 from pmctx.points import initial_point
 from pmctx.sampling import dim_length
 from pmctx.steps.base import PmctxStep
@@ -119,11 +118,6 @@ class IBPGibbs(PmctxStep):
         singletons' ``A`` and ``Y`` integrated out (:mod:`pmctx.ibp.joint_row`), so a row can
         trade a singleton for several shared features in one exact move. ``"legacy"`` is the
         original update (singletons given the shared columns), kept for comparison.
-    split_merge : int, default 0
-        Split-merge Metropolis-Hastings proposals per sweep (:mod:`pmctx.ibp.split_merge`),
-        after the Gibbs sweep; ``pi`` is then redrawn given ``Z``. Off by default: on the
-        synthetic bar data the joint row moves already mix and the proposals (uniform
-        allocations) are rarely accepted at N >= 100.
     birth_death : int or "auto", default "auto"
         Birth/death Metropolis-Hastings proposals per sweep for features owned by 2-19 rows
         (:mod:`pmctx.ibp.birth_death`: a data-driven birth with its exact reverse density),
@@ -132,7 +126,7 @@ class IBPGibbs(PmctxStep):
         raised the share of default fits that converge (60-300 trials) and the ESS of
         ``n_shared`` per CPU second (1,000 trials; docs/guides/ibp_defaults.md), else 0.
     sweeps : int or "auto", default "auto"
-        Sweeps (each with its split-merge and birth/death proposals) per step, so per stored
+        Sweeps (each with its birth/death proposals) per step, so per stored
         draw: on large data sets a sweep costs less than storing its draw, and the draws of
         slowly changing quantities (``loglik``) are less correlated. ``"auto"``:
         ``SWEEPS_PER_DRAW_LARGE`` (2) from ``SWEEPS_PER_DRAW_MIN_TRIALS`` (5,000) trials on,
@@ -164,7 +158,6 @@ class IBPGibbs(PmctxStep):
         "n_active": (np.int64, []),
         "n_singletons": (np.int64, []),
         "n_new_features": (np.int64, []),
-        "split_merge_accepted": (np.int64, []),
         "birth_death_accepted": (np.int64, []),
         "truncation_hit": (bool, []),
     }
@@ -178,7 +171,6 @@ class IBPGibbs(PmctxStep):
         new_features: bool = True,
         block_size: int = 3,
         moves: str = "joint",
-        split_merge: int = 0,
         birth_death: int | str = "auto",
         sweeps: int | str = "auto",
     ):
@@ -234,7 +226,6 @@ class IBPGibbs(PmctxStep):
                 "new features as part of each row's update. Pass moves='legacy' to freeze them."
             )
         self.moves = moves
-        self.split_merge = check_int(split_merge, "split_merge", minimum=0)
         self.birth_death = check_int_or_auto(birth_death, "birth_death", minimum=0)
         if self.birth_death is None:
             self.birth_death = _default_birth_death(n)
@@ -261,7 +252,7 @@ class IBPGibbs(PmctxStep):
         return IBPHyper(*values)
 
     def step(self, point):
-        """One update of ``Z``, ``A``, ``Y`` and ``pi``: sweep, split-merge, birth/death.
+        """One update of ``Z``, ``A``, ``Y`` and ``pi``: sweep, then birth/death.
 
         The other variables of ``point`` are kept.
 
@@ -283,7 +274,7 @@ class IBPGibbs(PmctxStep):
         Y = point["Y"] if self.X is not None else np.zeros((self.k_max, 0))
         state = IBPState.from_arrays(point["Z"].copy(), np.array(A), np.array(Y))
         forces = _residual_forces(self._F, self._offset_fn, point)
-        added = hits = accepted = born_or_died = 0
+        added = hits = born_or_died = 0
         for _ in range(self.sweeps):
             sweep_added, sweep_hits = gibbs_sweep(
                 state,
@@ -296,15 +287,11 @@ class IBPGibbs(PmctxStep):
                 moves=self.moves,
             )
             added, hits = added + sweep_added, hits + sweep_hits
-            for _ in range(self.split_merge):
-                accepted += split_merge_move(
-                    state.Z, state.A, state.Y, forces, self._X, hyper, self.rng
-                )[1]
             for _ in range(self.birth_death):
                 born_or_died += birth_death_move(
                     state.Z, state.A, state.Y, forces, self._X, hyper, self.rng
                 )[1]
-            if self.split_merge or self.birth_death:
+            if self.birth_death:
                 # The moves target the posterior with pi integrated out: redraw pi | Z.
                 m = state.Z.sum(axis=0)
                 state.pi_logit = sample_pi_logit(m, n, hyper.alpha, self.k_max, self.rng)
@@ -320,7 +307,6 @@ class IBPGibbs(PmctxStep):
             "n_active": state.n_active,
             "n_singletons": int(np.count_nonzero(state.Z.sum(axis=0) == 1)),
             "n_new_features": added,
-            "split_merge_accepted": accepted,
             "birth_death_accepted": born_or_died,
             "truncation_hit": hits > 0,
         }

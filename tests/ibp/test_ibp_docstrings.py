@@ -6,7 +6,6 @@ from pmctx.testing import assert_docstring_examples
 
 MODULES = [
     "pmctx.ibp.sampler",
-    "pmctx.ibp.split_merge",
     "pmctx.ibp.birth_death",
     "pmctx.ibp.diagnostics",
     "pmctx.ibp.data",

@@ -223,24 +223,6 @@ def test_unknown_moves_are_rejected(tiny_model):
 
 
 @pytest.mark.slow
-def test_ibp_gibbs_with_split_merge_matches_exact_posterior(tiny_model, exact_tiny):
-    states, probs = exact_tiny
-    with tiny_model:
-        step = IBPGibbs(split_merge=2, rng=3)
-    point = tiny_model.initial_point()
-    draws, accepted = [], 0
-    for s in range(6000):
-        point, (stats,) = step.step(point)
-        accepted += stats["split_merge_accepted"]
-        if s >= 200:
-            draws.append(np.concatenate([point["Z"].ravel(), point["Y"].ravel()]))
-    assert accepted > 500
-    z_states, z_probs = z_marginal(states, probs)
-    draws = np.array(draws)[:, :6]
-    assert_matches_exact(state_indices(draws, z_states), z_probs, tv_tol=0.04, ess=len(draws) / 4)
-
-
-@pytest.mark.slow
 def test_ibp_gibbs_with_birth_death_matches_exact_posterior(tiny_model, exact_tiny):
     states, probs = exact_tiny
     with tiny_model:

@@ -24,6 +24,13 @@ def test_reconstruct_warns_before_sampling_when_outputs_pass_the_memory(monkeypa
         pytest.raises(RuntimeError, match="sampling started"),
     ):
         vonmises_map.reconstruct(theta, kappa=2.0, kappa_obs=3.0, rank=3, draws=100, tune=100,
+                                 chains=2, until_converged=False)  # fmt: skip
+    # Sampling until converged sizes the check for its budget, 3 x 100 draws per chain.
+    with (
+        pytest.warns(MemoryWarning, match=r"\(64 nodes, 2 x 300 draws\)"),
+        pytest.raises(RuntimeError, match="sampling started"),
+    ):
+        vonmises_map.reconstruct(theta, kappa=2.0, kappa_obs=3.0, rank=3, draws=100, tune=100,
                                  chains=2)  # fmt: skip
 
 
