@@ -2,8 +2,8 @@
 
 At a thousand trials the features owned by a handful of trials (2-19) come and go slowly:
 the row updates change one trial at a time, and a uniform split-merge cannot propose the
-exact set of rows a merge's reverse split needs. This move deletes a small feature outright, or creates one, and the reverse of each
-is the other:
+exact set of rows a merge's reverse split needs. This move deletes a small feature outright,
+or creates one, and the reverse of each is the other:
 
 * **death** (probability 1/2): pick a column ``k`` owned by ``2 <= m_k <= m_max`` rows
   uniformly among such columns; empty it; its ``A_k`` and ``Y_k`` are redrawn from the prior
