@@ -12,6 +12,9 @@ User errors (a bad file, a bad option) print one line to stderr and exit with st
 nothing is written to ``--out`` then.
 """
 
+# Long because the two commands share their argument groups, output printing and exit rules
+# here (demo's parallel jobs included); other subcommands live with their own modules.
+
 from __future__ import annotations
 
 import argparse
