@@ -414,14 +414,22 @@ def _fit(args) -> int:
             cores=args.cores,
             random_seed=args.random_seed,
             progressbar=args.progressbar,
-            until_converged=args.until_converged,
-            max_draws=args.max_draws,
-            max_time=args.max_time,
+            **_budget_options(args),
             **options,
         )
     converged = _print_reports(args.model, paths)
     _print_written(args.model, paths, time.perf_counter() - start)
     return _exit_status(args, converged and not warned, args.model)
+
+
+def _budget_options(args) -> dict:
+    """The sampling-until-converged options the user set (a model's ``fit`` that predates
+    them still runs at their defaults)."""
+    options = {} if args.until_converged else {"until_converged": False}
+    options.update(
+        {k: getattr(args, k) for k in ("max_draws", "max_time") if getattr(args, k) is not None}
+    )
+    return options
 
 
 @contextlib.contextmanager

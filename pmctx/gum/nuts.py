@@ -219,12 +219,6 @@ def sample(
         if posterior_predictive:
             self.add_posterior_predictive(idata, random_seed=random_seed)
 
-    # nutpie takes target_accept; PyMC's init (jitter, mass-matrix start) has no nutpie
-    # counterpart, so a user's init sends "auto" to PyMC instead of being dropped.
-    nutpie_ok = {"target_accept", "compute_convergence_checks"}
-    chosen = choose_backend(
-        backend, draws=draws, tune=tune, chains=chains, pymc_only=bool(set(kwargs) - nutpie_ok)
-    )
     room = planned_draws(draws, until_converged=until_converged, max_draws=max_draws,
                          judged=check_convergence)  # fmt: skip
     keep = "auto" if log_likelihood is True else log_likelihood
@@ -242,6 +236,12 @@ def sample(
         )  # fmt: skip
     check_fit_memory(self.design, draws=room, chains=chains, log_likelihood_thin=thin,
                      posterior_predictive=posterior_predictive)  # fmt: skip
+    # nutpie takes target_accept; PyMC's init (jitter, mass-matrix start) has no nutpie
+    # counterpart, so a user's init sends "auto" to PyMC instead of being dropped.
+    nutpie_ok = {"target_accept", "compute_convergence_checks"}
+    chosen = choose_backend(
+        backend, draws=draws, tune=tune, chains=chains, pymc_only=bool(set(kwargs) - nutpie_ok)
+    )
     target_accept = check_probability(kwargs.pop("target_accept", 0.9), "target_accept")
     if chosen == "nutpie":
         from pmctx.gum.whiten import WHITE_DIM, WHITE_NAME

@@ -59,6 +59,12 @@ def test_sample_warns_before_sampling_when_outputs_pass_the_memory(monkeypatch):
         ),  # fmt: skip
         pytest.raises(RuntimeError, match="sampling started"),
     ):
+        g.sample(until_converged=False)
+    # Sampling until converged sizes the check for its budget, 3 x 1000 draws per chain.
+    with (
+        pytest.warns(MemoryWarning, match=r"GUM NUTS fit \(60 rows, 4 x 3000 draws\)"),
+        pytest.raises(RuntimeError, match="sampling started"),
+    ):
         g.sample()
 
 
