@@ -12,14 +12,14 @@ chains' extra draws are dropped), so it equals, bit for bit, ``pm.sample`` asked
 draws with the same seed: a step's draws do not depend on how many are planned.
 
 The checks need every chain to advance together, so with more than one chain the chains run
-in parallel processes, one per chain, whatever ``cores`` says (at most one chain per CPU
-runs at a time; the operating system shares the CPUs between them).
+in parallel processes, one per chain, whatever ``cores`` says (with fewer CPUs than chains,
+the operating system shares the CPUs between them).
 
 Stopping rule and its effect on the diagnostic: the report is recomputed on all kept draws
 at each checkpoint, and the run stops at the first that passes. Looking several times and
 stopping at a pass makes a pass slightly more likely than one look at a fixed length
-(optional stopping), so pmctx checks at most ``max_draws / block`` times (five at the
-defaults) and records every look (``sample_stats.attrs["pmctx_checks"]``); a fit that
+(optional stopping), so pmctx checks at most ``1 + (max_draws - draws) / block`` times
+(five at the defaults) and records every look (``sample_stats.attrs["pmctx_checks"]``); a fit that
 needs the last look deserves a second run.
 
 Examples
