@@ -37,6 +37,7 @@ import logging
 import math
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -395,7 +396,9 @@ def nutpie_until_converged(sampler, stopper: UntilConverged, *, poll: float = 0.
         for n in stopper.budget.checkpoints:
             while True:
                 finished = _nutpie_finished(sampler)
-                tree = sampler.inspect()
+                with warnings.catch_warnings():  # ArviZ on a first look with fewer draws
+                    warnings.simplefilter("ignore", UserWarning)  # than chains
+                    tree = sampler.inspect()
                 done = (~np.isnan(tree["sample_stats"]["logp"].values)).sum(axis=1)
                 if finished or done.min() >= n:
                     break
