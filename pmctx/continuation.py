@@ -319,10 +319,12 @@ def first_draws_tree(model, traces: dict, tune: int, n: int):
     for name in first.samples:
         if name in named:  # not the transformed copies (``sigma_log__``)
             posterior[name] = np.stack([traces[c].samples[name][tune : tune + n] for c in chains])
-    for i, sampler in enumerate(getattr(first, "_stats", None) or []):
+    for i, sampler in enumerate(first.sampler_vars or []):
         for name in sampler:
             if name not in stats and name not in ("warning", "tune"):
-                stats[name] = np.stack([traces[c]._stats[i][name][tune : tune + n] for c in chains])
+                stats[name] = np.stack(
+                    [traces[c].get_sampler_stats(name, i, burn=tune)[:n] for c in chains]
+                )
     if hasattr(first, "kept_first"):  # a pmctx StoreTrace: its big per-draw variables
         parts = [traces[c].kept_first(n)[1] for c in chains]
         thin = getattr(first, "thin", 1)
