@@ -212,7 +212,7 @@ def defaults(seeds=(0, 1, 2, 3, 4), out=None, variants=None):
 
     data, _ = demo_problem()  # the demo's observations, as demo_data(50, random_seed=0) makes
     theta_obs = o_to_theta(data)
-    reconstruct(theta_obs, draws=5, tune=5, chains=1, progressbar=False,
+    reconstruct(theta_obs, kappa=5.0, draws=5, tune=5, chains=1, progressbar=False,
                 check_convergence=False)  # compile caches outside the timings  # fmt: skip
     variants = variants or DEFAULT_VARIANTS
     rows, loads = [], [list(os.getloadavg())]
@@ -221,7 +221,8 @@ def defaults(seeds=(0, 1, 2, 3, 4), out=None, variants=None):
             cpu, wall = _cpu_s(), time.time()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                idata = reconstruct(theta_obs, random_seed=seed, progressbar=False, **options)
+                idata = reconstruct(theta_obs, random_seed=seed, progressbar=False,
+                                    **{"kappa": 5.0, **options})  # fmt: skip
             cpu, wall = _cpu_s() - cpu, time.time() - wall
             report = convergence_report(idata)
             pins = report.loc["pinwheels"]

@@ -1,8 +1,9 @@
 """The orientation map at package defaults, sampling until converged (issue 55).
 
 Fits ``reconstruct(theta_obs, random_seed=s)`` at every default (augmented sampler with
-learned pinwheel-pair jumps, kappa 5, kappa_obs 2, rank 5, 4 chains x (1000 + 1000) draws,
-``until_converged=True`` with ``max_draws = 3000``) on
+learned pinwheel-pair jumps, kappa chosen by held-out pixels, kappa_obs 2, rank 5, 4 chains x
+(1000 + 1000) draws, ``until_converged=True`` with ``max_draws = 3000``; the demo map at
+kappa 5, as issue 55 asks) on
 
 * ``demo``: the demo map at kappa 5 (50 x 50, ``demo_problem()`` of
   ``benchmarks.vonmises_pinwheel_mixing``: kappa_obs 2, 25 % missing);
@@ -62,10 +63,13 @@ def fit(problem: str, seed: int) -> dict:
     from pmctx.convergence import convergence_report
 
     theta_obs = observations(problem)
+    # The demo map at kappa 5 as the issue asks; the band-pass maps at every default
+    # (kappa="auto": chosen by held-out pixels, its CPU included).
+    options = {"kappa": 5.0} if problem == "demo" else {}
     cpu, wall = _cpu(), time.time()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        idata = reconstruct(theta_obs, random_seed=seed, progressbar=False)
+        idata = reconstruct(theta_obs, random_seed=seed, progressbar=False, **options)
     cpu, wall = _cpu() - cpu, time.time() - wall
     attrs = idata.sample_stats.attrs
     checks = [c.split(":") for c in attrs["pmctx_checks"]]
@@ -83,6 +87,8 @@ def fit(problem: str, seed: int) -> dict:
         "stop_reason": attrs["pmctx_stop_reason"],
         "draws_kept": int(attrs["pmctx_draws_kept"]),
         "checks": list(attrs["pmctx_checks"]),
+        "kappa": float(idata.posterior.attrs["kappa"]),
+        "kappa_choice": str(idata.posterior.attrs["kappa_choice"]),
         "wall_s": round(wall, 1),
         "cpu_s": round(cpu, 1),
         "warned": sorted({w.category.__name__ for w in caught if "Warning" in w.category.__name__}),

@@ -217,3 +217,41 @@ def test_a_map_with_threaded_sweeps_samples_its_chains_in_parallel_processes():
     )  # fmt: skip
     assert idata.posterior.sizes["chain"] == 2
     assert np.isfinite(idata.sample_stats["log_joint"]).all()
+
+
+def test_kappa_is_a_number_or_auto_and_the_fit_records_it():
+    with pytest.raises(ValueError, match='kappa must be a positive number or "auto"'):
+        reconstruct(np.zeros((3, 3)), kappa="smooth")
+    small = np.full((4, 4), 0.5)
+    kw = dict(draws=5, tune=5, chains=1, random_seed=0, check_convergence=False,
+              progressbar=False, posterior_predictive=False)  # fmt: skip
+    auto = reconstruct(small, **kw)
+    assert auto.posterior.attrs["kappa"] == 5.0
+    assert auto.posterior.attrs["kappa_choice"].startswith("too few observed pixels")
+    given = reconstruct(small, kappa=2.5, **kw)
+    assert (given.posterior.attrs["kappa"], given.posterior.attrs["kappa_choice"]) == (2.5, "given")
+
+
+def test_auto_kappa_scores_held_out_pixels_without_moving_the_chains_seed(monkeypatch):
+    """On a map with enough pixels kappa="auto" cross-validates (its own random stream: the
+    chains start where they would at the chosen kappa given by hand)."""
+    import pmctx.vonmises.select as select
+
+    calls = []
+    real = select.cross_validate
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **{**kwargs, "n_sweeps": 12})
+
+    monkeypatch.setattr(select, "cross_validate", spy)
+    theta = np.random.default_rng(1).uniform(0, np.pi, (10, 10))
+    kw = dict(draws=5, tune=5, chains=2, random_seed=3, check_convergence=False,
+              progressbar=False, posterior_predictive=False)  # fmt: skip
+    auto = reconstruct(theta, **kw)
+    assert len(calls) == 1 and calls[0]["kappas"] == select.AUTO_KAPPAS
+    chosen = auto.posterior.attrs["kappa"]
+    assert chosen in select.AUTO_KAPPAS
+    assert auto.posterior.attrs["kappa_choice"].startswith("held-out pixels")
+    by_hand = reconstruct(theta, kappa=chosen, **kw)
+    np.testing.assert_array_equal(auto.posterior["o"].values, by_hand.posterior["o"].values)

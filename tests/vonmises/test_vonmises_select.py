@@ -12,7 +12,14 @@ import pytest
 from pmctx.models.vonmises_map import sample_prior
 
 from pmctx.vonmises.potentials import wrap_angle
-from pmctx.vonmises.select import cross_validate, heldout_log_predictive
+from pmctx.vonmises.select import (
+    AUTO_KAPPAS,
+    AUTO_MIN_OBSERVED,
+    FALLBACK_KAPPA,
+    choose_kappa,
+    cross_validate,
+    heldout_log_predictive,
+)
 
 
 def _simulated(kappa, rank, kappa_obs, seed, size=32):
@@ -58,3 +65,21 @@ def test_cv_recovers_generating_kappa_and_rank(kappa, rank, kappas, ranks, seed)
     result = cross_validate(z, kappas=kappas, ranks=ranks, n_sweeps=120, random_seed=seed)
     assert result.best_rank == rank, result.curve
     assert kappa / 2 <= result.best_kappa <= 2 * kappa, result.curve
+
+
+def test_choose_kappa_orders_rough_and_smooth_maps():
+    """kappa="auto" picks a lower kappa for a map drawn at kappa 2 than for one at kappa 8
+    (24 x 24, kappa_obs 4 known): each within a factor 2 of its truth, as above."""
+    rough = _simulated(2.0, 5, 4.0, seed=3, size=24)
+    smooth = _simulated(8.0, 5, 4.0, seed=3, size=24)
+    low, low_cv = choose_kappa(rough, rank=5, kappa_obs=4.0, random_seed=0)
+    high, _ = choose_kappa(smooth, rank=5, kappa_obs=4.0, random_seed=0)
+    assert list(low_cv.curve["kappa"]) == list(AUTO_KAPPAS)
+    assert low < high
+    assert 1.0 <= low <= 4.0 and 4.0 <= high <= 16.0
+
+
+def test_choose_kappa_falls_back_on_small_maps():
+    z = np.zeros((9, 11))  # 99 observed pixels, one short of AUTO_MIN_OBSERVED
+    assert z.size == AUTO_MIN_OBSERVED - 1
+    assert choose_kappa(z, rank=3) == (FALLBACK_KAPPA, None)
