@@ -255,7 +255,8 @@ def sample(
         ``SUBSAMPLE_START_MIN_TRIALS`` (500) trials on, else ``"zero"``. Only the start
         changes; the sampler is the same exact kernel, :class:`~pmctx.steps.ibp_gibbs.IBPGibbs`
         at its defaults (from 50 trials on, 5 birth/death proposals for small shared features
-        per sweep, whatever the start; from 5,000 trials on, two sweeps per draw). Why:
+        per sweep, whatever the start; at least 400 rows swept per draw, up to 16 sweeps; from
+        5,000 trials on, two sweeps per draw). Why:
         :mod:`pmctx.ibp.start`.
     store : {"auto", "all"}, default "auto"
         How much to keep (:mod:`pmctx.ibp.storage`): ``"auto"`` keeps memory in proportion to

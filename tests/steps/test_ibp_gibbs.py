@@ -244,7 +244,8 @@ def test_several_sweeps_per_step_are_that_many_one_sweep_steps(tiny_model):
     """``sweeps=3`` is three single-sweep steps from the same generator, draw for draw, so
     the exact-posterior checks of the single sweep carry over."""
     with tiny_model:
-        several, single = IBPGibbs(sweeps=3, birth_death=2, rng=7), IBPGibbs(birth_death=2, rng=7)
+        several = IBPGibbs(sweeps=3, birth_death=2, rng=7)
+        single = IBPGibbs(sweeps=1, birth_death=2, rng=7)
     point = tiny_model.initial_point()
     for _ in range(20):
         a, (stats_a,) = several.step(point)
@@ -275,7 +276,17 @@ def test_birth_death_count_is_validated(tiny_model):
 
 @pytest.mark.parametrize(
     "n_trials, birth_death, sweeps",
-    [(3, 0, 1), (49, 0, 1), (50, 5, 1), (4999, 5, 1), (5000, 5, 2)],
+    [
+        (3, 0, 16),
+        (30, 0, 14),
+        (49, 0, 9),
+        (50, 5, 8),
+        (100, 5, 4),
+        (399, 5, 2),
+        (400, 5, 1),
+        (4999, 5, 1),
+        (5000, 5, 2),
+    ],
 )
 def test_auto_policy_follows_the_trial_count(n_trials, birth_death, sweeps):
     """A plain pm.sample() on build_model's model runs what models.ibp.sample runs: the
