@@ -37,7 +37,7 @@ import xarray as xr
 from pmctx.continuation import planned_draws
 from pmctx.convergence import convergence_judge, report_after_fit
 from pmctx.ibp.demo import run_demo
-from pmctx.ibp.fit_checks import warn_if_truncated
+from pmctx.ibp.fit_checks import warn_if_truncated, with_disagreement_advice
 from pmctx.ibp.inputs import (
     DEFAULT_HYPER,
     UNUSED_PLACEHOLDERS,
@@ -346,11 +346,12 @@ def sample(
     )
     finish(idata, model, plan, trace, random_seed=random_seed)
     warn_if_truncated(idata, K_max=dim_length(model, "feature"))
+    spec = with_disagreement_advice(SPEC, idata)  # the warning names split chains
     if plan.path is not None:  # every draw on disk, read lazily; convergence on what fits
-        report_after_fit(idata, SPEC, check=False)
-        report_after_fit(memory_view(idata), SPEC, check=check_convergence)
+        report_after_fit(idata, spec, check=False)
+        report_after_fit(memory_view(idata), spec, check=check_convergence)
         return save_groups(idata, plan.path)
-    report_after_fit(idata, SPEC, check=check_convergence)
+    report_after_fit(idata, spec, check=check_convergence)
     return idata
 
 

@@ -1,4 +1,5 @@
-"""The warning an IBP fit gives when its truncation was full (sizes: :mod:`pmctx.ibp.storage`).
+"""What an IBP fit says beyond R-hat: a full truncation, and chains that disagree on the
+number of shared features (sizes: :mod:`pmctx.ibp.storage`).
 
 Examples
 --------
@@ -9,13 +10,14 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
 
 from pmctx.exceptions import TruncationWarning
 
-__all__ = ["warn_if_truncated"]
+__all__ = ["shared_feature_modes", "warn_if_truncated", "with_disagreement_advice"]
 
 
 def warn_if_truncated(idata, *, K_max: int) -> None:
@@ -47,3 +49,55 @@ def warn_if_truncated(idata, *, K_max: int) -> None:
             TruncationWarning,
             stacklevel=3,
         )
+
+
+def shared_feature_modes(idata) -> list[int]:
+    """Each chain's most frequent number of shared features (``n_active - n_singletons``).
+
+    Parameters
+    ----------
+    idata : xarray.DataTree
+        A fit with ``sample_stats`` ``n_active`` and ``n_singletons``.
+
+    Returns
+    -------
+    list of int
+        One mode per chain.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> stats = {"n_active": np.array([[4, 4, 5], [3, 3, 3]]), "n_singletons": np.zeros((2, 3))}
+    >>> shared_feature_modes(az.from_dict({"sample_stats": stats}))
+    [4, 3]
+    """
+    stats = idata.sample_stats
+    shared = np.asarray(stats["n_active"].values) - np.asarray(stats["n_singletons"].values)
+    return [int(np.bincount(row.astype(np.int64)).argmax()) for row in shared]
+
+
+def with_disagreement_advice(spec, idata):
+    """``spec`` whose convergence advice first says that the chains disagree on the number of
+    shared features, when their modes differ (else ``spec`` itself): a fit that warns then
+    says its chains sit in different modes, not only that an R-hat is high.
+
+    Parameters
+    ----------
+    spec : pmctx.registry.ModelSpec
+        The IBP's spec.
+    idata : xarray.DataTree
+        The fit.
+
+    Returns
+    -------
+    pmctx.registry.ModelSpec
+    """
+    modes = shared_feature_modes(idata)
+    if len(set(modes)) < 2:
+        return spec
+    said = (
+        "The chains disagree on the number of shared features (owned by two or more trials; "
+        f"most frequent per chain: {', '.join(map(str, modes))}): they sit in different "
+        "modes, so read no feature count from this fit. "
+    )
+    return dataclasses.replace(spec, advice=said + spec.advice)
