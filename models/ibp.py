@@ -255,8 +255,8 @@ def sample(
         ``SUBSAMPLE_START_MIN_TRIALS`` (500) trials on, else ``"zero"``. Only the start
         changes; the sampler is the same exact kernel, :class:`~pmctx.steps.ibp_gibbs.IBPGibbs`
         at its defaults (from 50 trials on, 5 birth/death proposals for small shared features
-        per sweep, whatever the start; at least 400 rows swept per draw, up to 16 sweeps; from
-        5,000 trials on, two sweeps per draw). Why:
+        per sweep, whatever the start; below 50 trials, enough sweeps per draw to visit 400
+        rows, at most 16; from 5,000 trials on, two sweeps per draw). Why:
         :mod:`pmctx.ibp.start`.
     store : {"auto", "all"}, default "auto"
         How much to keep (:mod:`pmctx.ibp.storage`): ``"auto"`` keeps memory in proportion to
@@ -345,7 +345,7 @@ def sample(
         judge=convergence_judge(SPEC, check=check_convergence),
     )
     finish(idata, model, plan, trace, random_seed=random_seed)
-    warn_if_truncated(idata, K_max=dim_length(model, "feature"))
+    warn_if_truncated(idata, K_max=dim_length(model, "feature"), sweeps_per_draw=steps[0].sweeps)
     spec = with_disagreement_advice(SPEC, idata)  # the warning names split chains
     if plan.path is not None:  # every draw on disk, read lazily; convergence on what fits
         report_after_fit(idata, spec, check=False)

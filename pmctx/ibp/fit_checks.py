@@ -20,15 +20,19 @@ from pmctx.exceptions import TruncationWarning
 __all__ = ["shared_feature_modes", "warn_if_truncated", "with_disagreement_advice"]
 
 
-def warn_if_truncated(idata, *, K_max: int) -> None:
+def warn_if_truncated(idata, *, K_max: int, sweeps_per_draw: int = 1) -> None:
     """Warn :class:`pmctx.TruncationWarning` when the truncation was full in over 1% of sweeps.
 
     Parameters
     ----------
     idata : xarray.DataTree
-        A fit with ``sample_stats.truncation_hit``.
+        A fit with ``sample_stats.truncation_hit`` (per draw: whether any of its sweeps found
+        the truncation full).
     K_max : int
         The truncation level, for the message.
+    sweeps_per_draw : int, default 1
+        Sweeps behind each draw (``IBPGibbs.sweeps``): a share ``f`` of draws with a hit is
+        ``1 - (1 - f) ** (1 / sweeps_per_draw)`` of the sweeps.
 
     Returns
     -------
@@ -41,10 +45,11 @@ def warn_if_truncated(idata, *, K_max: int) -> None:
     >>> warn_if_truncated(idata, K_max=8)  # doctest: +SKIP
     """
     hit = np.asarray(idata.sample_stats["truncation_hit"].values)
-    if hit.mean() > 0.01:
+    share = 1.0 - (1.0 - hit.mean()) ** (1.0 / max(int(sweeps_per_draw), 1))
+    if share > 0.01:
         warnings.warn(
             f"The truncation at K_max={K_max} was full after "
-            f"{hit.mean():.0%} of the sweeps, so the sampler could not add the features the "
+            f"{share:.0%} of the sweeps, so the sampler could not add the features the "
             "posterior asked for; rerun with a larger K_max (pmctx fit: --set K_max=20).",
             TruncationWarning,
             stacklevel=3,

@@ -54,11 +54,12 @@ __all__ = [
 # 24, at 1.3-1.6 times the CPU; at 30 trials it did not help); from
 # SWEEPS_PER_DRAW_MIN_TRIALS on, each step is SWEEPS_PER_DRAW_LARGE sweeps: at N = 10,000 one
 # sweep per draw left the tail ESS of loglik at 341 of the 400 the convergence check asks for.
-# Below TRIALS_SWEPT_PER_DRAW trials, each step sweeps until it has visited that many rows (at
-# most MAX_SWEEPS_PER_DRAW sweeps): a sweep of 30 trials costs far less than pm.sample's own
-# work per draw, and one sweep per draw left default fits at 30-100 trials short of their
-# convergence check (docs/guides/ibp_defaults.md: at 30 trials, 8 sweeps per draw took a
-# chain-disagreement case from R-hat 1.64 to 1.01 at the same CPU).
+# Below BIRTH_DEATH_MIN_TRIALS, each step sweeps until it has visited TRIALS_SWEPT_PER_DRAW
+# rows (at most MAX_SWEEPS_PER_DRAW sweeps): there a sweep costs far less than pm.sample's own
+# work per draw, and one sweep per draw left default fits at 30-45 trials short of their
+# convergence check (docs/guides/ibp_defaults.md: cases 0-9 of its benchmark). From 50 trials
+# on each sweep carries 5 birth/death proposals, which cost more than the sweep: 6 sweeps per
+# draw at 70 trials took 3.3 times the CPU of one, so one it is.
 BIRTH_DEATH_MIN_TRIALS = 50
 BIRTH_DEATH_PER_SWEEP = 5
 SWEEPS_PER_DRAW_MIN_TRIALS = 5000
@@ -76,6 +77,8 @@ def _default_sweeps(n_trials: int) -> int:
     """Sweeps per step that ``sweeps="auto"`` runs on ``n_trials`` rows."""
     if n_trials >= SWEEPS_PER_DRAW_MIN_TRIALS:
         return SWEEPS_PER_DRAW_LARGE
+    if n_trials >= BIRTH_DEATH_MIN_TRIALS:
+        return 1
     return min(MAX_SWEEPS_PER_DRAW, -(-TRIALS_SWEPT_PER_DRAW // max(n_trials, 1)))
 
 
@@ -141,8 +144,9 @@ class IBPGibbs(PmctxStep):
         draw: on large data sets a sweep costs less than storing its draw, and the draws of
         slowly changing quantities (``loglik``) are less correlated. ``"auto"``:
         ``SWEEPS_PER_DRAW_LARGE`` (2) from ``SWEEPS_PER_DRAW_MIN_TRIALS`` (5,000) trials on;
-        below, enough sweeps to visit ``TRIALS_SWEPT_PER_DRAW`` (400) rows, at most
-        ``MAX_SWEEPS_PER_DRAW`` (16): 14 at 30 trials, 4 at 100, 1 from 400. The step's
+        1 from ``BIRTH_DEATH_MIN_TRIALS`` (50) on; below, enough sweeps to visit
+        ``TRIALS_SWEPT_PER_DRAW`` (400) rows, at most ``MAX_SWEEPS_PER_DRAW`` (16): 14 at
+        30 trials, 9 at 45. The step's
         ``birth_death`` and ``sweeps`` attributes hold the numbers chosen.
 
     Notes

@@ -43,3 +43,19 @@ def test_a_warning_from_disagreeing_chains_says_so():
         warnings.simplefilter("ignore", UserWarning)  # invariants of the fake fit's shapes
         with pytest.warns(ConvergenceWarning, match=pattern):
             report_after_fit(idata, spec)
+
+
+def test_truncation_share_is_per_sweep():
+    """12 % of draws with a hit is 12 % of the sweeps at one sweep per draw, and under 1 % at
+    14 (1 - 0.88 ** (1 / 14) = 0.0091)."""
+    from pmctx.exceptions import TruncationWarning
+    from pmctx.ibp.fit_checks import warn_if_truncated
+
+    hit = np.zeros((1, 100), bool)
+    hit[0, :12] = True
+    idata = az.from_dict({"sample_stats": {"truncation_hit": hit}})
+    with pytest.warns(TruncationWarning, match="full after 12% of the sweeps"):
+        warn_if_truncated(idata, K_max=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TruncationWarning)
+        warn_if_truncated(idata, K_max=6, sweeps_per_draw=14)
