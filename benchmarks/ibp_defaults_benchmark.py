@@ -26,6 +26,7 @@ import argparse
 import inspect
 import json
 import os
+import time
 import warnings
 from pathlib import Path
 
@@ -127,17 +128,19 @@ def run_case(case: dict) -> dict:
     data = bars_data(**data_args, random_seed=case["data_seed"])
     kwargs = dict(random_seed=case["fit_seed"], progressbar=False, cores=1)
     continuation = "until_converged" in inspect.signature(ibp.sample).parameters
-    start = _cpu_seconds()
+    start, wall_start = _cpu_seconds(), time.monotonic()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         idata = ibp.sample(data.F, data.X, **kwargs)
     cpu = _cpu_seconds() - start
+    wall = time.monotonic() - wall_start
     quantities = invariants_of(idata)
     record = {
         "id": case["id"],
         "case": case,
         "true_K": int(data.Z.any(axis=0).sum()),
         "cpu_s": round(cpu, 2),
+        "wall_s": round(wall, 2),
         "chains": int(quantities.sizes["chain"]),
         "draws": int(quantities.sizes["draw"]),
         "final": _verdict(quantities),
@@ -152,6 +155,9 @@ def run_case(case: dict) -> dict:
         record["extensions"] = int(attrs.get("pmctx_extensions", 0) or 0)
         record["stop_reason"] = str(attrs.get("pmctx_stop_reason", ""))
         record["draws_kept"] = int(attrs.get("pmctx_draws_kept", quantities.sizes["draw"]))
+        # Sampling seconds (wall) at each look: the first is what a fixed-length run would
+        # have cost, since a continued run equals a fixed one draw for draw.
+        record["look_s"] = [float(c.split(":")[-1]) for c in attrs.get("pmctx_checks", [])]
     else:
         record["first_pass"] = record["final"]
         record["extensions"] = None
