@@ -466,9 +466,12 @@ def _resolve_kappa(kappa, theta_obs, mask, rank, kappa_obs, random_seed):
     else:
         seed = np.random.default_rng(np.random.SeedSequence(random_seed).spawn(1)[0])
     learn_obs = isinstance(kappa_obs, str)  # kappa_obs="prior": learnt in every fold's fit
+    # build_model validates these after kappa is chosen: the scoring needs them valid first.
+    z, observed = check_map_observations(theta_to_o(theta_obs), mask)
     chosen, result = choose_kappa(
-        theta_to_o(theta_obs), mask, rank=check_int(rank, "rank", minimum=1),
-        kappa_obs=None if learn_obs else kappa_obs, random_seed=seed,
+        np.where(observed == 1, z, np.nan), rank=check_int(rank, "rank", minimum=1),
+        kappa_obs=None if learn_obs else check_positive(kappa_obs, "kappa_obs"),
+        random_seed=seed,
     )  # fmt: skip
     if result is None:
         return chosen, f"too few observed pixels to score ({AUTO_MIN_OBSERVED} needed): {chosen}"

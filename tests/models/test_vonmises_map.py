@@ -255,3 +255,11 @@ def test_auto_kappa_scores_held_out_pixels_without_moving_the_chains_seed(monkey
     assert auto.posterior.attrs["kappa_choice"].startswith("held-out pixels")
     by_hand = reconstruct(theta, kappa=chosen, **kw)
     np.testing.assert_array_equal(auto.posterior["o"].values, by_hand.posterior["o"].values)
+
+
+def test_auto_kappa_validates_before_scoring():
+    theta = np.full((10, 10), 0.5)
+    with pytest.raises(ValueError, match="kappa_obs"):
+        reconstruct(theta, kappa_obs=-1.0, draws=5, tune=5, chains=1)
+    with pytest.raises(ValueError, match="mask"):
+        reconstruct(theta, mask=np.ones((3, 3)), draws=5, tune=5, chains=1)
